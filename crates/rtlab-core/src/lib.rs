@@ -1,0 +1,15 @@
+//! rtlab's timing core: everything a probe, the executive or a report needs
+//! that is not specific to one of them.
+
+pub mod clock;
+pub mod cpuset;
+pub mod env;
+pub mod journal;
+pub mod pmqos;
+pub mod record;
+pub mod result;
+pub mod sched;
+pub mod units;
+
+/// rtlab's version, recorded in every result.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

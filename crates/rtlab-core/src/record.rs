@@ -1,0 +1,273 @@
+//! Turns a stream of latency samples into a series' statistics: exact
+//! count/min/max/mean/stdev, an HDR histogram for percentiles at ns
+//! resolution, an exact 1 µs histogram without overflow bucket, the time of
+//! the maximum and the largest spikes. Runs in the non-RT recorder thread,
+//! so it may allocate.
+
+use crate::result::{Overflows, Percentiles, SeriesStats, Spike};
+use hdrhistogram::Histogram;
+
+/// How many of the largest samples a series keeps with their times.
+pub const TOP_SPIKES: usize = 16;
+
+/// Live figures for a status line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveStats {
+    pub samples: u64,
+    pub missed: u64,
+    pub dropped: u64,
+    pub min_ns: u64,
+    pub last_ns: u64,
+    pub mean_ns: u64,
+    pub max_ns: u64,
+}
+
+pub struct SeriesRecorder {
+    hdr: Histogram<u64>,
+    us_bins: Vec<u64>,
+    samples: u64,
+    missed: u64,
+    dropped: u64,
+    min_ns: u64,
+    max_ns: u64,
+    last_ns: u64,
+    sum: u128,
+    sum_sq: u128,
+    top: Vec<Spike>,
+    overflows: Option<Overflows>,
+}
+
+impl SeriesRecorder {
+    /// `histfile_limit_us`: when set, samples of at least that many µs are
+    /// listed as cyclictest lists histogram overflows.
+    pub fn new(histfile_limit_us: Option<u64>) -> SeriesRecorder {
+        SeriesRecorder {
+            // 3 significant digits, auto-resizing: no value is ever refused.
+            hdr: Histogram::new(3).expect("3 significant digits is a valid HDR setting"),
+            us_bins: Vec::new(),
+            samples: 0,
+            missed: 0,
+            dropped: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            last_ns: 0,
+            sum: 0,
+            sum_sq: 0,
+            top: Vec::with_capacity(TOP_SPIKES + 1),
+            overflows: histfile_limit_us.map(|limit_us| Overflows {
+                limit_us,
+                ..Overflows::default()
+            }),
+        }
+    }
+
+    /// Records one sample: its latency, when it happened (ns since the run's
+    /// first deadline) and how many deadlines were missed before it.
+    pub fn record(&mut self, latency_ns: u64, at_ns: u64, missed: u64) {
+        let index = self.samples;
+        self.samples += 1;
+        self.missed += missed;
+        self.last_ns = latency_ns;
+        self.min_ns = self.min_ns.min(latency_ns);
+        self.max_ns = self.max_ns.max(latency_ns);
+        self.sum += u128::from(latency_ns);
+        self.sum_sq += u128::from(latency_ns) * u128::from(latency_ns);
+        // Auto-resize makes recording infallible for any u64 we can produce.
+        let _ = self.hdr.record(latency_ns);
+
+        let bin = (latency_ns / 1000) as usize;
+        if bin >= self.us_bins.len() {
+            self.us_bins.resize(bin + 1, 0);
+        }
+        self.us_bins[bin] += 1;
+
+        if let Some(over) = &mut self.overflows {
+            if latency_ns / 1000 >= over.limit_us {
+                over.count += 1;
+                if (over.first_samples.len() as u64) < over.limit_us {
+                    over.first_samples.push(index);
+                }
+            }
+        }
+
+        let spike = Spike {
+            sample: index,
+            at_ns,
+            latency_ns,
+        };
+        if self.top.len() < TOP_SPIKES || latency_ns > self.top[self.top.len() - 1].latency_ns {
+            // Keep the list sorted largest first; the earliest wins a tie.
+            let pos = self.top.partition_point(|s| s.latency_ns >= latency_ns);
+            self.top.insert(pos, spike);
+            self.top.truncate(TOP_SPIKES);
+        }
+    }
+
+    /// Samples the measuring thread could not hand over (ring full), as
+    /// counted by that thread so far.
+    pub fn set_dropped(&mut self, total: u64) {
+        self.dropped = total;
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    pub fn live(&self) -> LiveStats {
+        LiveStats {
+            samples: self.samples,
+            missed: self.missed,
+            dropped: self.dropped,
+            min_ns: if self.samples == 0 { 0 } else { self.min_ns },
+            last_ns: self.last_ns,
+            mean_ns: if self.samples == 0 {
+                0
+            } else {
+                (self.sum / u128::from(self.samples)) as u64
+            },
+            max_ns: self.max_ns,
+        }
+    }
+
+    fn percentile(&self, quantile: f64) -> u64 {
+        // The HDR bucket's highest equivalent value can exceed the exact
+        // maximum (or fall below the minimum); clamp to what was seen.
+        self.hdr
+            .value_at_quantile(quantile)
+            .clamp(self.min_ns, self.max_ns)
+    }
+
+    fn stdev_ns(&self) -> f64 {
+        if self.samples < 2 {
+            return 0.0;
+        }
+        let n = u128::from(self.samples);
+        // Exact integer variance where it fits: n·Σx² − (Σx)² never cancels
+        // badly the way the f64 form does when the mean dwarfs the spread.
+        let variance = match (n.checked_mul(self.sum_sq), self.sum.checked_mul(self.sum)) {
+            (Some(a), Some(b)) => (a - b) as f64 / (n * (n - 1)) as f64,
+            _ => {
+                let mean = self.sum as f64 / n as f64;
+                (self.sum_sq as f64 / n as f64 - mean * mean) * n as f64 / (n - 1) as f64
+            }
+        };
+        variance.max(0.0).sqrt()
+    }
+
+    pub fn stats(&self) -> SeriesStats {
+        if self.samples == 0 {
+            return SeriesStats {
+                missed: self.missed,
+                dropped: self.dropped,
+                overflows: self.overflows.clone(),
+                ..SeriesStats::default()
+            };
+        }
+        SeriesStats {
+            samples: self.samples,
+            missed: self.missed,
+            dropped: self.dropped,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            mean_ns: self.sum as f64 / self.samples as f64,
+            stdev_ns: self.stdev_ns(),
+            percentiles_ns: Percentiles {
+                p50: self.percentile(0.50),
+                p90: self.percentile(0.90),
+                p99: self.percentile(0.99),
+                p99_9: self.percentile(0.999),
+                p99_99: self.percentile(0.9999),
+            },
+            max_at: self.top.first().copied(),
+            top: self.top.clone(),
+            histogram_ns: self
+                .hdr
+                .iter_recorded()
+                .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                .collect(),
+            histogram_us: self
+                .us_bins
+                .iter()
+                .enumerate()
+                .filter(|(_, count)| **count > 0)
+                .map(|(bin, count)| [bin as u64, *count])
+                .collect(),
+            overflows: self.overflows.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_moments_and_extremes() {
+        let mut rec = SeriesRecorder::new(None);
+        for (i, v) in [10_000u64, 20_000, 30_000, 40_000].iter().enumerate() {
+            rec.record(*v, i as u64 * 1_000_000, 0);
+        }
+        let s = rec.stats();
+        assert_eq!((s.samples, s.min_ns, s.max_ns), (4, 10_000, 40_000));
+        assert_eq!(s.mean_ns, 25_000.0);
+        // Sample standard deviation of 10,20,30,40 µs.
+        assert!((s.stdev_ns - 12_909.944).abs() < 0.01, "{}", s.stdev_ns);
+        assert_eq!(s.max_at.unwrap().at_ns, 3_000_000);
+    }
+
+    #[test]
+    fn percentiles_are_within_hdr_precision() {
+        let mut rec = SeriesRecorder::new(None);
+        for v in 1..=100_000u64 {
+            rec.record(v * 10, 0, 0);
+        }
+        let p = rec.stats().percentiles_ns;
+        for (got, want) in [
+            (p.p50, 500_000.0),
+            (p.p99, 990_000.0),
+            (p.p99_99, 999_990.0),
+        ] {
+            assert!((got as f64 - want).abs() / want < 0.001, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn missed_and_dropped_are_counted() {
+        let mut rec = SeriesRecorder::new(None);
+        rec.record(5_000, 0, 0);
+        rec.record(3_200_000, 4_000_000, 3);
+        rec.set_dropped(2);
+        let s = rec.stats();
+        assert_eq!((s.samples, s.missed, s.dropped), (2, 3, 2));
+    }
+
+    #[test]
+    fn microsecond_bins_truncate_like_cyclictest_and_never_overflow() {
+        let mut rec = SeriesRecorder::new(Some(2));
+        for v in [999, 1_000, 1_999, 2_000, 10_000_000] {
+            rec.record(v, 0, 0);
+        }
+        let s = rec.stats();
+        assert_eq!(s.histogram_us, vec![[0, 1], [1, 2], [2, 1], [10_000, 1]]);
+        let over = s.overflows.unwrap();
+        assert_eq!((over.count, over.first_samples), (2, vec![3, 4]));
+    }
+
+    #[test]
+    fn keeps_the_largest_spikes_in_order() {
+        let mut rec = SeriesRecorder::new(None);
+        for i in 0..1000u64 {
+            rec.record((i * 7919) % 1000, i, 0);
+        }
+        let top = rec.stats().top;
+        assert_eq!(top.len(), TOP_SPIKES);
+        assert!(top.windows(2).all(|w| w[0].latency_ns >= w[1].latency_ns));
+        assert_eq!(top[0].latency_ns, 999);
+    }
+
+    #[test]
+    fn empty_series_has_zero_stats() {
+        let s = SeriesRecorder::new(None).stats();
+        assert_eq!((s.samples, s.max_ns), (0, 0));
+    }
+}

@@ -1,0 +1,504 @@
+//! The timer probe: one thread per CPU waits for a periodic deadline and
+//! stamps how late it woke up (cyclictest's measurement), counting every
+//! deadline that passed without its own wake-up.
+
+use crate::recorder::{ring_capacity, Recorder, Sample, SeriesInput};
+use crate::trace::TraceMarker;
+use rtlab_core::clock::{self, PeriodicTimer};
+use rtlab_core::record::LiveStats;
+use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
+use rtlab_core::sched::{self, Policy, SchedParams};
+use serde::Serialize;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
+
+/// How a measuring thread waits for its next deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// clock_nanosleep(TIMER_ABSTIME) on a fixed grid (default).
+    Abs,
+    /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
+    Rel,
+    /// A periodic absolute timerfd; the kernel counts the overruns.
+    Timerfd,
+}
+
+/// How long each thread runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunLength {
+    /// Every thread runs for this long: duration / interval deadlines.
+    DurationNs(u64),
+    /// Every thread meets this many deadlines (samples + missed).
+    Loops(u64),
+}
+
+/// Everything the timer probe needs; serialized into the result as the
+/// run's `config`, defaults included.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimerConfig {
+    pub cpus: Vec<usize>,
+    pub interval_ns: u64,
+    /// Added to the interval of each further thread (cyclictest -d).
+    pub distance_ns: u64,
+    pub length: RunLength,
+    pub sched: SchedParams,
+    pub mode: WaitMode,
+    /// Stop at the first sample above this latency.
+    pub break_at_ns: Option<u64>,
+    /// Histogram limit of the cyclictest histfile, when one is written.
+    pub hist_max_us: Option<u64>,
+}
+
+impl TimerConfig {
+    pub fn interval_of(&self, thread: usize) -> u64 {
+        self.interval_ns + self.distance_ns * thread as u64
+    }
+
+    /// Deadlines thread `thread` must meet or miss before it is done.
+    pub fn deadlines_of(&self, thread: usize) -> u64 {
+        match self.length {
+            RunLength::Loops(n) => n,
+            RunLength::DurationNs(d) => (d / self.interval_of(thread)).max(1),
+        }
+    }
+
+    /// SCHED_DEADLINE refuses a thread whose affinity is narrower than its
+    /// root domain, so deadline threads float; all others are pinned.
+    pub fn pins_threads(&self) -> bool {
+        self.sched.policy != Policy::Deadline
+    }
+
+    /// Planned length of the run, ns.
+    pub fn planned_ns(&self) -> u64 {
+        (0..self.cpus.len())
+            .map(|i| self.deadlines_of(i) * self.interval_of(i))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// What a measuring thread reports once it has set itself up.
+struct ThreadReady {
+    index: usize,
+    settings: ThreadSettings,
+    warnings: Vec<String>,
+}
+
+/// How a measuring thread ended.
+struct ThreadEnd {
+    /// Deadlines met or missed.
+    deadlines: u64,
+    planned: u64,
+    /// Something the thread had to do differently once measuring.
+    warning: Option<String>,
+}
+
+/// State shared by the measuring threads of one run.
+struct Shared {
+    stop: Arc<AtomicBool>,
+    break_claimed: AtomicBool,
+    break_event: Mutex<Option<BreakEvent>>,
+    start_ns: AtomicU64,
+}
+
+/// A timer probe in progress.
+pub struct TimerRun {
+    threads: Vec<JoinHandle<ThreadEnd>>,
+    recorder: Recorder,
+    shared: Arc<Shared>,
+    names: Vec<String>,
+    cpus: Vec<Option<usize>>,
+    intervals: Vec<u64>,
+    settings: Vec<ThreadSettings>,
+    warnings: Vec<String>,
+}
+
+/// The end of a timer probe run.
+pub struct TimerOutcome {
+    pub series: Vec<Series>,
+    pub elapsed_ns: u64,
+    pub break_event: Option<BreakEvent>,
+    /// Stopped before every thread met all its deadlines (signal or break).
+    pub stopped_early: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Margin between the threads being ready and their first deadline, so
+/// that every thread starts on the same grid.
+const START_MARGIN_NS: u64 = 50_000_000;
+
+/// Starts the measuring threads and the recorder. `stop` ends the run
+/// early when set (by a signal handler, or by `--break-at`).
+pub fn start(
+    config: &TimerConfig,
+    stop: Arc<AtomicBool>,
+    samples_csv: Option<Box<dyn Write + Send>>,
+) -> anyhow::Result<TimerRun> {
+    anyhow::ensure!(!config.cpus.is_empty(), "no CPU to measure on");
+    anyhow::ensure!(config.interval_ns > 0, "the interval must be above 0");
+    let n = config.cpus.len();
+    let shared = Arc::new(Shared {
+        stop,
+        break_claimed: AtomicBool::new(false),
+        break_event: Mutex::new(None),
+        start_ns: AtomicU64::new(0),
+    });
+    // Two rendezvous: every thread set up, then the common start time published.
+    let ready = Arc::new(Barrier::new(n + 1));
+    let go = Arc::new(Barrier::new(n + 1));
+    let (ready_tx, ready_rx) = mpsc::channel();
+
+    let mut inputs = Vec::with_capacity(n);
+    let mut threads = Vec::with_capacity(n);
+    let mut names = Vec::with_capacity(n);
+    let mut cpus = Vec::with_capacity(n);
+    let mut intervals = Vec::with_capacity(n);
+    for (index, &cpu) in config.cpus.iter().enumerate() {
+        let interval = config.interval_of(index);
+        let (producer, consumer) = rtrb::RingBuffer::new(ring_capacity(interval));
+        let dropped = Arc::new(AtomicU64::new(0));
+        let pinned_cpu = config.pins_threads().then_some(cpu);
+        let name = match pinned_cpu {
+            Some(cpu) => format!("cpu{cpu}"),
+            None => format!("thread{index}"),
+        };
+        inputs.push(SeriesInput {
+            csv_label: pinned_cpu.map_or(index.to_string(), |c| c.to_string()),
+            consumer,
+            dropped: Arc::clone(&dropped),
+        });
+        let plan = ThreadPlan {
+            index,
+            pinned_cpu,
+            interval_ns: interval,
+            deadlines: config.deadlines_of(index),
+            sched: config.sched,
+            mode: config.mode,
+            break_at_ns: config.break_at_ns,
+            series_name: name.clone(),
+        };
+        let (shared, ready, go, ready_tx) = (
+            Arc::clone(&shared),
+            Arc::clone(&ready),
+            Arc::clone(&go),
+            ready_tx.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name(format!("rtlab-{name}"))
+            .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024)
+            .spawn(move || {
+                let marker = plan.break_at_ns.map(|_| TraceMarker::open());
+                let (settings, warnings) = plan.set_up();
+                // The receiver lives until all threads reported.
+                let _ = ready_tx.send(ThreadReady {
+                    index: plan.index,
+                    settings,
+                    warnings,
+                });
+                ready.wait();
+                go.wait();
+                let start_ns = shared.start_ns.load(Ordering::Acquire);
+                plan.measure(start_ns, producer, &dropped, &shared, marker)
+            })?;
+        threads.push(thread);
+        names.push(name);
+        cpus.push(pinned_cpu);
+        intervals.push(interval);
+    }
+    drop(ready_tx);
+
+    let recorder = Recorder::spawn(inputs, config.hist_max_us, samples_csv)?;
+
+    ready.wait();
+    let mut reports: Vec<ThreadReady> = ready_rx.iter().take(n).collect();
+    reports.sort_by_key(|r| r.index);
+    let mut warnings = Vec::new();
+    let mut settings = Vec::with_capacity(n);
+    for report in reports {
+        warnings.extend(report.warnings);
+        settings.push(report.settings);
+    }
+    dedup_keep_order(&mut warnings);
+    shared
+        .start_ns
+        .store(clock::now_ns() + START_MARGIN_NS, Ordering::Release);
+    go.wait();
+
+    Ok(TimerRun {
+        threads,
+        recorder,
+        shared,
+        names,
+        cpus,
+        intervals,
+        settings,
+        warnings,
+    })
+}
+
+fn dedup_keep_order(items: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|item| seen.insert(item.clone()));
+}
+
+impl TimerRun {
+    pub fn series_names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn live(&self) -> Vec<LiveStats> {
+        self.recorder.live()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.threads.iter().all(JoinHandle::is_finished)
+    }
+
+    /// Time since the first deadline's grid started, ns.
+    pub fn elapsed_ns(&self) -> u64 {
+        clock::now_ns().saturating_sub(self.shared.start_ns.load(Ordering::Acquire))
+    }
+
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Series as measured so far (for a result file rewritten during the run).
+    pub fn snapshot(&self) -> Vec<Series> {
+        build_series(
+            &self.names,
+            &self.cpus,
+            &self.intervals,
+            &self.settings,
+            self.recorder.stats(),
+        )
+    }
+
+    /// Waits for every thread and the recorder, and returns the result.
+    pub fn finish(mut self) -> anyhow::Result<TimerOutcome> {
+        let mut stopped_early = false;
+        for thread in std::mem::take(&mut self.threads) {
+            let end = thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
+            stopped_early |= end.deadlines < end.planned;
+            if let Some(warning) = end.warning {
+                self.warnings.push(warning);
+            }
+        }
+        let elapsed_ns = self.elapsed_ns();
+        let break_event = self
+            .shared
+            .break_event
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let stats = self.recorder.finish()?;
+        let series = build_series(
+            &self.names,
+            &self.cpus,
+            &self.intervals,
+            &self.settings,
+            stats,
+        );
+        Ok(TimerOutcome {
+            series,
+            elapsed_ns,
+            break_event,
+            stopped_early,
+            warnings: self.warnings,
+        })
+    }
+}
+
+fn build_series(
+    names: &[String],
+    cpus: &[Option<usize>],
+    intervals: &[u64],
+    settings: &[ThreadSettings],
+    stats: Vec<SeriesStats>,
+) -> Vec<Series> {
+    stats
+        .into_iter()
+        .enumerate()
+        .map(|(i, stats)| Series {
+            name: names[i].clone(),
+            metric: "wakeup_latency".into(),
+            cpu: cpus[i],
+            interval_ns: intervals[i],
+            thread: settings[i].clone(),
+            stats,
+        })
+        .collect()
+}
+
+/// What one measuring thread does.
+struct ThreadPlan {
+    index: usize,
+    pinned_cpu: Option<usize>,
+    interval_ns: u64,
+    deadlines: u64,
+    sched: SchedParams,
+    mode: WaitMode,
+    break_at_ns: Option<u64>,
+    series_name: String,
+}
+
+impl ThreadPlan {
+    /// Pins, promotes and prepares the calling thread; what is refused is
+    /// a warning, and the thread measures with what it got.
+    fn set_up(&self) -> (ThreadSettings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut pinned_cpu = None;
+        if let Some(cpu) = self.pinned_cpu {
+            match sched::pin_current_thread(cpu) {
+                Ok(()) => pinned_cpu = Some(cpu),
+                Err(e) => warnings.push(format!("could not pin a thread to CPU {cpu}: {e}")),
+            }
+        }
+        if let Err(e) = sched::set_current_thread(&self.sched) {
+            let hint = if e.raw_os_error() == Some(libc::EPERM) {
+                format!("; to allow it, {}", sched::RT_PRIVILEGE_HINT)
+            } else if e.raw_os_error() == Some(libc::EBUSY) {
+                "; SCHED_DEADLINE admission control refused the bandwidth".into()
+            } else {
+                String::new()
+            };
+            warnings.push(format!(
+                "could not set {} ({e}): measuring with the policy the thread already had{hint}",
+                self.sched
+            ));
+        }
+        if let Err(e) = sched::set_timer_slack(1) {
+            warnings.push(format!("could not set the timer slack to 1 ns: {e}"));
+        }
+        sched::prefault_stack();
+        let settings = ThreadSettings {
+            tid: sched::gettid(),
+            pinned_cpu,
+            requested: self.sched,
+            actual: sched::current_thread().ok(),
+            timer_slack_ns: Some(sched::timer_slack()),
+        };
+        (settings, warnings)
+    }
+
+    /// The measuring loop. Hot-path rules: no allocation, lock, formatting
+    /// or syscall here other than the clock, the wait and the ring push,
+    /// until the loop ends.
+    fn measure(
+        &self,
+        start_ns: u64,
+        mut ring: rtrb::Producer<Sample>,
+        dropped: &AtomicU64,
+        shared: &Shared,
+        mut marker: Option<TraceMarker>,
+    ) -> ThreadEnd {
+        let interval = self.interval_ns;
+        let planned = self.deadlines;
+        let mut warning = None;
+        let timerfd = match self.mode {
+            WaitMode::Timerfd => match PeriodicTimer::new(start_ns + interval, interval) {
+                Ok(timer) => Some(timer),
+                Err(e) => {
+                    warning = Some(format!(
+                        "{}: timerfd unavailable ({e}), measured with clock_nanosleep instead",
+                        self.series_name
+                    ));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let mut next = start_ns + interval;
+        let mut done: u64 = 0;
+        let mut samples: u64 = 0;
+        while done < planned && !shared.stop.load(Ordering::Relaxed) {
+            let (woke, missed_by_kernel) = match (&self.mode, &timerfd) {
+                (WaitMode::Timerfd, Some(timer)) => {
+                    let expirations = timer.wait();
+                    (clock::now_ns(), Some(expirations.saturating_sub(1)))
+                }
+                (WaitMode::Rel, _) => {
+                    let before = clock::now_ns();
+                    next = before + interval;
+                    clock::sleep_for(interval);
+                    (clock::now_ns(), None)
+                }
+                _ => {
+                    clock::sleep_until(next);
+                    (clock::now_ns(), None)
+                }
+            };
+            let latency = woke.saturating_sub(next);
+            // Deadlines that passed while this wake-up was late; they are
+            // skipped (not measured as fake catch-up samples) and counted.
+            let missed = missed_by_kernel
+                .unwrap_or(latency / interval)
+                .min(planned - done - 1);
+            let sample = Sample {
+                at_ns: next - start_ns,
+                latency_ns: latency,
+                missed,
+            };
+            if ring.push(sample).is_err() {
+                dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            done += 1 + missed;
+            next += (1 + missed) * interval;
+            samples += 1;
+            if let Some(limit) = self.break_at_ns {
+                if latency > limit {
+                    self.report_break(shared, limit, sample, samples - 1, marker.as_mut());
+                    break;
+                }
+            }
+        }
+        ThreadEnd {
+            deadlines: done,
+            planned,
+            warning,
+        }
+    }
+
+    /// Leaves the hot path for good: marks the trace, records the event and
+    /// stops every thread of the run.
+    fn report_break(
+        &self,
+        shared: &Shared,
+        limit: u64,
+        sample: Sample,
+        sample_index: u64,
+        marker: Option<&mut TraceMarker>,
+    ) {
+        let first = !shared.break_claimed.swap(true, Ordering::AcqRel);
+        shared.stop.store(true, Ordering::Relaxed);
+        if !first {
+            return;
+        }
+        let (written, note) = match marker {
+            Some(marker) => {
+                let line = format!(
+                    "rtlab: {} latency {} ns > break-at {} ns\n",
+                    self.series_name, sample.latency_ns, limit
+                );
+                (marker.write(line.as_bytes()), marker.describe())
+            }
+            None => (false, "no trace marker".into()),
+        };
+        let event = BreakEvent {
+            series: self.series_name.clone(),
+            threshold_ns: limit,
+            latency_ns: sample.latency_ns,
+            at_ns: sample.at_ns,
+            sample: sample_index,
+            trace_marker: written,
+            trace_note: note,
+        };
+        *shared.break_event.lock().unwrap_or_else(|p| p.into_inner()) = Some(event);
+    }
+}

@@ -1,0 +1,54 @@
+//! One exporter per output format, all behind the same trait, so a new
+//! format is one new file.
+
+mod histfile;
+mod json;
+
+pub use histfile::HistfileExporter;
+pub use json::JsonExporter;
+
+use rtlab_core::result::RunResult;
+use std::io::{self, Write};
+use std::path::Path;
+
+pub trait Exporter {
+    fn write(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// Writes `result` to `path` through `exporter` so that a reader (or a
+/// crash) never sees a half-written file: write a temporary file beside
+/// it, flush it to disk, then rename it over the old one. `-` is stdout.
+pub fn write_file(exporter: &dyn Exporter, result: &RunResult, path: &Path) -> io::Result<()> {
+    if path == Path::new("-") {
+        let stdout = io::stdout();
+        let mut lock = stdout.lock();
+        exporter.write(result, &mut lock)?;
+        return lock.flush();
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        {
+            let mut buffered = io::BufWriter::new(&mut file);
+            exporter.write(result, &mut buffered)?;
+            buffered.flush()?;
+        }
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}

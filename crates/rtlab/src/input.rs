@@ -1,0 +1,41 @@
+//! Bad input found after argument parsing: reported like clap's own
+//! usage errors, with exit code 2.
+
+use std::fmt;
+
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// `bail!` for bad input.
+macro_rules! bad_input {
+    ($($arg:tt)*) => {
+        return Err(anyhow::Error::new($crate::input::InputError(format!($($arg)*))))
+    };
+}
+pub(crate) use bad_input;
+
+/// clap value parser for durations (`10s`, `200us`, `1.5ms`).
+pub fn duration(s: &str) -> Result<u64, String> {
+    rtlab_core::units::parse_duration_ns(s).map_err(|e| e.to_string())
+}
+
+/// clap value parser for a non-zero duration.
+pub fn positive_duration(s: &str) -> Result<u64, String> {
+    match duration(s)? {
+        0 => Err(format!("'{s}' must be longer than 0")),
+        ns => Ok(ns),
+    }
+}
+
+/// clap value parser for `--cpus`.
+pub fn cpus(s: &str) -> Result<rtlab_core::cpuset::CpuSelection, String> {
+    rtlab_core::cpuset::CpuSelection::parse(s).map_err(|e| e.to_string())
+}

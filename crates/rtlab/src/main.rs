@@ -1,0 +1,25 @@
+//! rtlab: make a stock Linux machine time-critical and prove it.
+
+mod cli;
+mod commands;
+mod input;
+mod progress;
+mod signals;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            if let Some(bad) = error.downcast_ref::<input::InputError>() {
+                eprintln!("error: {bad}");
+                return ExitCode::from(2);
+            }
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Live status on a terminal: one line per series and an overall bar,
+//! redrawn at most 10 times a second; nothing at all when stderr is not a
+//! terminal or --quiet was given.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rtlab_core::record::LiveStats;
+use rtlab_core::units::Micros;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+pub struct LiveStatus {
+    overall: ProgressBar,
+    lines: Vec<ProgressBar>,
+    _multi: MultiProgress,
+}
+
+impl LiveStatus {
+    /// `None` when there is no terminal to draw on.
+    pub fn new(series: &[String], planned_ns: u64, quiet: bool) -> Option<LiveStatus> {
+        if quiet || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+        let overall = multi.add(ProgressBar::new(planned_ns / 1_000_000));
+        overall.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {percent:>3}%  ETA {eta}  {msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
+        );
+        let lines = series
+            .iter()
+            .map(|name| {
+                let line = multi.add(ProgressBar::new_spinner());
+                line.set_style(ProgressStyle::with_template("{msg}").expect("static template"));
+                line.set_message(format!("{name:>8}  waiting for the first deadline"));
+                line
+            })
+            .collect();
+        Some(LiveStatus {
+            overall,
+            lines,
+            _multi: multi,
+        })
+    }
+
+    pub fn update(&self, names: &[String], live: &[LiveStats], elapsed_ns: u64) {
+        self.overall.set_position(elapsed_ns / 1_000_000);
+        self.overall
+            .set_message("Ctrl-C stops and keeps what was measured");
+        for ((line, name), s) in self.lines.iter().zip(names).zip(live) {
+            line.set_message(format!(
+                "{name:>8}  samples {:>9}  missed {:>5}  min {:>9}  act {:>9}  avg {:>9}  max {:>10} µs",
+                s.samples,
+                s.missed,
+                Micros(s.min_ns),
+                Micros(s.last_ns),
+                Micros(s.mean_ns),
+                Micros(s.max_ns)
+            ));
+        }
+    }
+
+    pub fn finish(self) {
+        for line in &self.lines {
+            line.finish_and_clear();
+        }
+        self.overall.finish_and_clear();
+    }
+}
+
+/// How often the live status is refreshed.
+pub const REFRESH: Duration = Duration::from_millis(100);
