@@ -414,6 +414,10 @@ impl ThreadPlan {
             },
             _ => None,
         };
+        if self.mode == WaitMode::Rel {
+            // Relative periods still start on the common grid.
+            clock::sleep_until(start_ns);
+        }
         let mut next = start_ns + interval;
         let mut done: u64 = 0;
         let mut samples: u64 = 0;

@@ -1,0 +1,128 @@
+//! Shared helpers of rtlab's end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The rtlab binary built for this test run, with its journal kept in
+/// `state_dir` so tests never touch each other's (or the user's) journal.
+pub fn rtlab(state_dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtlab"));
+    cmd.env("RTLAB_STATE_DIR", state_dir);
+    cmd
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.stdin(Stdio::null()).output().expect("rtlab runs");
+    eprintln!("stderr: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: no arguments.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether this process may use SCHED_FIFO (root, CAP_SYS_NICE or an
+/// rtprio limit); the reason when not.
+pub fn realtime_allowed() -> Result<(), String> {
+    std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: valid param for the calling thread.
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "SCHED_FIFO not allowed ({}): run the tests as root or with CAP_SYS_NICE",
+                std::io::Error::last_os_error()
+            ))
+        }
+    })
+    .join()
+    .unwrap()
+}
+
+/// Skips the calling test, with the reason printed, unless RT scheduling works.
+#[macro_export]
+macro_rules! require_realtime {
+    () => {
+        if let Err(why) = common::realtime_allowed() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+/// Reads a result file that may not be written yet.
+pub fn read_json(path: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Waits until the run writing `path` is measuring (status "running").
+pub fn wait_until_running(path: &Path, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some(doc) = read_json(path) {
+            if doc["status"] == "running" {
+                return;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("rtlab exited early with {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("rtlab did not start measuring within 30 s");
+}
+
+pub fn signal(child: &Child, signal: i32) {
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+}
+
+/// A thread at SCHED_FIFO 99 on `cpu` that spins for `stall` every `every`,
+/// `count` times: a latency of known size that a probe on that CPU must see.
+pub fn inject_stalls(
+    cpu: usize,
+    stall: Duration,
+    every: Duration,
+    count: u32,
+) -> std::thread::JoinHandle<u32> {
+    std::thread::spawn(move || {
+        // SAFETY: cpu_set_t is plain data; the calls affect this thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            let param = libc::sched_param { sched_priority: 99 };
+            assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &param), 0);
+        }
+        let mut done = 0;
+        for _ in 0..count {
+            std::thread::sleep(every);
+            let start = Instant::now();
+            while start.elapsed() < stall {
+                std::hint::spin_loop();
+            }
+            done += 1;
+        }
+        done
+    })
+}
+
+/// Counts samples of a series at or above `at_least_us`.
+pub fn samples_at_least(series: &serde_json::Value, at_least_us: u64) -> u64 {
+    series["histogram_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|bin| bin[0].as_u64().unwrap() >= at_least_us)
+        .map(|bin| bin[1].as_u64().unwrap())
+        .sum()
+}
