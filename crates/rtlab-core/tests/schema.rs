@@ -46,7 +46,9 @@ fn assert_valid(validator: &Validator, document: &Value) {
     if !errors.is_empty() {
         let listing: Vec<String> = errors
             .iter()
-            .map(|(path, message)| format!("  {}: {message}", if path.is_empty() { "/" } else { path }))
+            .map(|(path, message)| {
+                format!("  {}: {message}", if path.is_empty() { "/" } else { path })
+            })
             .collect();
         panic!(
             "document does not match rtlab.run-1.json ({} errors):\n{}\ndocument:\n{}",
@@ -123,7 +125,12 @@ fn busy_series() -> Series {
             },
             max_at: top.first().copied(),
             top,
-            histogram_ns: vec![[1_534, 12], [2_047, 20_001], [3_119, 18_000], [1_204_223, 1]],
+            histogram_ns: vec![
+                [1_534, 12],
+                [2_047, 20_001],
+                [3_119, 18_000],
+                [1_204_223, 1],
+            ],
             histogram_us: vec![[1, 12], [2, 38_001], [3, 3_864], [1_203, 1]],
             overflows: Some(Overflows {
                 limit_us: 1_000,
@@ -170,9 +177,17 @@ fn realistic_result() -> RunResult {
         started_at: "2026-11-21T19:30:12.123456Z".into(),
         ended_at: Some("2026-11-21T19:30:54.001002Z".into()),
         elapsed_ns: 41_878_012_345,
-        command: ["rtlab", "measure", "timer", "--cpus", "0-1", "--break-at", "1ms"]
-            .map(String::from)
-            .to_vec(),
+        command: [
+            "rtlab",
+            "measure",
+            "timer",
+            "--cpus",
+            "0-1",
+            "--break-at",
+            "1ms",
+        ]
+        .map(String::from)
+        .to_vec(),
         config: json!({
             "cpus": [0, 1],
             "interval_ns": 1_000_000,
@@ -248,14 +263,19 @@ fn deadline_threads_are_valid() {
     let mut result = realistic_result();
     result.status = RunStatus::Complete;
     result.break_event = None;
-    for series in &mut result.series {
+    // Deadline threads float: no pinning, named by index.
+    for (index, series) in result.series.iter_mut().enumerate() {
+        series.name = format!("thread{index}");
+        series.cpu = None;
         series.thread.pinned_cpu = None;
         series.thread.requested = deadline;
         series.thread.actual = Some(deadline);
     }
     result.series[1].thread.actual = None;
     let document = to_json(&result);
-    assert!(document.pointer("/series/0/thread/actual/deadline").is_some());
+    assert!(document
+        .pointer("/series/0/thread/actual/deadline")
+        .is_some());
     assert_valid(&validator(), &document);
 }
 
@@ -263,11 +283,12 @@ fn deadline_threads_are_valid() {
 fn captured_environment_alone_is_valid() {
     // The environment is captured from this machine, whatever it is: check
     // it against its own definition too, so a failure names it directly.
-    let mut schema = schema();
-    let environment_def = schema["$defs"]["Environment"].take();
-    let mut standalone = environment_def;
-    standalone["$schema"] = schema["$schema"].clone();
-    standalone["$defs"] = schema["$defs"].clone();
+    let schema = schema();
+    let standalone = json!({
+        "$schema": schema["$schema"],
+        "$defs": schema["$defs"],
+        "$ref": "#/$defs/Environment",
+    });
     let validator = jsonschema::draft202012::new(&standalone).unwrap();
     let environment = serde_json::to_value(Environment::capture()).unwrap();
     assert_valid(&validator, &environment);
@@ -289,7 +310,10 @@ fn series_without_missed_is_invalid() {
         .as_object_mut()
         .unwrap()
         .remove("missed");
-    assert!(removed.is_some(), "the flattened stats put `missed` in the series");
+    assert!(
+        removed.is_some(),
+        "the flattened stats put `missed` in the series"
+    );
     assert_invalid_at(&validator, &document, "/series/0");
 }
 
@@ -338,8 +362,72 @@ fn inconsistent_documents_are_invalid() {
     assert_invalid_at(&validator, &document, "/series/0/thread/requested/priority");
 }
 
+/// Every key rtlab writes is pinned: renaming any of them (as a careless
+/// refactor of a Rust field would) makes the document invalid.
+#[test]
+fn every_renamed_key_is_caught() {
+    fn object_paths(node: &Value, path: &str, out: &mut Vec<String>) {
+        // `config` is probe specific and `governors` is keyed by CPU name.
+        if path == "/config" || path == "/environment/governors" {
+            return;
+        }
+        match node {
+            Value::Object(map) => {
+                out.push(path.to_string());
+                for (key, child) in map {
+                    object_paths(child, &format!("{path}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    object_paths(child, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let validator = validator();
+    let document = to_json(&realistic_result());
+    let mut objects = Vec::new();
+    object_paths(&document, "", &mut objects);
+    let mut uncaught = Vec::new();
+    let mut checked = 0;
+    for object in &objects {
+        let keys: Vec<String> = document
+            .pointer(object)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        for key in keys {
+            let mut renamed = document.clone();
+            let map = renamed
+                .pointer_mut(object)
+                .unwrap()
+                .as_object_mut()
+                .unwrap();
+            let value = map.remove(&key).unwrap();
+            map.insert(format!("{key}_renamed"), value);
+            checked += 1;
+            if validator.is_valid(&renamed) {
+                uncaught.push(format!("{object}/{key}"));
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} keys checked");
+    assert!(
+        uncaught.is_empty(),
+        "renaming these keys went unnoticed: {uncaught:#?}"
+    );
+}
+
 #[test]
 fn json_round_trips_through_run_result() {
+    // Caveat: jsonschema turns on serde_json's `float_roundtrip` for this
+    // test binary only, so floats read back exactly here; rtlab itself parses
+    // without it and may be off by one ULP on `mean_ns` / `stdev_ns`.
     let original = realistic_result();
     // As the exporter writes it: pretty-printed text.
     let text = serde_json::to_string_pretty(&original).unwrap();
@@ -369,6 +457,10 @@ fn every_property_is_described() {
                     }
                 }
                 for (key, child) in map {
+                    // Conditions restate keys described elsewhere.
+                    if matches!(key.as_str(), "if" | "then" | "else" | "not") {
+                        continue;
+                    }
                     walk(child, &format!("{path}/{key}"), missing);
                 }
             }
@@ -383,7 +475,10 @@ fn every_property_is_described() {
     let schema = schema();
     let mut missing = Vec::new();
     walk(&schema, "", &mut missing);
-    assert!(missing.is_empty(), "properties without a description: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "properties without a description: {missing:#?}"
+    );
     // ... and the `$ref` targets are described themselves.
     for (name, def) in schema["$defs"].as_object().unwrap() {
         assert!(
