@@ -70,18 +70,32 @@ fn two_threads_with_summary_column() {
             &[[0, 1], [2, 3], [4, 1], [7, 2]],
             800,
             7_900,
-            Overflows { limit_us: 5, count: 2, first_samples: vec![3, 6] },
+            Overflows {
+                limit_us: 5,
+                count: 2,
+                first_samples: vec![3, 6],
+            },
         ),
         series(
             "cpu1",
             &[[1, 4], [3, 1]],
             1_200,
             3_500,
-            Overflows { limit_us: 5, count: 0, first_samples: vec![] },
+            Overflows {
+                limit_us: 5,
+                count: 0,
+                first_samples: vec![],
+            },
         ),
     ]);
-    let exporter = HistfileExporter { hist_max_us: 5, all_threads_column: true };
-    assert_eq!(render(&exporter, &run), include_str!("golden/two_threads_histofall.hist"));
+    let exporter = HistfileExporter {
+        hist_max_us: 5,
+        all_threads_column: true,
+    };
+    assert_eq!(
+        render(&exporter, &run),
+        include_str!("golden/two_threads_histofall.hist")
+    );
 }
 
 #[test]
@@ -91,8 +105,18 @@ fn overflow_list_is_capped_like_cyclictest() {
         &[[0, 2], [1, 1], [5, 4]],
         0,
         5_999,
-        Overflows { limit_us: 2, count: 4, first_samples: vec![1, 3] },
+        Overflows {
+            limit_us: 2,
+            count: 4,
+            first_samples: vec![1, 3],
+        },
     )]);
-    let exporter = HistfileExporter { hist_max_us: 2, all_threads_column: true };
-    assert_eq!(render(&exporter, &run), include_str!("golden/one_thread_capped.hist"));
+    let exporter = HistfileExporter {
+        hist_max_us: 2,
+        all_threads_column: true,
+    };
+    assert_eq!(
+        render(&exporter, &run),
+        include_str!("golden/one_thread_capped.hist")
+    );
 }

@@ -4,7 +4,7 @@
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtlab_core::record::LiveStats;
-use rtlab_core::units::Micros;
+use rtlab_core::units::{human_duration, Micros};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -47,8 +47,10 @@ impl LiveStatus {
 
     pub fn update(&self, names: &[String], live: &[LiveStats], elapsed_ns: u64) {
         self.overall.set_position(elapsed_ns / 1_000_000);
-        self.overall
-            .set_message("Ctrl-C stops and keeps what was measured");
+        self.overall.set_message(format!(
+            "{} measured; Ctrl-C stops and keeps the result",
+            human_duration(elapsed_ns - elapsed_ns % 100_000_000)
+        ));
         for ((line, name), s) in self.lines.iter().zip(names).zip(live) {
             line.set_message(format!(
                 "{name:>8}  samples {:>9}  missed {:>5}  min {:>9}  act {:>9}  avg {:>9}  max {:>10} µs",

@@ -141,3 +141,68 @@ fn histfile_layout_matches_real_cyclictest() {
     }
     assert!(ours.ends_with("\n\n"));
 }
+
+/// The policy, priority and per-thread interval asked for are the ones
+/// the kernel applied, for every policy family.
+#[test]
+fn policies_and_distance_are_applied() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args([
+                "measure",
+                "timer",
+                "--cpus",
+                "0,1",
+                "--policy",
+                "rr",
+                "--priority",
+                "10",
+            ])
+            .args([
+                "--distance",
+                "500us",
+                "--loops",
+                "100",
+                "--quiet",
+                "--json",
+                "-",
+            ]),
+    );
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (i, s) in doc["series"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(s["interval_ns"], 1_000_000 + 500_000 * i as u64);
+        assert_eq!(s["thread"]["actual"]["policy"], "rr");
+        assert_eq!(s["thread"]["actual"]["priority"], 10);
+        assert_eq!(s["thread"]["pinned_cpu"], i);
+    }
+
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args([
+                "measure",
+                "timer",
+                "--cpus",
+                "0",
+                "--policy",
+                "deadline",
+                "--dl-runtime",
+                "50us",
+            ])
+            .args(["--loops", "100", "--quiet", "--json", "-"]),
+    );
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let series = &doc["series"][0];
+    assert_eq!(series["name"], "thread0", "deadline threads are not pinned");
+    let actual = &series["thread"]["actual"];
+    assert_eq!(actual["policy"], "deadline");
+    assert_eq!(actual["deadline"]["runtime_ns"], 50_000);
+    assert_eq!(actual["deadline"]["period_ns"], 1_000_000);
+    assert_eq!(
+        series["samples"].as_u64().unwrap() + series["missed"].as_u64().unwrap(),
+        100
+    );
+}
