@@ -120,7 +120,7 @@ fn unprivileged_run_warns_and_records_what_was_in_effect() {
             });
         }
     } else if common::realtime_allowed().is_ok() {
-        eprintln!("skipped: this user has RT privileges and cannot drop them");
+        common::skip("this user has RT privileges and cannot drop them");
         return;
     }
     let out = common::run(&mut cmd);

@@ -53,7 +53,7 @@ fn start_long_run(state: &Path, assignment: &str, json: &Path) -> std::process::
 #[test]
 fn sysctl_is_restored_after_exit_sigterm_and_sigkill() {
     if !common::is_root() || !Path::new(SYSCTL).exists() {
-        eprintln!("skipped: needs root and {SYSCTL} to change a real sysctl");
+        common::skip(&format!("needs root and {SYSCTL} to change a real sysctl"));
         return;
     }
     let original = read_sysctl();

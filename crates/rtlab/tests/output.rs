@@ -97,7 +97,7 @@ fn json_samples_and_histfile_agree() {
 #[test]
 fn histfile_layout_matches_real_cyclictest() {
     if Command::new("cyclictest").arg("--help").output().is_err() {
-        eprintln!("skipped: cyclictest is not installed (apt-get install rt-tests)");
+        common::skip("cyclictest is not installed (apt-get install rt-tests)");
         return;
     }
     require_realtime!();
