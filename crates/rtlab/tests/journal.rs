@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const SYSCTL: &str = "/proc/sys/kernel/timer_migration";
@@ -31,21 +30,8 @@ fn wait_for_value(want: &str) {
 }
 
 fn start_long_run(state: &Path, assignment: &str, json: &Path) -> std::process::Child {
-    common::rtlab(state)
-        .args([
-            "measure",
-            "timer",
-            "--cpus",
-            "0",
-            "--duration",
-            "5m",
-            "--quiet",
-        ])
-        .args(["--sysctl", assignment, "--json"])
-        .arg(json)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap()
+    let args = ["--cpus", "0", "--duration", "5m", "--sysctl", assignment];
+    common::start_timer(state, &args, json)
 }
 
 /// One test for the three ways out, so that no two tests race on the
@@ -83,7 +69,6 @@ fn sysctl_is_restored_after_exit_sigterm_and_sigkill() {
     // SIGTERM: the run stops, keeps its partial result and restores.
     let mut child = start_long_run(&state, &assignment, &json);
     wait_for_value(changed);
-    common::wait_until_running(&json, &mut child);
     common::signal(&child, libc::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
@@ -95,7 +80,6 @@ fn sysctl_is_restored_after_exit_sigterm_and_sigkill() {
     // `rtlab restore` reads the journal; the result file is still valid.
     let mut child = start_long_run(&state, &assignment, &json);
     wait_for_value(changed);
-    common::wait_until_running(&json, &mut child);
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(read_sysctl(), changed, "SIGKILL leaves the change behind");
@@ -114,7 +98,6 @@ fn sysctl_is_restored_after_exit_sigterm_and_sigkill() {
     // The next run restores by itself what a killed one left.
     let mut child = start_long_run(&state, &assignment, &json);
     wait_for_value(changed);
-    common::wait_until_running(&json, &mut child);
     child.kill().unwrap();
     child.wait().unwrap();
     let out = common::run(common::rtlab(&state).args([
@@ -129,22 +112,7 @@ fn sysctl_is_restored_after_exit_sigterm_and_sigkill() {
 fn sigint_keeps_a_partial_result() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let mut child = common::rtlab(dir.path())
-        .args([
-            "measure",
-            "timer",
-            "--cpus",
-            "0",
-            "--duration",
-            "5m",
-            "--quiet",
-            "--json",
-        ])
-        .arg(&json)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_until_running(&json, &mut child);
+    let mut child = common::start_timer(dir.path(), &["--cpus", "0", "--duration", "5m"], &json);
     std::thread::sleep(Duration::from_millis(300));
     common::signal(&child, libc::SIGINT);
     assert_eq!(child.wait().unwrap().code(), Some(130));

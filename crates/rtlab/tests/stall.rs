@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 const INTERVAL_US: u64 = 200;
@@ -16,24 +15,20 @@ fn injected_stalls_are_reported(mode: &str) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let loops = 20_000u64; // 4 s at 200 µs, longer than the injection below
-    let mut child = common::rtlab(dir.path())
-        .args([
-            "measure",
-            "timer",
+    let mut child = common::start_timer(
+        dir.path(),
+        &[
             "--cpus",
             "0",
             "--interval",
             "200us",
-            "--quiet",
             "--mode",
             mode,
-        ])
-        .args(["--loops", &loops.to_string(), "--json"])
-        .arg(&json)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_until_running(&json, &mut child);
+            "--loops",
+            &loops.to_string(),
+        ],
+        &json,
+    );
     let injected = common::inject_stalls(0, STALL, Duration::from_millis(250), STALLS)
         .join()
         .unwrap();
@@ -89,22 +84,20 @@ fn break_at_stops_at_the_first_late_wakeup() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let mut child = common::rtlab(dir.path())
-        .args([
-            "measure",
-            "timer",
+    let mut child = common::start_timer(
+        dir.path(),
+        &[
             "--cpus",
             "0",
             "--interval",
             "200us",
-            "--quiet",
-        ])
-        .args(["--loops", "100000", "--break-at", "1ms", "--json"])
-        .arg(&json)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_until_running(&json, &mut child);
+            "--loops",
+            "100000",
+            "--break-at",
+            "1ms",
+        ],
+        &json,
+    );
     common::inject_stalls(0, STALL, Duration::from_millis(100), 3)
         .join()
         .unwrap();

@@ -133,3 +133,18 @@ pub fn samples_at_least(series: &serde_json::Value, at_least_us: u64) -> u64 {
         .map(|bin| bin[1].as_u64().unwrap())
         .sum()
 }
+
+/// Starts `rtlab measure timer ARGS --quiet --json JSON` and returns once
+/// it is measuring.
+pub fn start_timer(state: &Path, args: &[&str], json: &Path) -> Child {
+    let mut child = rtlab(state)
+        .args(["measure", "timer", "--quiet"])
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("rtlab starts");
+    wait_until_running(json, &mut child);
+    child
+}
