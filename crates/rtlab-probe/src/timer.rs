@@ -240,7 +240,8 @@ pub fn start(
     })
 }
 
-fn dedup_keep_order(items: &mut Vec<String>) {
+/// Removes repeated messages, keeping the first of each in order.
+pub fn dedup_keep_order(items: &mut Vec<String>) {
     let mut seen = std::collections::HashSet::new();
     items.retain(|item| seen.insert(item.clone()));
 }

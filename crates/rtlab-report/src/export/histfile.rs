@@ -74,54 +74,31 @@ impl Exporter for HistfileExporter {
             writeln!(out)?;
         }
 
-        write!(out, "# Total:")?;
-        for c in &columns {
-            write!(out, " {:09}", c.in_range)?;
-        }
-        if all {
-            write!(
-                out,
-                " {:09}",
-                columns.iter().map(|c| c.in_range).sum::<u64>()
-            )?;
-        }
-        writeln!(out)?;
-
-        write!(out, "# Min Latencies:")?;
-        for c in &columns {
-            write!(out, " {:05}", c.series.stats.min_ns / 1000)?;
-        }
-        writeln!(out)?;
-        write!(out, "# Avg Latencies:")?;
-        for c in &columns {
-            write!(out, " {:05}", c.avg_us())?;
-        }
-        writeln!(out)?;
-        write!(out, "# Max Latencies:")?;
-        for c in &columns {
-            write!(out, " {:05}", c.series.stats.max_ns / 1000)?;
-        }
-        if all {
-            let max = columns
-                .iter()
-                .map(|c| c.series.stats.max_ns / 1000)
-                .max()
-                .unwrap_or(0);
-            write!(out, " {max:05}")?;
-        }
-        writeln!(out)?;
-        write!(out, "# Histogram Overflows:")?;
-        for c in &columns {
-            write!(out, " {:05}", c.overflows)?;
-        }
-        if all {
-            write!(
-                out,
-                " {:05}",
-                columns.iter().map(|c| c.overflows).sum::<u64>()
-            )?;
-        }
-        writeln!(out)?;
+        let per_column = |f: &dyn Fn(&Column) -> u64| columns.iter().map(f).collect::<Vec<u64>>();
+        let in_range = per_column(&|c| c.in_range);
+        let max_us = per_column(&|c| c.series.stats.max_ns / 1000);
+        let overflows = per_column(&|c| c.overflows);
+        // cyclictest's -H adds a summary to these three lines only.
+        let summary = |values: &[u64], combine: fn(&[u64]) -> u64| all.then(|| combine(values));
+        let sum: fn(&[u64]) -> u64 = |v| v.iter().sum();
+        let max: fn(&[u64]) -> u64 = |v| v.iter().copied().max().unwrap_or(0);
+        trailer_line(out, "Total", &in_range, summary(&in_range, sum), 9)?;
+        trailer_line(
+            out,
+            "Min Latencies",
+            &per_column(&|c| c.series.stats.min_ns / 1000),
+            None,
+            5,
+        )?;
+        trailer_line(out, "Avg Latencies", &per_column(&|c| c.avg_us()), None, 5)?;
+        trailer_line(out, "Max Latencies", &max_us, summary(&max_us, max), 5)?;
+        trailer_line(
+            out,
+            "Histogram Overflows",
+            &overflows,
+            summary(&overflows, sum),
+            5,
+        )?;
 
         writeln!(out, "# Histogram Overflow at cycle number:")?;
         for (i, c) in columns.iter().enumerate() {
@@ -142,4 +119,19 @@ impl Exporter for HistfileExporter {
         }
         writeln!(out)
     }
+}
+
+/// `# LABEL: 00012 00034 [summary]`, zero-padded to `width` as cyclictest prints it.
+fn trailer_line(
+    out: &mut dyn Write,
+    label: &str,
+    values: &[u64],
+    summary: Option<u64>,
+    width: usize,
+) -> io::Result<()> {
+    write!(out, "# {label}:")?;
+    for value in values.iter().chain(summary.iter()) {
+        write!(out, " {value:0width$}")?;
+    }
+    writeln!(out)
 }

@@ -232,7 +232,7 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .chain(result.warnings.drain(..))
         .collect();
-    dedup(&mut result.warnings);
+    timer::dedup_keep_order(&mut result.warnings);
     let interrupted = stop.load(Ordering::SeqCst) && outcome.break_event.is_none();
     result.status = match (&outcome.break_event, outcome.stopped_early) {
         (Some(_), _) => RunStatus::Break,
@@ -289,11 +289,6 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn dedup(items: &mut Vec<String>) {
-    let mut seen = std::collections::HashSet::new();
-    items.retain(|item| seen.insert(item.clone()));
 }
 
 fn print_summary(out: &mut dyn Write, result: &RunResult) -> std::io::Result<()> {
