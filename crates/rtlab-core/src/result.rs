@@ -5,6 +5,8 @@
 use crate::env::Environment;
 use crate::sched::SchedParams;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 pub const RUN_SCHEMA: &str = "rtlab.run/1";
 
@@ -20,6 +22,9 @@ pub enum RunStatus {
     Partial,
     /// Stopped by `--break-at`: see `break_event`.
     Break,
+    /// Could not run to the end because something failed (a load that
+    /// could not start, a probe error): see `warnings`.
+    Failed,
 }
 
 /// The whole record of one run.
@@ -45,6 +50,12 @@ pub struct RunResult {
     pub series: Vec<Series>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_event: Option<BreakEvent>,
+    /// Loads that ran beside the probe; empty for an idle machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadRecord>,
+    /// Where the run sits in a campaign, when it was run by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<CampaignRef>,
     /// Things that could not be done as asked, and anything else a reader
     /// of the figures must know.
     #[serde(default)]
@@ -150,6 +161,40 @@ pub struct Series {
     pub stats: SeriesStats,
 }
 
+/// A load generator that ran during the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadRecord {
+    /// The load's name: `cpu`, `vm`, `io`, ..., `cmd`.
+    pub name: String,
+    /// The load as it was asked for, intensity included, e.g. `vm:workers=4,bytes=256M`.
+    pub spec: String,
+    /// The work it did, by counter name (`ops`, `bytes_written`, `packets`, ...).
+    #[serde(default)]
+    pub work: BTreeMap<String, u64>,
+    /// Caps applied, early exits and anything else a reader must know.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The place of a run in a campaign.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignRef {
+    /// The campaign's name, e.g. `quick`.
+    pub name: String,
+    /// Id of this execution of the campaign (all its runs share it).
+    pub execution: String,
+    /// 1-based position of the run in the plan.
+    pub index: usize,
+    /// Number of runs in the plan.
+    pub total: usize,
+    /// The configuration's name, e.g. `promoted`.
+    pub configuration: String,
+    /// The load's label, e.g. `idle` or `vm+io`.
+    pub load: String,
+    /// 1-based repeat number.
+    pub repeat: u32,
+}
+
 /// The sample that stopped a run under `--break-at`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BreakEvent {
@@ -165,11 +210,16 @@ pub struct BreakEvent {
 
 impl RunResult {
     /// A run id that sorts by time and is unique on this host:
-    /// `20261121T193012Z-12345`.
+    /// `20261121T193012Z-12345`, then `-2`, `-3`, ... for further runs of
+    /// the same process (a campaign runs many).
     pub fn new_id() -> String {
+        static RUNS_IN_PROCESS: AtomicU32 = AtomicU32::new(0);
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-        format!("{compact}-{}", std::process::id())
+        match RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) {
+            0 => format!("{compact}-{}", std::process::id()),
+            n => format!("{compact}-{}-{}", std::process::id(), n + 1),
+        }
     }
 }
 

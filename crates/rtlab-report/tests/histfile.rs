@@ -52,6 +52,8 @@ fn result(series: Vec<Series>) -> RunResult {
         environment: Environment::default(),
         series,
         break_event: None,
+        loads: Vec::new(),
+        campaign: None,
         warnings: vec![],
     }
 }

@@ -32,6 +32,11 @@ on panic; this command (also run at the start of every measurement) restores\n\
 what a SIGKILL or a power loss left behind."
     )]
     Restore(RestoreArgs),
+    /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).
+    Load(Box<crate::commands::load::LoadArgs>),
+    /// Internal: the process a load runs in.
+    #[command(name = "__load-worker", hide = true)]
+    LoadWorker(crate::commands::load::WorkerArgs),
 }
 
 #[derive(Subcommand)]

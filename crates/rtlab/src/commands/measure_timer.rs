@@ -187,6 +187,8 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
         environment,
         series: Vec::new(),
         break_event: None,
+        loads: Vec::new(),
+        campaign: None,
         warnings,
     };
 

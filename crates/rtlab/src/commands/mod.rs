@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod load;
 mod measure_timer;
 mod restore;
 
@@ -10,5 +11,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Measure(Measure::Timer(args)) => measure_timer::run(*args),
         Command::Restore(args) => restore::run(&args),
+        Command::Load(args) => load::run(*args),
+        Command::LoadWorker(args) => load::worker(args),
     }
 }

@@ -1,0 +1,1 @@
+//! Campaigns (filled in by issue 3).

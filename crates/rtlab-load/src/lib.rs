@@ -1,0 +1,1 @@
+//! Load generators (filled in by issue 3).

@@ -1,0 +1,1 @@
+//! The result store (filled in by issue 3).
