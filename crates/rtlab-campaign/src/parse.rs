@@ -1,0 +1,644 @@
+//! The campaign file reader. It walks toml's spanned document by hand
+//! rather than deriving `Deserialize`, so that every error, including an
+//! unknown key or a wrong type, names the line, the column and the full
+//! field path (`load[2].run[0]`).
+
+use crate::error::{CampaignError, Position};
+use crate::spec::*;
+use rtlab_core::cpuset::CpuSelection;
+use rtlab_core::sched::Policy;
+use rtlab_core::units::{human_duration, parse_duration_ns};
+use std::ops::Range;
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+type Value<'i> = Spanned<DeValue<'i>>;
+
+/// Most runs a plan may have: far beyond any real campaign, low enough that
+/// a typo in `repeat` cannot exhaust memory.
+pub const MAX_RUNS: u64 = 100_000;
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "duration",
+    "repeat",
+    "cooldown",
+    "probe",
+    "load",
+    "configuration",
+    "exclude",
+];
+const PROBE_KEYS: &[&str] = &[
+    "kind", "name", "cpus", "interval", "distance", "mode", "hist_max",
+];
+const LOAD_KEYS: &[&str] = &["name", "run"];
+const CONFIGURATION_KEYS: &[&str] = &[
+    "name",
+    "policy",
+    "priority",
+    "dl_runtime",
+    "dma_latency",
+    "sysctl",
+];
+const EXCLUDE_KEYS: &[&str] = &["probe", "load", "configuration"];
+
+/// Reads a campaign from the text of its file. `origin` is the file path
+/// (or `preset NAME`) used in messages; `check_load` validates one load spec
+/// (`vm:workers=40,bytes=256M`) and says what is wrong with it.
+pub fn parse(
+    text: &str,
+    origin: &str,
+    check_load: &dyn Fn(&str) -> Result<(), String>,
+) -> Result<Campaign, CampaignError> {
+    let r = Reader { text, origin };
+    let root = DeTable::parse(text).map_err(|e| r.syntax(&e))?;
+    let top = Section {
+        table: root.get_ref(),
+        path: String::new(),
+        span: 0..0,
+    };
+    top.check_keys(&r, TOP_KEYS)?;
+
+    let name_value = top.required(&r, "name")?;
+    let name = r.name(name_value, "name")?;
+    let description = match top.get("description") {
+        Some(v) => Some(r.string(v, "description")?.0),
+        None => None,
+    };
+    let duration_value = top.required(&r, "duration")?;
+    let duration_ns = r.positive_duration(duration_value, "duration")?;
+    let repeat = match top.get("repeat") {
+        Some(v) => {
+            let n = r.integer(v, "repeat")?;
+            u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                r.error(
+                    v.span(),
+                    "repeat",
+                    format!("{n} is not a count of runs (1 or more)"),
+                )
+            })?
+        }
+        None => 1,
+    };
+    let cooldown_ns = match top.get("cooldown") {
+        Some(v) => r.duration(v, "cooldown")?,
+        None => 0,
+    };
+
+    let mut probes = Vec::new();
+    let probe_sections = top.sections(&r, "probe", true)?;
+    for section in &probe_sections {
+        probes.push(probe(&r, section)?);
+    }
+    unique(
+        &r,
+        "probe",
+        &probe_sections,
+        &probes,
+        |p| &p.name,
+        "give each probe its own `name`",
+    )?;
+    for (section, probe) in probe_sections.iter().zip(&probes) {
+        if duration_ns < probe.timer.interval_ns {
+            return Err(r.error(
+                duration_value.span(),
+                "duration",
+                format!(
+                    "{} is shorter than the interval of probe `{}` ({}, line {})",
+                    human_duration(duration_ns),
+                    probe.name,
+                    human_duration(probe.timer.interval_ns),
+                    r.position(section.span.start).line
+                ),
+            ));
+        }
+    }
+
+    let mut loads = Vec::new();
+    let load_sections = top.sections(&r, "load", true)?;
+    for section in &load_sections {
+        loads.push(load(&r, section, check_load)?);
+    }
+    unique(&r, "load", &load_sections, &loads, |l| &l.name, "")?;
+
+    let mut configurations = Vec::new();
+    let configuration_sections = top.sections(&r, "configuration", true)?;
+    for section in &configuration_sections {
+        configurations.push(configuration(&r, section, &probes)?);
+    }
+    unique(
+        &r,
+        "configuration",
+        &configuration_sections,
+        &configurations,
+        |c| &c.name,
+        "",
+    )?;
+
+    let mut excludes = Vec::new();
+    if top.get("exclude").is_some() {
+        for section in top.sections(&r, "exclude", false)? {
+            excludes.push(exclude(&r, &section, &probes, &loads, &configurations)?);
+        }
+    }
+
+    let cells = (probes.len() * loads.len() * configurations.len()) as u64;
+    if cells.saturating_mul(u64::from(repeat)) > MAX_RUNS {
+        let v = top.get("repeat").unwrap_or(duration_value);
+        return Err(r.error(
+            v.span(),
+            "repeat",
+            format!(
+                "{cells} cells × {repeat} repeats is more than {MAX_RUNS} runs; split the campaign"
+            ),
+        ));
+    }
+
+    Ok(Campaign {
+        name,
+        description,
+        duration_ns,
+        repeat,
+        cooldown_ns,
+        probes,
+        loads,
+        configurations,
+        excludes,
+        origin: origin.to_string(),
+    })
+}
+
+fn probe(r: &Reader, s: &Section) -> Result<ProbeSpec, CampaignError> {
+    s.check_keys(r, PROBE_KEYS)?;
+    let kind_value = s.required(r, "kind")?;
+    let (kind_text, _) = r.string(kind_value, &s.field("kind"))?;
+    let kind: ProbeKind = kind_text
+        .parse()
+        .map_err(|e: String| r.error(kind_value.span(), &s.field("kind"), e))?;
+    let name = match s.get("name") {
+        Some(v) => r.name(v, &s.field("name"))?,
+        None => kind.to_string(),
+    };
+    let mut timer = TimerSettings::default();
+    if let Some(v) = s.get("cpus") {
+        let (text, span) = r.string(v, &s.field("cpus"))?;
+        timer.cpus = CpuSelection::parse(&text)
+            .map_err(|e| r.error(span, &s.field("cpus"), e.to_string()))?;
+    }
+    if let Some(v) = s.get("interval") {
+        timer.interval_ns = r.positive_duration(v, &s.field("interval"))?;
+    }
+    if let Some(v) = s.get("distance") {
+        timer.distance_ns = r.duration(v, &s.field("distance"))?;
+    }
+    if let Some(v) = s.get("mode") {
+        let (text, span) = r.string(v, &s.field("mode"))?;
+        timer.mode = text
+            .parse()
+            .map_err(|e: String| r.error(span, &s.field("mode"), e))?;
+    }
+    if let Some(v) = s.get("hist_max") {
+        let ns = r.positive_duration(v, &s.field("hist_max"))?;
+        if ns < 1_000 {
+            return Err(r.error(
+                v.span(),
+                &s.field("hist_max"),
+                "the histogram has 1 µs bins: give at least 1us",
+            ));
+        }
+        timer.hist_max_ns = ns;
+    }
+    Ok(ProbeSpec { name, kind, timer })
+}
+
+fn load(
+    r: &Reader,
+    s: &Section,
+    check_load: &dyn Fn(&str) -> Result<(), String>,
+) -> Result<LoadEntry, CampaignError> {
+    s.check_keys(r, LOAD_KEYS)?;
+    let name = r.name(s.required(r, "name")?, &s.field("name"))?;
+    let run_value = s.required(r, "run")?;
+    let run = r.strings(
+        run_value,
+        &s.field("run"),
+        "load specs such as [\"cpu\", \"io\"], or [] for none",
+    )?;
+    for (i, (spec, span)) in run.iter().enumerate() {
+        let field = format!("{}[{i}]", s.field("run"));
+        if spec.trim().is_empty() {
+            return Err(r.error(span.clone(), &field, "empty load spec"));
+        }
+        check_load(spec).map_err(|e| r.error(span.clone(), &field, e))?;
+    }
+    Ok(LoadEntry {
+        name,
+        run: run.into_iter().map(|(spec, _)| spec).collect(),
+    })
+}
+
+fn configuration(
+    r: &Reader,
+    s: &Section,
+    probes: &[ProbeSpec],
+) -> Result<Configuration, CampaignError> {
+    s.check_keys(r, CONFIGURATION_KEYS)?;
+    let name = r.name(s.required(r, "name")?, &s.field("name"))?;
+    let policy = match s.get("policy") {
+        Some(v) => {
+            let (text, span) = r.string(v, &s.field("policy"))?;
+            text.parse::<Policy>()
+                .map_err(|e| r.error(span, &s.field("policy"), e))?
+        }
+        None => Policy::Fifo,
+    };
+    let mut c = Configuration::new(&name, policy);
+    if let Some(v) = s.get("priority") {
+        let field = s.field("priority");
+        let n = r.integer(v, &field)?;
+        if !policy.takes_priority() {
+            return Err(r.error(
+                v.span(),
+                &field,
+                format!("priority applies only to fifo or rr (policy {policy})"),
+            ));
+        }
+        if !(1..=99).contains(&n) {
+            return Err(r.error(
+                v.span(),
+                &field,
+                format!("priority {n} is out of range 1-99"),
+            ));
+        }
+        c.priority = Some(n as u32);
+    }
+    if let Some(v) = s.get("dl_runtime") {
+        let field = s.field("dl_runtime");
+        let ns = r.positive_duration(v, &field)?;
+        if policy != Policy::Deadline {
+            return Err(r.error(
+                v.span(),
+                &field,
+                format!("dl_runtime applies only to deadline (policy {policy})"),
+            ));
+        }
+        c.dl_runtime_ns = Some(ns);
+    }
+    if let Some(runtime) = c.dl_runtime_ns {
+        // deadline = period = the probe's interval: the runtime must fit.
+        if let Some(p) = probes.iter().find(|p| runtime > p.timer.interval_ns) {
+            let at = s
+                .get("dl_runtime")
+                .or(s.get("policy"))
+                .map_or(s.span.clone(), |v| v.span());
+            let field = if s.get("dl_runtime").is_some() {
+                "dl_runtime"
+            } else {
+                "policy"
+            };
+            return Err(r.error(
+                at,
+                &s.field(field),
+                format!(
+                    "deadline runtime {} is longer than the period {} of probe `{}` (deadline = period = interval)",
+                    human_duration(runtime),
+                    human_duration(p.timer.interval_ns),
+                    p.name
+                ),
+            ));
+        }
+    }
+    if let Some(v) = s.get("dma_latency") {
+        c.dma_latency = r.boolean(v, &s.field("dma_latency"))?;
+    }
+    if let Some(v) = s.get("sysctl") {
+        let field = s.field("sysctl");
+        for (i, (text, span)) in r
+            .strings(v, &field, "sysctls such as [\"kernel.timer_migration=0\"]")?
+            .into_iter()
+            .enumerate()
+        {
+            check_sysctl(&text).map_err(|e| r.error(span, &format!("{field}[{i}]"), e))?;
+            c.sysctl.push(text);
+        }
+    }
+    Ok(c)
+}
+
+/// `key=value` with a key made of the characters sysctl names use.
+fn check_sysctl(text: &str) -> Result<(), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not key=value (e.g. kernel.timer_migration=0)"))?;
+    let key_ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_' | '-'));
+    if !key_ok {
+        return Err(format!(
+            "`{key}` is not a sysctl name (e.g. kernel.timer_migration)"
+        ));
+    }
+    if value.trim().is_empty() {
+        return Err(format!("`{text}` has no value"));
+    }
+    Ok(())
+}
+
+fn exclude(
+    r: &Reader,
+    s: &Section,
+    probes: &[ProbeSpec],
+    loads: &[LoadEntry],
+    configurations: &[Configuration],
+) -> Result<Exclude, CampaignError> {
+    s.check_keys(r, EXCLUDE_KEYS)?;
+    let reference = |key: &str, names: Vec<&str>| -> Result<Option<String>, CampaignError> {
+        let Some(v) = s.get(key) else {
+            return Ok(None);
+        };
+        let field = s.field(key);
+        let (name, span) = r.string(v, &field)?;
+        if !names.contains(&name.as_str()) {
+            return Err(r.error(
+                span,
+                &field,
+                format!(
+                    "there is no {key} named `{name}` (the {key}s are: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+        Ok(Some(name))
+    };
+    let e = Exclude {
+        probe: reference("probe", probes.iter().map(|p| p.name.as_str()).collect())?,
+        load: reference("load", loads.iter().map(|l| l.name.as_str()).collect())?,
+        configuration: reference(
+            "configuration",
+            configurations.iter().map(|c| c.name.as_str()).collect(),
+        )?,
+        position: Some(r.position(s.span.start)),
+    };
+    if e.probe.is_none() && e.load.is_none() && e.configuration.is_none() {
+        return Err(r.error(
+            s.span.clone(),
+            &s.path,
+            "an exclude needs at least one of probe, load or configuration",
+        ));
+    }
+    Ok(e)
+}
+
+/// Names are unique within their section.
+fn unique<T>(
+    r: &Reader,
+    section: &str,
+    sections: &[Section],
+    items: &[T],
+    name: impl Fn(&T) -> &String,
+    hint: &str,
+) -> Result<(), CampaignError> {
+    for (i, item) in items.iter().enumerate() {
+        if let Some(first) = items[..i]
+            .iter()
+            .position(|other| name(other) == name(item))
+        {
+            let s = &sections[i];
+            let span = s.get("name").map_or(s.span.clone(), |v| v.span());
+            let mut message = format!(
+                "two {section}s are named `{}` ({section}[{first}] at line {})",
+                name(item),
+                r.position(sections[first].span.start).line
+            );
+            if !hint.is_empty() {
+                message += ": ";
+                message += hint;
+            }
+            return Err(r.error(span, &s.field("name"), message));
+        }
+    }
+    Ok(())
+}
+
+/// The text being read and its name, to turn byte offsets into messages.
+struct Reader<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Reader<'_> {
+    fn position(&self, offset: usize) -> Position {
+        Position::of_offset(self.text, offset)
+    }
+
+    fn error(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> CampaignError {
+        CampaignError {
+            origin: self.origin.to_string(),
+            position: Some(self.position(span.start)),
+            field: (!field.is_empty()).then(|| field.to_string()),
+            message: message.into(),
+        }
+    }
+
+    /// A TOML syntax error, at toml's own position.
+    fn syntax(&self, e: &toml::de::Error) -> CampaignError {
+        let message = e.message().trim_end();
+        CampaignError {
+            origin: self.origin.to_string(),
+            position: Some(self.position(e.span().map_or(0, |s| s.start))),
+            field: None,
+            message: format!("TOML syntax: {message}"),
+        }
+    }
+
+    fn expected(&self, v: &Value, field: &str, what: &str) -> CampaignError {
+        self.error(
+            v.span(),
+            field,
+            format!("expected {what}, found {}", v.get_ref().type_str()),
+        )
+    }
+
+    fn string(&self, v: &Value, field: &str) -> Result<(String, Range<usize>), CampaignError> {
+        match v.get_ref() {
+            DeValue::String(s) => Ok((s.to_string(), v.span())),
+            _ => Err(self.expected(v, field, "a string")),
+        }
+    }
+
+    fn strings(
+        &self,
+        v: &Value,
+        field: &str,
+        what: &str,
+    ) -> Result<Vec<(String, Range<usize>)>, CampaignError> {
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(self.expected(v, field, &format!("an array of strings: {what}")));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.string(item, &format!("{field}[{i}]")))
+            .collect()
+    }
+
+    fn integer(&self, v: &Value, field: &str) -> Result<i64, CampaignError> {
+        match v.get_ref() {
+            DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix())
+                .map_err(|_| self.error(v.span(), field, "integer too large")),
+            _ => Err(self.expected(v, field, "an integer")),
+        }
+    }
+
+    fn boolean(&self, v: &Value, field: &str) -> Result<bool, CampaignError> {
+        match v.get_ref() {
+            DeValue::Boolean(b) => Ok(*b),
+            _ => Err(self.expected(v, field, "true or false")),
+        }
+    }
+
+    /// A duration string with its unit: `6s`, `500us`.
+    fn duration(&self, v: &Value, field: &str) -> Result<u64, CampaignError> {
+        match v.get_ref() {
+            DeValue::String(s) => {
+                parse_duration_ns(s).map_err(|e| self.error(v.span(), field, e.to_string()))
+            }
+            DeValue::Integer(_) | DeValue::Float(_) => Err(self.error(
+                v.span(),
+                field,
+                "a duration is a string with its unit, e.g. \"6s\", \"500us\", \"1.5ms\"",
+            )),
+            _ => Err(self.expected(v, field, "a duration such as \"6s\"")),
+        }
+    }
+
+    fn positive_duration(&self, v: &Value, field: &str) -> Result<u64, CampaignError> {
+        match self.duration(v, field)? {
+            0 => Err(self.error(v.span(), field, "must be longer than 0")),
+            ns => Ok(ns),
+        }
+    }
+
+    /// A label: letters, digits and `-_.+`, as used in tables and excludes.
+    fn name(&self, v: &Value, field: &str) -> Result<String, CampaignError> {
+        let (name, span) = self.string(v, field)?;
+        if name.is_empty() {
+            return Err(self.error(span, field, "a name cannot be empty"));
+        }
+        if let Some(bad) = name
+            .chars()
+            .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+')))
+        {
+            return Err(self.error(
+                span,
+                field,
+                format!(
+                    "`{name}`: a name may hold letters, digits, '-', '_', '.' and '+', not {bad:?}"
+                ),
+            ));
+        }
+        Ok(name)
+    }
+}
+
+/// One table of the file with its field path (`load[2]`, or empty for the
+/// top level) and the span of its header.
+struct Section<'t, 'i> {
+    table: &'t DeTable<'i>,
+    path: String,
+    span: Range<usize>,
+}
+
+impl<'t, 'i> Section<'t, 'i> {
+    fn field(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'t Value<'i>> {
+        self.table.get(key)
+    }
+
+    fn required(&self, r: &Reader, key: &str) -> Result<&'t Value<'i>, CampaignError> {
+        self.get(key).ok_or_else(|| {
+            let what = if self.path.is_empty() {
+                "the campaign".to_string()
+            } else {
+                format!("`{}`", self.path)
+            };
+            r.error(
+                self.span.clone(),
+                &self.field(key),
+                format!("missing: {what} needs `{key}`"),
+            )
+        })
+    }
+
+    /// Every key must be known; the first unknown one (in file order) is
+    /// the error.
+    fn check_keys(&self, r: &Reader, known: &[&str]) -> Result<(), CampaignError> {
+        let unknown = self
+            .table
+            .iter()
+            .filter(|(key, _)| !known.contains(&key.get_ref().as_ref()))
+            .min_by_key(|(key, _)| key.span().start);
+        match unknown {
+            Some((key, _)) => Err(r.error(
+                key.span(),
+                &self.field(key.get_ref()),
+                format!(
+                    "unknown key `{}` (known keys here: {})",
+                    key.get_ref(),
+                    known.join(", ")
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The entries of an array of tables (`[[load]]`).
+    fn sections(
+        &self,
+        r: &Reader,
+        key: &str,
+        at_least_one: bool,
+    ) -> Result<Vec<Section<'t, 'i>>, CampaignError> {
+        let Some(v) = self.get(key) else {
+            return Err(r.error(
+                self.span.clone(),
+                key,
+                format!("missing: a campaign needs at least one [[{key}]]"),
+            ));
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(r.expected(v, key, &format!("[[{key}]] (an array of tables)")));
+        };
+        if items.is_empty() && at_least_one {
+            return Err(r.error(
+                v.span(),
+                key,
+                format!("a campaign needs at least one [[{key}]]"),
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let path = format!("{key}[{i}]");
+                match item.get_ref() {
+                    DeValue::Table(table) => Ok(Section {
+                        table,
+                        path,
+                        span: item.span(),
+                    }),
+                    _ => Err(r.expected(item, &path, "a table")),
+                }
+            })
+            .collect()
+    }
+}

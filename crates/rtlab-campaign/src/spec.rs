@@ -1,0 +1,313 @@
+//! A campaign as read from its file: every default filled in, every name
+//! checked. See docs/campaign.md for the file format.
+
+use crate::error::Position;
+use rtlab_core::cpuset::CpuSelection;
+use rtlab_core::sched::{DeadlineParams, Policy};
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// Default interval of a timer probe (as `rtlab measure timer`).
+pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
+/// Default histogram range of a timer probe (as `--hist-max`).
+pub const DEFAULT_HIST_MAX_NS: u64 = 1_000_000;
+/// Priority of a fifo or rr configuration that gives none (as `--priority`).
+pub const DEFAULT_PRIORITY: u32 = 90;
+/// SCHED_DEADLINE runtime of a deadline configuration that gives none
+/// (as `--dl-runtime`).
+pub const DEFAULT_DL_RUNTIME_NS: u64 = 100_000;
+
+/// Everything a campaign file says, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Campaign {
+    pub name: String,
+    pub description: Option<String>,
+    /// Measuring time of every run.
+    pub duration_ns: u64,
+    /// Runs per cell of the matrix (probe × load × configuration).
+    pub repeat: u32,
+    /// Pause between two runs.
+    pub cooldown_ns: u64,
+    pub probes: Vec<ProbeSpec>,
+    pub loads: Vec<LoadEntry>,
+    pub configurations: Vec<Configuration>,
+    pub excludes: Vec<Exclude>,
+    /// The file path, or `preset NAME` for a built-in campaign.
+    pub origin: String,
+}
+
+/// What a probe measures. Only `timer` exists for now; `switch`, `noise`
+/// and `net` come with their probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    Timer,
+}
+
+impl ProbeKind {
+    pub const ALL: &'static [ProbeKind] = &[ProbeKind::Timer];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeKind::Timer => "timer",
+        }
+    }
+}
+
+impl fmt::Display for ProbeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for ProbeKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ProbeKind, String> {
+        ProbeKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<&str> = ProbeKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown probe kind `{s}` (known kinds: {})",
+                    known.join(", ")
+                )
+            })
+    }
+}
+
+/// How the timer probe's threads wait (as `rtlab measure timer --mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimerMode {
+    /// clock_nanosleep(TIMER_ABSTIME) on a fixed grid.
+    Abs,
+    /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
+    Rel,
+    /// A periodic absolute timerfd.
+    Timerfd,
+}
+
+impl fmt::Display for TimerMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            TimerMode::Abs => "abs",
+            TimerMode::Rel => "rel",
+            TimerMode::Timerfd => "timerfd",
+        })
+    }
+}
+
+impl FromStr for TimerMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<TimerMode, String> {
+        Ok(match s {
+            "abs" => TimerMode::Abs,
+            "rel" => TimerMode::Rel,
+            "timerfd" => TimerMode::Timerfd,
+            _ => return Err(format!("unknown mode `{s}` (expected abs, rel or timerfd)")),
+        })
+    }
+}
+
+/// The timer probe's own settings; the scheduling comes from the
+/// configuration of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimerSettings {
+    /// `all` or a CPU list, as `--cpus`; serialized as that text.
+    #[serde(serialize_with = "cpus_as_text")]
+    pub cpus: CpuSelection,
+    pub interval_ns: u64,
+    /// Added to the interval of each further thread (cyclictest -d).
+    pub distance_ns: u64,
+    pub mode: TimerMode,
+    /// Range of the cyclictest-style histogram (1 µs bins up to this).
+    pub hist_max_ns: u64,
+}
+
+impl Default for TimerSettings {
+    fn default() -> Self {
+        TimerSettings {
+            cpus: CpuSelection::All,
+            interval_ns: DEFAULT_INTERVAL_NS,
+            distance_ns: 0,
+            mode: TimerMode::Abs,
+            hist_max_ns: DEFAULT_HIST_MAX_NS,
+        }
+    }
+}
+
+/// `all` or the CPU list in kernel notation.
+pub fn cpus_text(cpus: &CpuSelection) -> String {
+    match cpus {
+        CpuSelection::All => "all".to_string(),
+        CpuSelection::List(set) => set.to_string(),
+    }
+}
+
+fn cpus_as_text<S: Serializer>(cpus: &CpuSelection, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cpus_text(cpus))
+}
+
+/// One `[[probe]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeSpec {
+    /// Label in tables and excludes; defaults to the kind.
+    pub name: String,
+    pub kind: ProbeKind,
+    pub timer: TimerSettings,
+}
+
+impl ProbeSpec {
+    /// The settings for humans: `every 1ms on all CPUs, mode abs`.
+    pub fn describe(&self) -> String {
+        let t = &self.timer;
+        let cpus = match &t.cpus {
+            CpuSelection::All => "all CPUs".to_string(),
+            CpuSelection::List(set) if set.len() == 1 => format!("CPU {set}"),
+            CpuSelection::List(set) => format!("CPUs {set}"),
+        };
+        let mut text = format!(
+            "every {} on {cpus}, mode {}",
+            rtlab_core::units::human_duration(t.interval_ns),
+            t.mode
+        );
+        if t.distance_ns > 0 {
+            text += &format!(
+                ", distance {}",
+                rtlab_core::units::human_duration(t.distance_ns)
+            );
+        }
+        text
+    }
+}
+
+/// One `[[load]]`: what runs beside the probe. No specs = an idle machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadEntry {
+    pub name: String,
+    /// Load specs as `--load` takes them, e.g. `vm:workers=40,bytes=256M`.
+    pub run: Vec<String>,
+}
+
+impl LoadEntry {
+    /// The specs joined with ` + `, or `-` for none.
+    pub fn describe(&self) -> String {
+        if self.run.is_empty() {
+            "-".to_string()
+        } else {
+            self.run.join(" + ")
+        }
+    }
+}
+
+/// One `[[configuration]]`: how the probe's threads are scheduled and the
+/// system tuned for a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Configuration {
+    pub name: String,
+    pub policy: Policy,
+    /// 1-99, Some exactly when the policy is fifo or rr.
+    pub priority: Option<u32>,
+    /// SCHED_DEADLINE runtime per period (deadline = period = the probe's
+    /// interval); Some exactly when the policy is deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dl_runtime_ns: Option<u64>,
+    /// Hold /dev/cpu_dma_latency at 0 during the run.
+    pub dma_latency: bool,
+    /// `key=value` sysctls set for the run and restored afterwards.
+    pub sysctl: Vec<String>,
+}
+
+impl Configuration {
+    /// A configuration with `rtlab measure timer`'s defaults: fifo 90,
+    /// /dev/cpu_dma_latency held, no sysctl.
+    pub fn new(name: &str, policy: Policy) -> Configuration {
+        Configuration {
+            name: name.to_string(),
+            policy,
+            priority: policy.takes_priority().then_some(DEFAULT_PRIORITY),
+            dl_runtime_ns: (policy == Policy::Deadline).then_some(DEFAULT_DL_RUNTIME_NS),
+            dma_latency: true,
+            sysctl: Vec::new(),
+        }
+    }
+
+    /// SCHED_DEADLINE parameters for a probe of period `interval_ns`
+    /// (deadline = period = interval, as `rtlab measure timer` does); None
+    /// unless the policy is deadline.
+    pub fn deadline_params(&self, interval_ns: u64) -> Option<DeadlineParams> {
+        self.dl_runtime_ns.map(|runtime_ns| DeadlineParams {
+            runtime_ns,
+            deadline_ns: interval_ns,
+            period_ns: interval_ns,
+        })
+    }
+
+    /// The scheduling part: `fifo 90`, `other`, `deadline runtime 100us`.
+    pub fn sched_text(&self) -> String {
+        match (self.priority, self.dl_runtime_ns) {
+            (Some(priority), _) => format!("{} {priority}", self.policy),
+            (None, Some(runtime)) => format!(
+                "{} runtime {}",
+                self.policy,
+                rtlab_core::units::human_duration(runtime)
+            ),
+            (None, None) => self.policy.to_string(),
+        }
+    }
+
+    /// Everything in one line: `fifo 90`, `other, no dma_latency hold,
+    /// sysctl kernel.timer_migration=0`.
+    pub fn describe(&self) -> String {
+        let mut text = self.sched_text();
+        if !self.dma_latency {
+            text += ", no dma_latency hold";
+        }
+        for sysctl in &self.sysctl {
+            text += ", sysctl ";
+            text += sysctl;
+        }
+        text
+    }
+}
+
+/// One `[[exclude]]`: a cell matching every given name is not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Exclude {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<String>,
+    /// Where the `[[exclude]]` is in its file (for warnings).
+    #[serde(skip)]
+    pub position: Option<Position>,
+}
+
+impl Exclude {
+    /// Whether the cell (probe, load, configuration) is excluded.
+    pub fn matches(&self, probe: &str, load: &str, configuration: &str) -> bool {
+        let hit = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        (self.probe.is_some() || self.load.is_some() || self.configuration.is_some())
+            && hit(&self.probe, probe)
+            && hit(&self.load, load)
+            && hit(&self.configuration, configuration)
+    }
+
+    /// `load = "idle", configuration = "not-promoted"`.
+    pub fn describe(&self) -> String {
+        [
+            ("probe", &self.probe),
+            ("load", &self.load),
+            ("configuration", &self.configuration),
+        ]
+        .iter()
+        .filter_map(|(key, value)| value.as_ref().map(|v| format!("{key} = \"{v}\"")))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}

@@ -1,0 +1,1068 @@
+//! Campaign files: the presets, every class of error (each must name the
+//! line and the field), excludes, the order of the plan and its table.
+
+use rtlab_campaign::*;
+use rtlab_core::cpuset::{CpuSelection, CpuSet};
+use rtlab_core::sched::Policy;
+
+/// Stands in for rtlab-load's spec check: the load's name (before `:`)
+/// must be one of rtlab-load's.
+fn check_load(spec: &str) -> Result<(), String> {
+    const LOADS: &[&str] = &[
+        "cpu", "vm", "io", "fswalk", "net", "timers", "msg", "procfs", "dohell", "cmd",
+    ];
+    let name = spec.split_once(':').map_or(spec, |(name, _)| name);
+    if LOADS.contains(&name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown load '{name}' (loads: {})",
+            LOADS.join(", ")
+        ))
+    }
+}
+
+fn parse_ok(text: &str) -> Campaign {
+    parse(text, "c.toml", &check_load).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn parse_err(text: &str) -> CampaignError {
+    match parse(text, "c.toml", &check_load) {
+        Ok(c) => panic!("parsed: {c:?}"),
+        Err(e) => e,
+    }
+}
+
+/// 1-based line of the first line containing `marker`.
+fn line_of(text: &str, marker: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("no line with {marker:?}"))
+        + 1
+}
+
+/// The error is at the line holding `marker`, names `field` and says `says`.
+fn assert_error(text: &str, marker: &str, field: &str, says: &str) {
+    let err = parse_err(text);
+    let line = line_of(text, marker);
+    let shown = err.to_string();
+    assert_eq!(err.line(), Some(line), "wrong line in: {shown}");
+    assert_eq!(err.field.as_deref(), Some(field), "wrong field in: {shown}");
+    assert!(
+        shown.starts_with(&format!("c.toml:{line}:")),
+        "no file:line in: {shown}"
+    );
+    assert!(
+        shown.contains(&format!("field `{field}`")),
+        "field not shown in: {shown}"
+    );
+    assert!(shown.contains(says), "{says:?} not in: {shown}");
+}
+
+const HEAD: &str = r#"name = "t"
+duration = "2s"
+"#;
+
+const PROBE: &str = r#"
+[[probe]]
+kind = "timer"
+"#;
+
+const LOADS: &str = r#"
+[[load]]
+name = "idle"
+run = []
+
+[[load]]
+name = "vm"
+run = ["vm:workers=2,bytes=64M"]
+"#;
+
+const CONFIGURATIONS: &str = r#"
+[[configuration]]
+name = "promoted"
+policy = "fifo"
+priority = 80
+
+[[configuration]]
+name = "not-promoted"
+policy = "other"
+"#;
+
+fn file(parts: &[&str]) -> String {
+    parts.concat()
+}
+
+fn valid() -> String {
+    file(&[HEAD, PROBE, LOADS, CONFIGURATIONS])
+}
+
+// ---------------------------------------------------------------- presets
+
+#[test]
+fn every_preset_parses_and_plans() {
+    let expected_runs = [("quick", 8), ("hallberg2017", 9), ("romero", 5)];
+    assert_eq!(PRESETS.len(), expected_runs.len());
+    for (name, runs) in expected_runs {
+        let campaign = read(name, &check_load).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(campaign.name, name);
+        assert_eq!(campaign.origin, format!("preset {name}"));
+        let plan = plan(campaign).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.runs.len(), runs, "{name}");
+        assert!(plan.warnings.is_empty(), "{name}: {:?}", plan.warnings);
+    }
+}
+
+#[test]
+fn preset_files_under_examples_are_the_built_in_ones() {
+    for (name, text) in PRESETS {
+        let path = format!("{}/../../examples/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), *text, "{path}");
+        let from_file = read(&path, &check_load).unwrap();
+        let built_in = read(name, &check_load).unwrap();
+        assert_eq!(from_file.origin, path);
+        assert_eq!(
+            Campaign {
+                origin: String::new(),
+                ..from_file
+            },
+            Campaign {
+                origin: String::new(),
+                ..built_in
+            }
+        );
+    }
+}
+
+#[test]
+fn quick_takes_about_a_minute_and_compares_promotion() {
+    let plan = plan(read("quick", &check_load).unwrap()).unwrap();
+    let eta_s = plan.eta_ns() as f64 / 1e9;
+    assert!((50.0..=75.0).contains(&eta_s), "quick ETA {eta_s} s");
+    let loads: Vec<&str> = plan
+        .campaign
+        .loads
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect();
+    assert_eq!(loads, ["idle", "cpu", "vm", "io"]);
+    // `rtlab quick` compares a promoted and a not-promoted configuration
+    // under every load.
+    for load in &loads {
+        let policies: Vec<Policy> = plan
+            .runs
+            .iter()
+            .filter(|r| r.load.name == *load)
+            .map(|r| r.configuration.policy)
+            .collect();
+        assert_eq!(policies, [Policy::Fifo, Policy::Other], "{load}");
+    }
+    assert!(
+        plan.runs
+            .iter()
+            .all(|r| r.probe.timer.interval_ns == 1_000_000
+                && r.probe.timer.cpus == CpuSelection::All)
+    );
+}
+
+#[test]
+fn hallberg2017_mirrors_the_papers_cyclictest_and_loads() {
+    let plan = plan(read("hallberg2017", &check_load).unwrap()).unwrap();
+    let c = &plan.campaign;
+    // cyclictest -p 30 -t -n -l 100000 -H 1000: 100 000 loops of 1 ms.
+    assert_eq!(c.duration_ns, 100_000 * 1_000_000);
+    let timer = &c.probes[0].timer;
+    assert_eq!(timer.interval_ns, 1_000_000);
+    assert_eq!(timer.hist_max_ns, 1_000_000);
+    assert_eq!(timer.mode, TimerMode::Abs);
+    let promoted = &c.configurations[0];
+    assert_eq!(
+        (promoted.policy, promoted.priority),
+        (Policy::Fifo, Some(30))
+    );
+    assert_eq!(c.configurations[1].policy, Policy::Other);
+    let specs: Vec<String> = c.loads.iter().map(|l| l.describe()).collect();
+    assert_eq!(
+        specs,
+        [
+            "-",
+            "dohell",
+            "vm:workers=40,bytes=256M",
+            "cpu:workers=100",
+            "dohell:no-stat"
+        ]
+    );
+    // The modified dohell (§5.1) was measured promoted only.
+    let no_stat: Vec<&str> = plan
+        .runs
+        .iter()
+        .filter(|r| r.load.name == "dohell-no-stat")
+        .map(|r| r.configuration.name.as_str())
+        .collect();
+    assert_eq!(no_stat, ["promoted"]);
+}
+
+#[test]
+fn romero_has_the_papers_five_conditions() {
+    let c = read("romero", &check_load).unwrap();
+    let loads: Vec<(&str, String)> = c
+        .loads
+        .iter()
+        .map(|l| (l.name.as_str(), l.describe()))
+        .collect();
+    assert_eq!(
+        loads,
+        [
+            ("idle", "-".to_string()),
+            ("cpu", "cpu".to_string()),
+            ("interrupt", "timers".to_string()),
+            ("disk", "io".to_string()),
+            ("network", "net".to_string()),
+        ]
+    );
+    assert!(c.configurations.iter().all(|c| c.policy.is_realtime()));
+}
+
+#[test]
+fn read_names_the_presets_when_the_source_is_neither() {
+    let err = read("no-such-campaign.toml", &check_load).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, romero)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let err = read(dir.path().to_str().unwrap(), &check_load).unwrap_err();
+    assert!(err.to_string().contains("cannot read it"), "{err}");
+}
+
+#[test]
+fn read_reads_a_file_and_reports_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.toml");
+    std::fs::write(&path, valid().replace("priority = 80", "priority = 800")).unwrap();
+    let source = path.to_str().unwrap();
+    let err = read(source, &check_load).unwrap_err();
+    let line = line_of(&valid(), "priority = 80");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{source}:{line}:12: field `configuration[0].priority`: priority 800 is out of range 1-99"
+        )
+    );
+    std::fs::write(&path, valid()).unwrap();
+    assert_eq!(read(source, &check_load).unwrap().origin, source);
+}
+
+// ---------------------------------------------------------------- defaults
+
+#[test]
+fn defaults_are_filled_in() {
+    let text = file(&[
+        HEAD,
+        PROBE,
+        LOADS,
+        "\n[[configuration]]\nname = \"default\"\n",
+        "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\n",
+    ]);
+    let c = parse_ok(&text);
+    assert_eq!(c.repeat, 1);
+    assert_eq!(c.cooldown_ns, 0);
+    assert_eq!(c.description, None);
+    let p = &c.probes[0];
+    assert_eq!(p.name, "timer");
+    assert_eq!(p.kind, ProbeKind::Timer);
+    assert_eq!(p.timer, TimerSettings::default());
+    assert_eq!(p.timer.cpus, CpuSelection::All);
+    assert_eq!(p.timer.interval_ns, 1_000_000);
+    assert_eq!(p.timer.distance_ns, 0);
+    assert_eq!(p.timer.hist_max_ns, 1_000_000);
+    // As `rtlab measure timer`: fifo 90 with /dev/cpu_dma_latency held.
+    assert_eq!(
+        c.configurations[0],
+        Configuration::new("default", Policy::Fifo)
+    );
+    assert_eq!(c.configurations[0].priority, Some(90));
+    assert!(c.configurations[0].dma_latency);
+    assert_eq!(c.configurations[1].priority, None);
+    assert_eq!(c.configurations[1].dl_runtime_ns, Some(100_000));
+}
+
+#[test]
+fn every_key_is_read() {
+    let text = r#"
+name = "all-keys"
+description = "every key"
+duration = "1.5s"
+repeat = 3
+cooldown = "250ms"
+
+[[probe]]
+kind = "timer"
+name = "fast"
+cpus = "0,2-3"
+interval = "200us"
+distance = "50us"
+mode = "timerfd"
+hist_max = "500us"
+
+[[load]]
+name = "both"
+run = ["vm:workers=2,bytes=64M", "io"]
+
+[[configuration]]
+name = "rr"
+policy = "rr"
+priority = 42
+dma_latency = false
+sysctl = ["kernel.timer_migration=0", "kernel.sched_rt_runtime_us=-1"]
+
+[[configuration]]
+name = "dl"
+policy = "deadline"
+dl_runtime = "50us"
+
+[[exclude]]
+probe = "fast"
+load = "both"
+configuration = "dl"
+"#;
+    let c = parse_ok(text);
+    assert_eq!(c.name, "all-keys");
+    assert_eq!(c.description.as_deref(), Some("every key"));
+    assert_eq!(c.duration_ns, 1_500_000_000);
+    assert_eq!(c.repeat, 3);
+    assert_eq!(c.cooldown_ns, 250_000_000);
+    assert_eq!(
+        c.probes[0],
+        ProbeSpec {
+            name: "fast".into(),
+            kind: ProbeKind::Timer,
+            timer: TimerSettings {
+                cpus: CpuSelection::List(CpuSet::parse("0,2,3").unwrap()),
+                interval_ns: 200_000,
+                distance_ns: 50_000,
+                mode: TimerMode::Timerfd,
+                hist_max_ns: 500_000,
+            },
+        }
+    );
+    assert_eq!(c.loads[0].run, ["vm:workers=2,bytes=64M", "io"]);
+    assert_eq!(
+        c.configurations[0],
+        Configuration {
+            name: "rr".into(),
+            policy: Policy::Rr,
+            priority: Some(42),
+            dl_runtime_ns: None,
+            dma_latency: false,
+            sysctl: vec![
+                "kernel.timer_migration=0".into(),
+                "kernel.sched_rt_runtime_us=-1".into()
+            ],
+        }
+    );
+    assert_eq!(c.configurations[1].dl_runtime_ns, Some(50_000));
+    assert_eq!(c.excludes.len(), 1);
+    assert_eq!(c.excludes[0].configuration.as_deref(), Some("dl"));
+    assert_eq!(
+        c.excludes[0].position.map(|p| p.line),
+        Some(line_of(text, "[[exclude]]"))
+    );
+    // 1 probe × 1 load × 2 configurations × 3 repeats, minus the dl cell.
+    let plan = plan(c).unwrap();
+    assert_eq!(plan.runs.len(), 3);
+    assert!(plan.runs.iter().all(|r| r.configuration.name == "rr"));
+    let sched = plan.runs[0].sched_params();
+    assert_eq!((sched.policy, sched.priority), (Policy::Rr, 42));
+}
+
+#[test]
+fn a_deadline_configuration_takes_the_probes_interval_as_period() {
+    let text = file(&[
+        HEAD,
+        PROBE,
+        LOADS,
+        "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\ndl_runtime = \"200us\"\n",
+    ]);
+    let plan = plan(parse_ok(&text)).unwrap();
+    let sched = plan.runs[0].sched_params();
+    assert_eq!(sched.policy, Policy::Deadline);
+    let dl = sched.deadline.unwrap();
+    assert_eq!(
+        (dl.runtime_ns, dl.deadline_ns, dl.period_ns),
+        (200_000, 1_000_000, 1_000_000)
+    );
+}
+
+// ---------------------------------------------------------------- errors
+
+#[test]
+fn toml_syntax_errors_keep_tomls_line() {
+    let text = "name = \"t\"\nduration = \"2s\nrepeat = 1\n";
+    let err = parse_err(text);
+    assert_eq!(err.line(), Some(2), "{err}");
+    assert_eq!(err.field, None);
+    assert!(err.to_string().starts_with("c.toml:2:"), "{err}");
+    assert!(err.to_string().contains("TOML syntax"), "{err}");
+
+    let text = "name = \"t\"\n\nname = \"u\"\n";
+    let err = parse_err(text);
+    assert_eq!(err.line(), Some(3), "{err}");
+    assert!(err.to_string().contains("duplicate key"), "{err}");
+}
+
+#[test]
+fn unknown_keys_are_rejected_with_their_line() {
+    let text = file(&[HEAD, "repeats = 2\n", PROBE, LOADS, CONFIGURATIONS]);
+    assert_error(&text, "repeats", "repeats", "unknown key `repeats`");
+    assert_error(
+        &text,
+        "repeats",
+        "repeats",
+        "known keys here: name, description",
+    );
+
+    let text = file(&[HEAD, PROBE, "priority = 99\n", LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "priority = 99",
+        "probe[0].priority",
+        "unknown key `priority`",
+    );
+
+    let text = file(&[HEAD, PROBE, LOADS, "spec = \"cpu\"\n", CONFIGURATIONS]);
+    assert_error(&text, "spec =", "load[1].spec", "unknown key `spec`");
+
+    let text = file(&[HEAD, PROBE, LOADS, CONFIGURATIONS, "dma = false\n"]);
+    assert_error(
+        &text,
+        "dma = false",
+        "configuration[1].dma",
+        "unknown key `dma`",
+    );
+
+    let text = file(&[
+        &valid(),
+        "\n[[exclude]]\nload = \"idle\"\nconfig = \"promoted\"\n",
+    ]);
+    assert_error(
+        &text,
+        "config = ",
+        "exclude[0].config",
+        "unknown key `config`",
+    );
+
+    // A misspelt section is an unknown key too.
+    let text = file(&[&valid(), "\n[[loads]]\nname = \"x\"\n"]);
+    assert_error(&text, "[[loads]]", "loads", "unknown key `loads`");
+
+    // Keys inside an inline table are checked the same way.
+    let text = file(&[
+        HEAD,
+        "load = [{ name = \"idle\", run = [], x = 1 }]\n",
+        PROBE,
+        CONFIGURATIONS,
+    ]);
+    assert_error(&text, "load = [", "load[0].x", "unknown key `x`");
+}
+
+#[test]
+fn durations_need_a_unit_and_a_valid_number() {
+    let text = valid().replace("duration = \"2s\"", "duration = 2");
+    assert_error(
+        &text,
+        "duration = 2",
+        "duration",
+        "a duration is a string with its unit",
+    );
+
+    let text = valid().replace("duration = \"2s\"", "duration = \"2 parsecs\"");
+    assert_error(
+        &text,
+        "duration =",
+        "duration",
+        "invalid duration '2 parsecs'",
+    );
+
+    let text = valid().replace("duration = \"2s\"", "duration = \"0s\"");
+    assert_error(&text, "duration =", "duration", "must be longer than 0");
+
+    let text = file(&[HEAD, "cooldown = true\n", PROBE, LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "cooldown",
+        "cooldown",
+        "expected a duration such as \"6s\", found boolean",
+    );
+
+    let text = file(&[HEAD, PROBE, "interval = \"1\"\n", LOADS, CONFIGURATIONS]);
+    assert_error(&text, "interval", "probe[0].interval", "a unit is required");
+
+    let text = file(&[HEAD, PROBE, "hist_max = \"500ns\"\n", LOADS, CONFIGURATIONS]);
+    assert_error(&text, "hist_max", "probe[0].hist_max", "1 µs bins");
+
+    // A run shorter than the probe's period measures nothing.
+    let text = file(&[HEAD, PROBE, "interval = \"3s\"\n", LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "duration =",
+        "duration",
+        "shorter than the interval of probe `timer`",
+    );
+}
+
+#[test]
+fn wrong_types_name_what_was_expected() {
+    let text = file(&[HEAD, "repeat = \"2\"\n", PROBE, LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "repeat",
+        "repeat",
+        "expected an integer, found string",
+    );
+
+    let text = file(&[HEAD, "repeat = 0\n", PROBE, LOADS, CONFIGURATIONS]);
+    assert_error(&text, "repeat", "repeat", "0 is not a count of runs");
+
+    let text = valid().replace("name = \"t\"", "name = 7");
+    assert_error(
+        &text,
+        "name = 7",
+        "name",
+        "expected a string, found integer",
+    );
+
+    let text = valid().replace("run = []", "run = \"cpu\"");
+    assert_error(
+        &text,
+        "run = \"cpu\"",
+        "load[0].run",
+        "expected an array of strings",
+    );
+
+    let text = valid().replace("run = []", "run = [\"cpu\", 3]");
+    assert_error(
+        &text,
+        "run = [\"cpu\", 3]",
+        "load[0].run[1]",
+        "expected a string, found integer",
+    );
+
+    let text = file(&[&valid(), "dma_latency = \"yes\"\n"]);
+    assert_error(
+        &text,
+        "dma_latency",
+        "configuration[1].dma_latency",
+        "expected true or false",
+    );
+
+    let text = valid().replace("priority = 80", "priority = \"80\"");
+    assert_error(
+        &text,
+        "priority = \"80\"",
+        "configuration[0].priority",
+        "expected an integer",
+    );
+}
+
+#[test]
+fn policies_and_priorities_are_checked() {
+    let text = valid().replace("policy = \"other\"", "policy = \"realtime\"");
+    assert_error(
+        &text,
+        "realtime",
+        "configuration[1].policy",
+        "unknown policy 'realtime'",
+    );
+
+    let text = file(&[&valid(), "priority = 3\n"]);
+    assert_error(
+        &text,
+        "priority = 3",
+        "configuration[1].priority",
+        "priority applies only to fifo or rr (policy other)",
+    );
+
+    for bad in ["0", "100", "-5"] {
+        let text = valid().replace("priority = 80", &format!("priority = {bad}"));
+        assert_error(
+            &text,
+            &format!("priority = {bad}"),
+            "configuration[0].priority",
+            &format!("priority {bad} is out of range 1-99"),
+        );
+    }
+
+    let text = valid().replace("priority = 80", "dl_runtime = \"100us\"");
+    assert_error(
+        &text,
+        "dl_runtime",
+        "configuration[0].dl_runtime",
+        "dl_runtime applies only to deadline (policy fifo)",
+    );
+
+    let text = file(&[
+        HEAD,
+        PROBE,
+        LOADS,
+        "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\ndl_runtime = \"2ms\"\n",
+    ]);
+    assert_error(
+        &text,
+        "dl_runtime",
+        "configuration[0].dl_runtime",
+        "deadline runtime 2ms is longer than the period 1ms of probe `timer`",
+    );
+}
+
+#[test]
+fn sysctls_must_be_key_value() {
+    for bad in [
+        "kernel.timer_migration",
+        "=0",
+        "kernel timer=0",
+        "kernel.x=",
+    ] {
+        let text = file(&[&valid(), &format!("sysctl = [\"kernel.a=1\", \"{bad}\"]\n")]);
+        assert_error(
+            &text,
+            "sysctl =",
+            "configuration[1].sysctl[1]",
+            bad.split('=').next().unwrap(),
+        );
+    }
+}
+
+#[test]
+fn probes_are_checked() {
+    let text = valid().replace("kind = \"timer\"", "kind = \"net\"");
+    assert_error(
+        &text,
+        "kind = \"net\"",
+        "probe[0].kind",
+        "unknown probe kind `net` (known kinds: timer)",
+    );
+
+    let text = file(&[HEAD, PROBE, "cpus = \"0-\"\n", LOADS, CONFIGURATIONS]);
+    assert_error(&text, "cpus", "probe[0].cpus", "invalid CPU list '0-'");
+
+    let text = file(&[HEAD, PROBE, "mode = \"busy\"\n", LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "mode",
+        "probe[0].mode",
+        "unknown mode `busy` (expected abs, rel or timerfd)",
+    );
+
+    let text = file(&[HEAD, "\n[[probe]]\nname = \"x\"\n", LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "[[probe]]",
+        "probe[0].kind",
+        "missing: `probe[0]` needs `kind`",
+    );
+}
+
+#[test]
+fn load_specs_are_checked_by_the_callers_check() {
+    let text = valid().replace(
+        "run = [\"vm:workers=2,bytes=64M\"]",
+        "run = [\"io\", \"stress:vm=40\"]",
+    );
+    assert_error(
+        &text,
+        "stress:vm=40",
+        "load[1].run[1]",
+        "unknown load 'stress' (loads: cpu, vm",
+    );
+
+    let text = valid().replace("run = []", "run = [\" \"]");
+    assert_error(&text, "run = [\" \"]", "load[0].run[0]", "empty load spec");
+}
+
+#[test]
+fn names_are_checked_and_unique() {
+    let text = file(&[
+        HEAD,
+        PROBE,
+        LOADS,
+        "\n[[load]]\nname = \"vm\" # again\nrun = [\"vm\"]\n",
+        CONFIGURATIONS,
+    ]);
+    // The second [[load]] header: the first named `vm`.
+    let first = line_of(&text, "name = \"vm\"") - 1;
+    assert_error(
+        &text,
+        "# again",
+        "load[2].name",
+        &format!("two loads are named `vm` (load[1] at line {first})"),
+    );
+}
+
+#[test]
+fn duplicate_names_are_errors_in_every_section() {
+    let text = file(&[&valid(), "\n[[configuration]]\nname = \"promoted\"\n"]);
+    let err = parse_err(&text);
+    assert_eq!(err.field.as_deref(), Some("configuration[2].name"));
+    assert_eq!(err.line(), Some(text.lines().count()), "{err}");
+    assert!(
+        err.to_string()
+            .contains("two configurations are named `promoted`"),
+        "{err}"
+    );
+
+    // Two probes of one kind need names.
+    let text = file(&[
+        HEAD,
+        PROBE,
+        PROBE,
+        "interval = \"100us\"\n",
+        LOADS,
+        CONFIGURATIONS,
+    ]);
+    let err = parse_err(&text);
+    assert_eq!(err.field.as_deref(), Some("probe[1].name"), "{err}");
+    let second = text.rfind("[[probe]]").unwrap();
+    let line = text[..second].lines().count() + 1;
+    assert_eq!(err.line(), Some(line), "{err}"); // the second [[probe]] header
+    assert!(
+        err.to_string().contains("give each probe its own `name`"),
+        "{err}"
+    );
+
+    let text = valid().replace("name = \"idle\"", "name = \"no load\"");
+    assert_error(&text, "no load", "load[0].name", "a name may hold letters");
+    let text = valid().replace("name = \"idle\"", "name = \"\"");
+    assert_error(
+        &text,
+        "name = \"\"",
+        "load[0].name",
+        "a name cannot be empty",
+    );
+}
+
+#[test]
+fn sections_are_required_and_must_be_arrays_of_tables() {
+    let text = file(&[HEAD, PROBE, CONFIGURATIONS]);
+    let err = parse_err(&text);
+    assert_eq!(err.line(), Some(1));
+    assert_eq!(err.field.as_deref(), Some("load"));
+    assert!(err.to_string().contains("at least one [[load]]"), "{err}");
+
+    let text = file(&[HEAD, PROBE, LOADS, CONFIGURATIONS]).replace("name = \"t\"\n", "");
+    let err = parse_err(&text);
+    assert_eq!((err.line(), err.field.as_deref()), (Some(1), Some("name")));
+
+    let text = file(&[
+        HEAD,
+        PROBE,
+        "\n[load]\nname = \"idle\"\nrun = []\n",
+        CONFIGURATIONS,
+    ]);
+    assert_error(
+        &text,
+        "[load]",
+        "load",
+        "expected [[load]] (an array of tables), found table",
+    );
+
+    let text = file(&[HEAD, "load = []\n", PROBE, CONFIGURATIONS]);
+    assert_error(&text, "load = []", "load", "at least one [[load]]");
+
+    let text = file(&[HEAD, "probe = [\"timer\"]\n", LOADS, CONFIGURATIONS]);
+    assert_error(
+        &text,
+        "probe = ",
+        "probe[0]",
+        "expected a table, found string",
+    );
+}
+
+// ---------------------------------------------------------------- excludes
+
+#[test]
+fn an_exclude_removes_the_cells_matching_all_its_keys() {
+    let text = file(&[
+        &valid(),
+        "\n[[exclude]]\nload = \"idle\"\nconfiguration = \"not-promoted\"\n",
+    ]);
+    let plan = plan(parse_ok(&text)).unwrap();
+    let cells: Vec<(&str, &str)> = plan
+        .runs
+        .iter()
+        .map(|r| (r.load.name.as_str(), r.configuration.name.as_str()))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("idle", "promoted"),
+            ("vm", "promoted"),
+            ("vm", "not-promoted")
+        ]
+    );
+    assert!(plan.warnings.is_empty());
+
+    // One key removes a whole row of the matrix.
+    let text = file(&[&valid(), "\n[[exclude]]\nconfiguration = \"promoted\"\n"]);
+    let plan = rtlab_campaign::plan(parse_ok(&text)).unwrap();
+    assert!(plan
+        .runs
+        .iter()
+        .all(|r| r.configuration.name == "not-promoted"));
+    assert_eq!(plan.runs.len(), 2);
+
+    let text = file(&[
+        &valid(),
+        "\n[[exclude]]\nprobe = \"timer\"\nload = \"vm\"\n",
+    ]);
+    let plan = rtlab_campaign::plan(parse_ok(&text)).unwrap();
+    assert!(plan.runs.iter().all(|r| r.load.name == "idle"));
+}
+
+#[test]
+fn excludes_must_name_existing_entries() {
+    let text = file(&[&valid(), "\n[[exclude]]\nload = \"cpu\"\n"]);
+    assert_error(
+        &text,
+        "load = \"cpu\"",
+        "exclude[0].load",
+        "there is no load named `cpu` (the loads are: idle, vm)",
+    );
+    let text = file(&[&valid(), "\n[[exclude]]\nprobe = \"noise\"\n"]);
+    assert_error(
+        &text,
+        "probe = \"noise\"",
+        "exclude[0].probe",
+        "no probe named `noise`",
+    );
+    let text = file(&[&valid(), "\n[[exclude]]\nconfiguration = \"rt\"\n"]);
+    assert_error(
+        &text,
+        "configuration = \"rt\"",
+        "exclude[0].configuration",
+        "the configurations are: promoted, not-promoted",
+    );
+    let text = file(&[&valid(), "\n[[exclude]]\n"]);
+    assert_error(
+        &text,
+        "[[exclude]]",
+        "exclude[0]",
+        "at least one of probe, load or configuration",
+    );
+}
+
+#[test]
+fn an_exclude_that_removes_nothing_is_a_warning() {
+    let text = file(&[
+        &valid(),
+        "\n[[exclude]]\nload = \"idle\"\n",
+        "\n[[exclude]]\nload = \"idle\"\nconfiguration = \"promoted\"\n",
+    ]);
+    let plan = plan(parse_ok(&text)).unwrap();
+    assert_eq!(plan.runs.len(), 2);
+    let second = text.rfind("[[exclude]]").unwrap();
+    let line = text[..second].lines().count() + 1;
+    assert_eq!(
+        plan.warnings,
+        [format!(
+            "c.toml:{line}: exclude[1] (load = \"idle\", configuration = \"promoted\") removes no run that an earlier exclude does not already remove"
+        )]
+    );
+}
+
+#[test]
+fn a_plan_without_runs_is_an_error_at_the_excludes() {
+    let text = file(&[
+        &valid(),
+        "\n[[exclude]]\nload = \"idle\"\n\n[[exclude]]\nload = \"vm\"\n",
+    ]);
+    let err = plan(parse_ok(&text)).unwrap_err();
+    assert_eq!(err.line(), Some(line_of(&text, "[[exclude]]")));
+    assert_eq!(err.field.as_deref(), Some("exclude"));
+    assert!(
+        err.to_string()
+            .contains("the excludes remove every run (4 of 4)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_absurd_number_of_runs_is_refused() {
+    let text = file(&[HEAD, "repeat = 4000000000\n", PROBE, LOADS, CONFIGURATIONS]);
+    assert_error(&text, "repeat", "repeat", "more than 100000 runs");
+}
+
+// ---------------------------------------------------------------- order
+
+#[test]
+fn runs_go_repeat_then_probe_then_load_then_configuration() {
+    let text = file(&[
+        HEAD,
+        "repeat = 2\n",
+        PROBE,
+        "name = \"slow\"\n",
+        PROBE,
+        "name = \"fast\"\ninterval = \"100us\"\n",
+        LOADS,
+        CONFIGURATIONS,
+    ]);
+    let plan = plan(parse_ok(&text)).unwrap();
+    let order: Vec<String> = plan
+        .runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{}/{}/{}/{}",
+                r.index, r.repeat, r.probe.name, r.load.name, r.configuration.name
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for repeat in 1..=2 {
+        for probe in ["slow", "fast"] {
+            for load in ["idle", "vm"] {
+                for configuration in ["promoted", "not-promoted"] {
+                    expected.push(format!(
+                        "{}:{repeat}/{probe}/{load}/{configuration}",
+                        expected.len() + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert_eq!(order, expected);
+    assert!(plan.runs.iter().all(|r| r.duration_ns == 2_000_000_000));
+}
+
+// ---------------------------------------------------------------- ETA and table
+
+#[test]
+fn the_eta_counts_duration_overhead_and_cooldowns() {
+    let text = file(&[HEAD, "cooldown = \"3s\"\n", PROBE, LOADS, CONFIGURATIONS]);
+    let plan = plan(parse_ok(&text)).unwrap();
+    // 4 runs × (2 s + 1 s) + 3 cooldowns × 3 s.
+    assert_eq!(plan.eta_ns(), 21_000_000_000);
+    // After the first run: 3 runs, each after a cooldown.
+    assert_eq!(plan.remaining_ns(1), 18_000_000_000);
+    assert_eq!(plan.remaining_ns(4), 0);
+    assert_eq!(plan.remaining_ns(99), 0);
+    // The shares of the runs add up to the ETA; the last has no cooldown.
+    let shares: Vec<u64> = plan.runs.iter().map(|r| plan.eta_of(r)).collect();
+    assert_eq!(
+        shares,
+        [6_000_000_000, 6_000_000_000, 6_000_000_000, 3_000_000_000]
+    );
+    assert_eq!(shares.iter().sum::<u64>(), plan.eta_ns());
+    assert_eq!(format_eta(59_500_000_000), "59.5s");
+    assert_eq!(format_eta(917_000_000_000), "15m 17s");
+    assert_eq!(format_eta(3_723_400_000_000), "1h 2m 3s");
+}
+
+#[test]
+fn the_plan_table_lists_every_run_and_the_eta() {
+    let text = r#"name = "demo"
+description = "A small campaign"
+duration = "10s"
+repeat = 2
+cooldown = "2s"
+
+[[probe]]
+kind = "timer"
+cpus = "1"
+
+[[load]]
+name = "idle"
+run = []
+
+[[load]]
+name = "vm+io"
+run = ["vm:workers=2,bytes=64M", "io"]
+
+[[configuration]]
+name = "promoted"
+priority = 95
+sysctl = ["kernel.timer_migration=0"]
+
+[[configuration]]
+name = "not-promoted"
+policy = "other"
+dma_latency = false
+
+[[exclude]]
+load = "idle"
+configuration = "not-promoted"
+"#;
+    let plan = plan(parse(text, "demo.toml", &check_load).unwrap()).unwrap();
+    let expected = "\
+campaign demo (demo.toml)
+  A small campaign
+probe timer: every 1ms on CPU 1, mode abs
+
+#  repeat  probe  load   specs                        configuration  scheduling                                duration
+1       1  timer  idle   -                            promoted       fifo 95, sysctl kernel.timer_migration=0  10s
+2       1  timer  vm+io  vm:workers=2,bytes=64M + io  promoted       fifo 95, sysctl kernel.timer_migration=0  10s
+3       1  timer  vm+io  vm:workers=2,bytes=64M + io  not-promoted   other, no dma_latency hold                10s
+4       2  timer  idle   -                            promoted       fifo 95, sysctl kernel.timer_migration=0  10s
+5       2  timer  vm+io  vm:workers=2,bytes=64M + io  promoted       fifo 95, sysctl kernel.timer_migration=0  10s
+6       2  timer  vm+io  vm:workers=2,bytes=64M + io  not-promoted   other, no dma_latency hold                10s
+
+6 runs, ETA 1m 16s (10s measuring + 1s setup per run, 2s cooldown between runs)
+";
+    assert_eq!(plan.table(), expected, "\n{}", plan.table());
+}
+
+#[test]
+fn the_table_of_quick_ends_with_its_eta() {
+    let plan = plan(read("quick", &check_load).unwrap()).unwrap();
+    let table = plan.table();
+    assert!(
+        table.starts_with("campaign quick (preset quick)\n"),
+        "{table}"
+    );
+    assert!(
+        table.ends_with(
+            "8 runs, ETA 59.5s (6s measuring + 1s setup per run, 500ms cooldown between runs)\n"
+        ),
+        "{table}"
+    );
+    assert_eq!(table.lines().filter(|l| l.contains("  timer  ")).count(), 8);
+}
+
+#[test]
+fn the_plan_serializes_for_json_output() {
+    let text = file(&[HEAD, PROBE, "cpus = \"0-1\"\n", LOADS, CONFIGURATIONS]);
+    let plan = plan(parse_ok(&text)).unwrap();
+    let json = serde_json::to_value(&plan).unwrap();
+    assert_eq!(json["schema"], "rtlab.plan/1");
+    assert_eq!(json["eta_ns"], 4 * 3_000_000_000u64);
+    assert_eq!(json["run_overhead_ns"], 1_000_000_000u64);
+    assert_eq!(json["campaign"]["name"], "t");
+    assert_eq!(json["campaign"]["probes"][0]["timer"]["cpus"], "0-1");
+    assert_eq!(json["runs"].as_array().unwrap().len(), 4);
+    let run = &json["runs"][0];
+    assert_eq!(run["index"], 1);
+    assert_eq!(run["repeat"], 1);
+    assert_eq!(run["load"]["run"], serde_json::json!([]));
+    assert_eq!(run["configuration"]["policy"], "fifo");
+    assert_eq!(run["configuration"]["priority"], 80);
+    assert_eq!(run["duration_ns"], 2_000_000_000u64);
+    assert_eq!(json["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn a_run_knows_its_place_in_the_campaign() {
+    let plan = plan(parse_ok(&valid())).unwrap();
+    let run = &plan.runs[2];
+    assert_eq!(run.label(1), "timer / vm / promoted");
+    assert_eq!(run.label(3), "timer / vm / promoted (repeat 1)");
+    let place = run.campaign_ref("t", "exec-1", plan.runs.len());
+    assert_eq!(
+        (
+            place.index,
+            place.total,
+            place.load.as_str(),
+            place.configuration.as_str()
+        ),
+        (3, 4, "vm", "promoted")
+    );
+}
