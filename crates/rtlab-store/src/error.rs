@@ -1,0 +1,149 @@
+//! The store's errors. Every message is complete on its own (it is printed
+//! as is to the user): it names the database file where there is one and,
+//! where there is one, what to do about it. Underlying errors are part of
+//! the message rather than a `source()` chain, so `{:#}` prints them once.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::ErrorCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "cannot tell where to keep results: neither XDG_DATA_HOME nor HOME is set to an absolute \
+         path; set one of them or pass --db PATH"
+    )]
+    NoDefaultPath,
+
+    #[error("cannot create the directory {} for the result store: {cause}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+
+    #[error("{} is not an rtlab result store: it is not an SQLite database; pass another --db PATH", path.display())]
+    NotADatabase { path: PathBuf },
+
+    #[error("{} is not an rtlab result store: {detail}; pass another --db PATH", path.display())]
+    Foreign { path: PathBuf, detail: String },
+
+    #[error(
+        "result store {} has schema version {found}, but this rtlab ({}) knows versions up to \
+         {known}: it was written by a newer rtlab; use that one, or pass another --db PATH \
+         (the file was not changed)",
+        path.display(), rtlab_core::VERSION
+    )]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
+
+    #[error(
+        "cannot migrate result store {} from schema version {from} to {to} ({description}): \
+         {cause}; the database was left at version {from}",
+        path.display()
+    )]
+    Migration {
+        path: PathBuf,
+        from: u32,
+        to: u32,
+        description: &'static str,
+        cause: rusqlite::Error,
+    },
+
+    #[error(
+        "result store {} is busy: another process held it for more than {} s ({cause}); \
+         try again when it is done",
+        path.display(), waited.as_secs()
+    )]
+    Locked {
+        path: PathBuf,
+        waited: Duration,
+        cause: rusqlite::Error,
+    },
+
+    #[error("result store {}: {cause}{}", path.display(), sqlite_hint(cause))]
+    Sqlite {
+        path: PathBuf,
+        cause: rusqlite::Error,
+    },
+
+    #[error("no run `{id}` in result store {}", path.display())]
+    NotFound { path: PathBuf, id: String },
+
+    #[error("no runs in result store {} yet", path.display())]
+    Empty { path: PathBuf },
+
+    #[error(
+        "run id `{prefix}` is ambiguous in result store {}: it matches {total} runs: {}; give more \
+         characters",
+        path.display(), candidate_list(candidates, *total)
+    )]
+    Ambiguous {
+        path: PathBuf,
+        prefix: String,
+        /// The first matches, in id order.
+        candidates: Vec<String>,
+        /// How many runs match in all.
+        total: usize,
+    },
+
+    #[error("run {id} in result store {} cannot be read: {cause}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        id: String,
+        cause: serde_json::Error,
+    },
+
+    #[error("run `{id}` cannot be stored in {}: {reason}", path.display())]
+    InvalidRun {
+        path: PathBuf,
+        id: String,
+        reason: String,
+    },
+
+    /// A filter or id the store cannot use: the message says what was expected.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    /// Wraps an SQLite error on the database at `path`, recognising the
+    /// cases a user can act on (not a database, busy for too long).
+    pub(crate) fn sqlite(path: &std::path::Path, busy: Duration, cause: rusqlite::Error) -> Self {
+        let path = path.to_path_buf();
+        match cause.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { path },
+            Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked {
+                path,
+                waited: busy,
+                cause,
+            },
+            _ => StoreError::Sqlite { path, cause },
+        }
+    }
+}
+
+fn sqlite_hint(cause: &rusqlite::Error) -> &'static str {
+    match cause.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly) | Some(ErrorCode::PermissionDenied) => {
+            " (check the permissions of the file, its -wal/-shm files and its directory)"
+        }
+        Some(ErrorCode::CannotOpen) => " (check that the path is a file in a writable directory)",
+        Some(ErrorCode::DiskFull) => " (the disk is full)",
+        Some(ErrorCode::DatabaseCorrupt) => {
+            " (the file is damaged: `sqlite3 FILE .recover` may save its contents)"
+        }
+        _ => "",
+    }
+}
+
+fn candidate_list(candidates: &[String], total: usize) -> String {
+    let mut list = candidates.join(", ");
+    if total > candidates.len() {
+        list.push_str(&format!(" and {} more", total - candidates.len()));
+    }
+    list
+}

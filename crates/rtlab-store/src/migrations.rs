@@ -1,0 +1,130 @@
+//! The schema's history. Each migration takes the database from the version
+//! before it to its own; `PRAGMA user_version` holds the version reached.
+//! Migrations are only ever appended: a released one is never edited, since
+//! databases in the field were built by it.
+//!
+//! Every table keeps the run's complete `RunResult` JSON in `runs.result`;
+//! the other columns and tables are an index of it for queries (by rtlab and
+//! by hand with `sqlite3`). That is what lets a migration add columns and
+//! tables for data older rtlabs already stored: it backfills them from
+//! `runs.result` (skipping a run whose JSON is damaged: it stays listed,
+//! and `get` reports it).
+
+/// `PRAGMA application_id` of an rtlab result store: "rtlb".
+pub const APPLICATION_ID: i32 = 0x72_74_6c_62;
+
+pub struct Migration {
+    /// The schema version this migration produces.
+    pub version: u32,
+    /// What it adds, for messages and docs/store.md.
+    pub description: &'static str,
+    pub sql: &'static str,
+}
+
+/// All migrations, in order; the last one's version is the latest schema.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "runs and their latency series",
+        sql: r#"
+PRAGMA application_id = 1920232546;
+
+CREATE TABLE runs (
+    id          TEXT PRIMARY KEY NOT NULL,
+    format      TEXT NOT NULL,              -- format of `result`: rtlab.run/1
+    probe       TEXT NOT NULL,
+    status      TEXT NOT NULL,              -- running, complete, partial, break, failed
+    host        TEXT,                       -- environment.hostname
+    started_at  TEXT NOT NULL,              -- RFC 3339 UTC
+    ended_at    TEXT,
+    elapsed_ns  INTEGER NOT NULL,
+    command     TEXT NOT NULL,              -- JSON array
+    config      TEXT NOT NULL,              -- JSON object
+    environment TEXT NOT NULL,              -- JSON object
+    warnings    TEXT NOT NULL,              -- JSON array
+    result      TEXT NOT NULL               -- the whole RunResult as JSON
+);
+CREATE INDEX runs_by_start ON runs (started_at);
+
+CREATE TABLE series (
+    run_id       TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,          -- 0-based, in thread order
+    name         TEXT NOT NULL,             -- cpu0
+    metric       TEXT NOT NULL,             -- wakeup_latency
+    cpu          INTEGER,
+    interval_ns  INTEGER NOT NULL,
+    samples      INTEGER NOT NULL,
+    missed       INTEGER NOT NULL,
+    dropped      INTEGER NOT NULL,
+    min_ns       INTEGER NOT NULL,
+    max_ns       INTEGER NOT NULL,
+    mean_ns      REAL,
+    stdev_ns     REAL,
+    p50_ns       INTEGER NOT NULL,
+    p90_ns       INTEGER NOT NULL,
+    p99_ns       INTEGER NOT NULL,
+    p99_9_ns     INTEGER NOT NULL,
+    p99_99_ns    INTEGER NOT NULL,
+    max_at_ns    INTEGER,                   -- when the maximum happened
+    max_sample   INTEGER,                   -- and its sample index
+    histogram_ns TEXT NOT NULL,             -- JSON [[value_ns, count], ...]
+    histogram_us TEXT NOT NULL,             -- JSON [[bin_us, count], ...]
+    PRIMARY KEY (run_id, position)
+);
+"#,
+    },
+    Migration {
+        version: 2,
+        description: "campaign place, loads and spikes of a run",
+        sql: r#"
+ALTER TABLE runs ADD COLUMN campaign TEXT;
+ALTER TABLE runs ADD COLUMN execution TEXT;
+ALTER TABLE runs ADD COLUMN plan_index INTEGER;
+ALTER TABLE runs ADD COLUMN plan_total INTEGER;
+ALTER TABLE runs ADD COLUMN configuration TEXT;
+ALTER TABLE runs ADD COLUMN load TEXT;
+ALTER TABLE runs ADD COLUMN repeat INTEGER;
+ALTER TABLE runs ADD COLUMN loads TEXT NOT NULL DEFAULT '[]';
+
+UPDATE runs SET
+    campaign      = json_extract(result, '$.campaign.name'),
+    execution     = json_extract(result, '$.campaign.execution'),
+    plan_index    = json_extract(result, '$.campaign.index'),
+    plan_total    = json_extract(result, '$.campaign.total'),
+    configuration = json_extract(result, '$.campaign.configuration'),
+    load          = json_extract(result, '$.campaign.load'),
+    repeat        = json_extract(result, '$.campaign.repeat'),
+    loads         = coalesce(json_extract(result, '$.loads'), '[]')
+WHERE json_valid(result);
+
+CREATE INDEX runs_by_execution ON runs (execution, plan_index);
+CREATE INDEX runs_by_campaign ON runs (campaign, started_at);
+CREATE INDEX runs_by_host ON runs (host, started_at);
+
+CREATE TABLE spikes (
+    run_id       TEXT NOT NULL,
+    series_index INTEGER NOT NULL,          -- series.position
+    series       TEXT NOT NULL,             -- series.name
+    rank         INTEGER NOT NULL,          -- 0 = the largest sample of the series
+    sample       INTEGER NOT NULL,
+    at_ns        INTEGER NOT NULL,          -- since the run's first deadline
+    latency_ns   INTEGER NOT NULL,
+    PRIMARY KEY (run_id, series_index, rank),
+    FOREIGN KEY (run_id, series_index) REFERENCES series (run_id, position) ON DELETE CASCADE
+);
+
+INSERT INTO spikes (run_id, series_index, series, rank, sample, at_ns, latency_ns)
+SELECT r.id, s.key, json_extract(s.value, '$.name'), t.key,
+       json_extract(t.value, '$.sample'),
+       json_extract(t.value, '$.at_ns'),
+       json_extract(t.value, '$.latency_ns')
+FROM runs AS r,
+     json_each(CASE WHEN json_valid(r.result) THEN r.result ELSE '{}' END, '$.series') AS s,
+     json_each(s.value, '$.top') AS t
+WHERE EXISTS (SELECT 1 FROM series WHERE series.run_id = r.id AND series.position = s.key);
+"#,
+    },
+];
+
+/// The newest schema version this rtlab knows.
+pub const LATEST: u32 = MIGRATIONS[MIGRATIONS.len() - 1].version;

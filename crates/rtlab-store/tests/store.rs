@@ -1,0 +1,730 @@
+//! The store's behaviour on real SQLite files in temporary directories:
+//! round trips, replacing, listing, lookups, campaigns, interrupted
+//! campaigns, deleting and several handles on one file.
+
+// Rows read back with rusqlite are compared as tuples of their columns.
+#![allow(clippy::type_complexity)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::*;
+use rtlab_core::result::RunStatus;
+use rtlab_store::{RunFilter, Store, StoreError, SCHEMA_VERSION};
+
+fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    (dir, store)
+}
+
+fn count(path: &Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(sql, [], |row| row.get(0)).unwrap()
+}
+
+fn ids(store: &Store, filter: &RunFilter) -> Vec<String> {
+    store
+        .list(filter)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
+
+#[test]
+fn open_creates_parent_directories_wal_and_latest_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep/er/results.db");
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.path(), path);
+    assert!(path.is_file());
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 2);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    // Opening again changes nothing.
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+}
+
+#[test]
+fn saved_run_reads_back_exactly() {
+    let (_dir, mut store) = temp_store();
+    let saved = realistic_result();
+    // The parts that are easy to lose are there.
+    let document = to_json(&saved);
+    assert!(document.get("break_event").is_some());
+    assert!(document.pointer("/loads/0/work/bytes_touched").is_some());
+    assert!(document.pointer("/campaign/execution").is_some());
+    assert!(document.pointer("/series/0/top/2").is_some());
+    assert!(document.pointer("/series/0/overflows").is_some());
+    assert!(document.pointer("/series/1/max_at").unwrap().is_null());
+
+    store.save(&saved).unwrap();
+    assert_same(&store.get(&saved.id).unwrap(), &saved);
+    assert_same(&store.get("last").unwrap(), &saved);
+}
+
+#[test]
+fn saved_run_is_indexed_in_columns_series_and_spikes() {
+    let (_dir, mut store) = temp_store();
+    let saved = realistic_result();
+    store.save(&saved).unwrap();
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+
+    let run: (
+        String,
+        String,
+        Option<String>,
+        String,
+        String,
+        i64,
+        i64,
+        i64,
+        String,
+        String,
+    ) = conn
+        .query_row(
+            "SELECT status, probe, host, campaign, execution, plan_index, plan_total, repeat,
+                    configuration, load FROM runs WHERE id = ?1",
+            [&saved.id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                ))
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        run,
+        (
+            "break".into(),
+            "timer".into(),
+            Some("rig1".into()),
+            "quick".into(),
+            "20261121T193000Z-12345".into(),
+            3,
+            4,
+            1,
+            "stock".into(),
+            "vm".into()
+        )
+    );
+    let loads: String = conn
+        .query_row(
+            "SELECT json_extract(loads, '$[0].spec') FROM runs",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(loads, "vm:workers=4,bytes=256M");
+    let hostname: String = conn
+        .query_row(
+            "SELECT json_extract(environment, '$.hostname') FROM runs",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(hostname, "rig1");
+
+    let series: Vec<(
+        i64,
+        String,
+        Option<i64>,
+        i64,
+        i64,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        String,
+    )> = conn
+        .prepare(
+            "SELECT position, name, cpu, samples, missed, p99_9_ns, max_at_ns, max_sample,
+                    histogram_us FROM series ORDER BY position",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        series,
+        vec![
+            (
+                0,
+                "cpu0".into(),
+                Some(0),
+                41_878,
+                1,
+                14_015,
+                Some(41_878_012_345),
+                Some(41_877),
+                "[[1,12],[2,38001],[3,3864],[1203,1]]".into()
+            ),
+            (1, "cpu1".into(), Some(1), 0, 3, 0, None, None, "[]".into()),
+        ]
+    );
+    let mean: f64 = conn
+        .query_row("SELECT mean_ns FROM series WHERE position = 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(mean, saved.series[0].stats.mean_ns);
+
+    let spikes: Vec<(String, i64, i64, i64, i64)> = conn
+        .prepare("SELECT series, rank, sample, at_ns, latency_ns FROM spikes ORDER BY rank")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        spikes,
+        vec![
+            ("cpu0".into(), 0, 41_877, 41_878_012_345, 1_203_456),
+            ("cpu0".into(), 1, 9_001, 9_002_000_777, 87_654),
+            ("cpu0".into(), 2, 3, 4_001_234, 12_001),
+        ]
+    );
+}
+
+#[test]
+fn saving_the_same_id_again_replaces_the_run() {
+    let (_dir, mut store) = temp_store();
+    // Saved while running, with more series than it ends with...
+    let mut running = realistic_result();
+    running.status = RunStatus::Running;
+    running.ended_at = None;
+    running.break_event = None;
+    running.series.push(busy_series("cpu2", 2, 2));
+    store.save(&running).unwrap();
+    assert_same(&store.get(&running.id).unwrap(), &running);
+    assert_eq!(count(store.path(), "SELECT count(*) FROM series"), 3);
+    assert_eq!(count(store.path(), "SELECT count(*) FROM spikes"), 6);
+
+    // ...and again when it ends.
+    let ended = realistic_result();
+    store.save(&ended).unwrap();
+    assert_same(&store.get(&ended.id).unwrap(), &ended);
+    assert_eq!(count(store.path(), "SELECT count(*) FROM runs"), 1);
+    assert_eq!(count(store.path(), "SELECT count(*) FROM series"), 2);
+    assert_eq!(count(store.path(), "SELECT count(*) FROM spikes"), 3);
+    let listed = store.list(&RunFilter::default()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, "break");
+    assert_eq!(listed[0].series, 2);
+}
+
+#[test]
+fn a_run_without_id_is_refused() {
+    let (_dir, mut store) = temp_store();
+    let mut result = realistic_result();
+    result.id.clear();
+    let error = store.save(&result).unwrap_err();
+    assert!(matches!(error, StoreError::InvalidRun { .. }), "{error}");
+    assert!(error.to_string().contains("id is empty"), "{error}");
+}
+
+/// Five runs: two hosts, two probes, statuses, one campaign execution.
+fn listed_store() -> (tempfile::TempDir, Store) {
+    let (dir, mut store) = temp_store();
+    let mut a = run("20261101T100000Z-1", "2026-11-01T10:00:00.000001Z", "rig1");
+    a.series = vec![busy_series("cpu0", 0, 1)];
+    let mut b = run("20261102T100000Z-2", "2026-11-02T10:00:00.000001Z", "rig2");
+    b.status = RunStatus::Partial;
+    b.series = vec![busy_series("cpu0", 0, 1), busy_series("cpu1", 1, 3)];
+    let mut c = run("20261103T100000Z-3", "2026-11-03T10:00:00.000001Z", "rig1");
+    c.probe = "switch".into();
+    c.status = RunStatus::Failed;
+    c.series.clear();
+    let d = campaign_run(
+        "20261104T100000Z-4",
+        "2026-11-04T10:00:00.000001Z",
+        "20261104T095959Z-4",
+        1,
+    );
+    let e = campaign_run(
+        "20261104T100100Z-4-2",
+        "2026-11-04T10:01:00.000001Z",
+        "20261104T095959Z-4",
+        2,
+    );
+    // Saved out of time order: the list orders by start.
+    for result in [&c, &a, &e, &b, &d] {
+        store.save(result).unwrap();
+    }
+    (dir, store)
+}
+
+#[test]
+fn list_is_newest_first_with_totals() {
+    let (_dir, store) = listed_store();
+    let all = store.list(&RunFilter::default()).unwrap();
+    let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "20261104T100100Z-4-2",
+            "20261104T100000Z-4",
+            "20261103T100000Z-3",
+            "20261102T100000Z-2",
+            "20261101T100000Z-1"
+        ]
+    );
+    let b = &all[3];
+    assert_eq!(b.status, "partial");
+    assert_eq!(b.host.as_deref(), Some("rig2"));
+    assert_eq!(b.started_at, "2026-11-02T10:00:00.000001Z");
+    assert_eq!(b.probe, "timer");
+    assert_eq!(b.series, 2);
+    assert_eq!(b.samples, 2 * 41_878);
+    assert_eq!(b.missed, 2);
+    assert_eq!(b.worst_p99_9_ns, 3 * 14_015);
+    assert_eq!(b.worst_max_ns, 3 * 1_203_456);
+    assert_eq!(b.campaign, None);
+    // A run without series lists zeros.
+    let c = &all[2];
+    assert_eq!(
+        (
+            c.series,
+            c.samples,
+            c.missed,
+            c.worst_p99_9_ns,
+            c.worst_max_ns
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    // Campaign runs carry their place; empty series count as series.
+    let e = &all[0];
+    assert_eq!(e.campaign.as_deref(), Some("quick"));
+    assert_eq!(e.execution.as_deref(), Some("20261104T095959Z-4"));
+    assert_eq!(e.configuration.as_deref(), Some("promoted"));
+    assert_eq!(e.load.as_deref(), Some("vm"));
+    assert_eq!((e.series, e.missed), (2, 4));
+    // The summary is what `rtlab runs --json` prints.
+    let json = serde_json::to_value(e).unwrap();
+    assert_eq!(json["worst_max_ns"], 1_203_456);
+}
+
+#[test]
+fn list_filters() {
+    let (_dir, store) = listed_store();
+    let by = |filter: RunFilter| ids(&store, &filter);
+    assert_eq!(
+        by(RunFilter {
+            host: Some("rig2".into()),
+            ..Default::default()
+        }),
+        ["20261102T100000Z-2"]
+    );
+    assert_eq!(
+        by(RunFilter {
+            probe: Some("switch".into()),
+            ..Default::default()
+        }),
+        ["20261103T100000Z-3"]
+    );
+    assert_eq!(
+        by(RunFilter {
+            status: Some("complete".into()),
+            ..Default::default()
+        }),
+        [
+            "20261104T100100Z-4-2",
+            "20261104T100000Z-4",
+            "20261101T100000Z-1"
+        ]
+    );
+    assert_eq!(
+        by(RunFilter {
+            campaign: Some("quick".into()),
+            ..Default::default()
+        }),
+        ["20261104T100100Z-4-2", "20261104T100000Z-4"]
+    );
+    assert_eq!(
+        by(RunFilter {
+            execution: Some("20261104T095959Z-4".into()),
+            limit: Some(1),
+            ..Default::default()
+        }),
+        ["20261104T100100Z-4-2"]
+    );
+    assert_eq!(
+        by(RunFilter {
+            host: Some("rig1".into()),
+            status: Some("complete".into()),
+            ..Default::default()
+        }),
+        [
+            "20261104T100100Z-4-2",
+            "20261104T100000Z-4",
+            "20261101T100000Z-1"
+        ]
+    );
+    assert_eq!(
+        by(RunFilter {
+            limit: Some(2),
+            ..Default::default()
+        }),
+        ["20261104T100100Z-4-2", "20261104T100000Z-4"]
+    );
+    assert!(by(RunFilter {
+        limit: Some(0),
+        ..Default::default()
+    })
+    .is_empty());
+    assert!(by(RunFilter {
+        campaign: Some("nightly".into()),
+        ..Default::default()
+    })
+    .is_empty());
+
+    let error = store
+        .list(&RunFilter {
+            status: Some("done".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("expected one of running, complete, partial, break, failed"),
+        "{error}"
+    );
+}
+
+#[test]
+fn get_by_exact_id_prefix_or_last() {
+    let (_dir, store) = listed_store();
+    // An exact id that is also a prefix of another is that run.
+    assert_eq!(
+        store.get("20261104T100000Z-4").unwrap().id,
+        "20261104T100000Z-4"
+    );
+    assert_eq!(
+        store.resolve("20261104T100000Z-4").unwrap(),
+        "20261104T100000Z-4"
+    );
+    // A unique prefix.
+    assert_eq!(store.get("20261102").unwrap().id, "20261102T100000Z-2");
+    assert_eq!(
+        store.get("20261104T1001").unwrap().id,
+        "20261104T100100Z-4-2"
+    );
+    // The newest.
+    assert_eq!(store.get("last").unwrap().id, "20261104T100100Z-4-2");
+
+    // Ambiguous: every candidate named.
+    let error = store.get("20261104").unwrap_err();
+    match &error {
+        StoreError::Ambiguous {
+            candidates, total, ..
+        } => {
+            assert_eq!(candidates, &["20261104T100000Z-4", "20261104T100100Z-4-2"]);
+            assert_eq!(*total, 2);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(
+        message.contains("20261104T100000Z-4, 20261104T100100Z-4-2"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&store.path().display().to_string()),
+        "{message}"
+    );
+    let error = store.get("2026").unwrap_err();
+    assert!(error.to_string().contains("matches 5 runs"), "{error}");
+
+    // Unknown, and prefix matching is not a pattern match.
+    for unknown in ["20251", "2026110_", "2026110%", "20261102t"] {
+        let error = store.get(unknown).unwrap_err();
+        assert!(
+            matches!(error, StoreError::NotFound { .. }),
+            "{unknown}: {error}"
+        );
+        assert!(error.to_string().contains(unknown), "{error}");
+    }
+    assert!(store.get("").is_err());
+}
+
+#[test]
+fn ambiguous_prefix_lists_ten_candidates_and_the_rest_as_a_count() {
+    let (_dir, mut store) = temp_store();
+    for n in 0..13 {
+        let id = format!("20261121T193012Z-1-{}", n + 2);
+        store
+            .save(&run(&id, "2026-11-21T19:30:12.000001Z", "rig1"))
+            .unwrap();
+    }
+    let error = store.get("20261121T193012Z-1-").unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("matches 13 runs"), "{message}");
+    assert!(message.contains("and 3 more"), "{message}");
+}
+
+#[test]
+fn last_of_an_empty_store_says_so() {
+    let (_dir, store) = temp_store();
+    let error = store.get("last").unwrap_err();
+    assert!(matches!(error, StoreError::Empty { .. }), "{error}");
+    assert!(store.list(&RunFilter::default()).unwrap().is_empty());
+    assert!(store.campaign_runs("nothing").unwrap().is_empty());
+}
+
+#[test]
+fn campaign_runs_are_in_plan_order() {
+    let (_dir, mut store) = temp_store();
+    let execution = "20261121T193000Z-777";
+    let plan: Vec<_> = (1..=4)
+        .map(|index| {
+            campaign_run(
+                &format!("20261121T19300{index}Z-777-{index}"),
+                // Started in plan order, saved in another.
+                &format!("2026-11-21T19:30:0{index}.000001Z"),
+                execution,
+                index,
+            )
+        })
+        .collect();
+    for index in [3, 0, 2, 1] {
+        store.save(&plan[index]).unwrap();
+    }
+    // Another execution of the same campaign is not included.
+    store
+        .save(&campaign_run(
+            "20261122T193000Z-8",
+            "2026-11-22T19:30:00.000001Z",
+            "20261122T192959Z-8",
+            1,
+        ))
+        .unwrap();
+    let runs = store.campaign_runs(execution).unwrap();
+    assert_eq!(runs.len(), 4);
+    for (got, expected) in runs.iter().zip(&plan) {
+        assert_same(got, expected);
+    }
+}
+
+/// The store's part of "an interrupted campaign keeps run 1 complete and run
+/// 2 partial": run 1 is saved when it ends, run 2 is saved while it runs
+/// and, on SIGINT, again as partial with what it measured. A later process
+/// finds both.
+#[test]
+fn interrupted_campaign_keeps_complete_and_partial_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let execution = "20261121T193000Z-4242";
+    {
+        let mut store = Store::open(&path).unwrap();
+        let first = campaign_run(
+            "20261121T193001Z-4242",
+            "2026-11-21T19:30:01.000001Z",
+            execution,
+            1,
+        );
+        store.save(&first).unwrap();
+
+        let mut second = campaign_run(
+            "20261121T193102Z-4242-2",
+            "2026-11-21T19:31:02.000001Z",
+            execution,
+            2,
+        );
+        second.status = RunStatus::Running;
+        second.ended_at = None;
+        store.save(&second).unwrap();
+        // SIGINT: what was measured so far, stored as partial.
+        second.status = RunStatus::Partial;
+        second.ended_at = Some("2026-11-21T19:31:09.5Z".into());
+        second.elapsed_ns = 7_499_000_000;
+        second.series[0].stats.samples = 7_499;
+        store.save(&second).unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let runs = store.campaign_runs(execution).unwrap();
+    let statuses: Vec<_> = runs.iter().map(|r| (r.id.as_str(), r.status)).collect();
+    assert_eq!(
+        statuses,
+        [
+            ("20261121T193001Z-4242", RunStatus::Complete),
+            ("20261121T193102Z-4242-2", RunStatus::Partial)
+        ]
+    );
+    assert_eq!(runs[1].series[0].stats.samples, 7_499);
+    let listed = store
+        .list(&RunFilter {
+            execution: Some(execution.into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let statuses: Vec<_> = listed.iter().map(|s| s.status.as_str()).collect();
+    assert_eq!(statuses, ["partial", "complete"]);
+    assert_eq!(listed[0].samples, 7_499);
+}
+
+#[test]
+fn delete_takes_an_exact_id_and_removes_series_and_spikes() {
+    let (_dir, mut store) = listed_store();
+    let error = store.delete("20261102").unwrap_err();
+    assert!(matches!(error, StoreError::NotFound { .. }), "{error}");
+    let error = store.delete("last").unwrap_err();
+    assert!(matches!(error, StoreError::NotFound { .. }), "{error}");
+
+    store.delete("20261102T100000Z-2").unwrap();
+    assert!(matches!(
+        store.get("20261102T100000Z-2"),
+        Err(StoreError::NotFound { .. })
+    ));
+    let path = store.path().to_path_buf();
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM series WHERE run_id = '20261102T100000Z-2'"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM spikes WHERE run_id = '20261102T100000Z-2'"
+        ),
+        0
+    );
+    assert_eq!(store.list(&RunFilter::default()).unwrap().len(), 4);
+    assert!(store.delete("20261102T100000Z-2").is_err());
+}
+
+#[test]
+fn two_handles_on_one_file_see_each_others_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let mut writer = Store::open(&path).unwrap();
+    let mut other = Store::open(&path).unwrap();
+    writer
+        .save(&run(
+            "20261121T193012Z-1",
+            "2026-11-21T19:30:12.000001Z",
+            "rig1",
+        ))
+        .unwrap();
+    assert_eq!(other.get("last").unwrap().id, "20261121T193012Z-1");
+    other
+        .save(&run(
+            "20261121T193112Z-2",
+            "2026-11-21T19:31:12.000001Z",
+            "rig1",
+        ))
+        .unwrap();
+    assert_eq!(writer.list(&RunFilter::default()).unwrap().len(), 2);
+}
+
+#[test]
+fn a_writer_waits_for_another_ones_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let mut store = Store::open(&path).unwrap();
+    // Another process holds the write lock for a while.
+    let locked = Arc::new(Barrier::new(2));
+    let holder = {
+        let path = path.clone();
+        let locked = locked.clone();
+        std::thread::spawn(move || {
+            let mut conn = rusqlite::Connection::open(&path).unwrap();
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .unwrap();
+            tx.execute("UPDATE runs SET host = host", []).unwrap();
+            locked.wait();
+            std::thread::sleep(Duration::from_millis(300));
+            tx.commit().unwrap();
+        })
+    };
+    locked.wait();
+    // Blocks on the lock, then goes through.
+    let saved = realistic_result();
+    store.save(&saved).unwrap();
+    holder.join().unwrap();
+    assert_same(&store.get(&saved.id).unwrap(), &saved);
+}
+
+#[test]
+fn several_processes_can_open_and_write_a_new_store_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new/results.db");
+    let writers = 4;
+    let runs_each = 10;
+    let start = Arc::new(Barrier::new(writers));
+    let threads: Vec<_> = (0..writers)
+        .map(|writer| {
+            let path = path.clone();
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                let mut store = Store::open(&path).unwrap();
+                for n in 0..runs_each {
+                    let id = format!("20261121T1930{writer:02}Z-{n}");
+                    store
+                        .save(&run(&id, &format!("2026-11-21T19:30:{n:02}.1Z"), "rig1"))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(
+        store.list(&RunFilter::default()).unwrap().len(),
+        writers * runs_each
+    );
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM spikes"),
+        (writers * runs_each * 3) as i64
+    );
+}
+
+#[test]
+fn default_path_follows_the_environment() {
+    // Only reads the process environment; the cases are unit-tested in the
+    // library. Here: whatever it answers ends in rtlab/results.db.
+    if let Ok(path) = Store::default_path() {
+        assert!(path.ends_with("rtlab/results.db"), "{}", path.display());
+        assert!(path.is_absolute());
+    }
+}
