@@ -1,5 +1,9 @@
 //! Turning results into something people and other tools read: terminal
-//! tables and exporters (one per format, behind [`export::Exporter`]).
+//! tables and exporters (one per format, behind [`export::Exporter`]),
+//! comparisons of runs ([`compare`]) and importers of other tools' results
+//! ([`import`]).
 
+pub mod compare;
 pub mod export;
+pub mod import;
 pub mod table;

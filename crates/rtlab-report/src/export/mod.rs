@@ -1,11 +1,15 @@
 //! One exporter per output format, all behind the same trait, so a new
 //! format is one new file.
 
+mod csv;
 mod histfile;
 mod json;
+mod markdown;
 
+pub use csv::CsvExporter;
 pub use histfile::HistfileExporter;
 pub use json::JsonExporter;
+pub use markdown::MarkdownExporter;
 
 use rtlab_core::result::RunResult;
 use std::io::{self, Write};

@@ -1,0 +1,685 @@
+//! cyclictest's `--json=FILE` (rt-tests 2.x, `"file_version": 1`):
+//!
+//! ```text
+//! { "file_version": 1, "cmdline:": "cyclictest -m -q -p 90 … -h 200 --json=…",
+//!   "rt_test_version:": "2.40", "start_time": "Sat, 21 Nov 2026 20:02:16 +0000",
+//!   "end_time": "…", "return_code": 0,
+//!   "sysinfo": { "sysname", "nodename", "release", "version", "machine", "realtime" },
+//!   "num_threads": 2, "resolution_in_ns": 0,
+//!   "thread": { "0": { "histogram": { "13": 7, … }, "cycles": 2000, "min": 13,
+//!                      "max": 78, "avg": 29.39, "cpu": 0, "node": 0 }, … } }
+//! ```
+//!
+//! (The colons inside `"cmdline:"` and `"rt_test_version:"` are
+//! cyclictest's; both spellings are read.) `histogram` is empty without
+//! `-h`/`-H`, and leaves out the samples beyond the histogram: they are
+//! `cycles` minus the histogram's sum. Values are µs, or ns with `-N`
+//! (`"resolution_in_ns": 1`). The interval, priority, policy, mlockall and
+//! histogram limit are read back from the recorded command line as rt-tests
+//! 2.x interprets it. Every other top-level key is kept verbatim in
+//! `config.cyclictest`.
+
+use super::{
+    imported_run, json_syntax_error, rfc3339, thread_series, unknown_environment, BinnedThread,
+    Format, ImportError,
+};
+use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::sched::{Policy, SchedParams};
+use serde_json::{Map, Value};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+struct Ctx<'a> {
+    origin: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, at: impl Into<String>, message: impl Into<String>) -> ImportError {
+        ImportError::Json {
+            path: self.origin.to_string(),
+            at: at.into(),
+            message: message.into(),
+        }
+    }
+
+    fn u64_at(&self, v: &Value, at: &str) -> Result<u64, ImportError> {
+        v.as_u64()
+            .or_else(|| {
+                // "13.0" is still a whole number.
+                v.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+                    .map(|f| f as u64)
+            })
+            .ok_or_else(|| {
+                self.err(
+                    at,
+                    format!("expected a non-negative integer, found {}", show(v)),
+                )
+            })
+    }
+}
+
+/// A JSON value short enough to quote in an error.
+fn show(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() > 40 {
+        format!("{}…", text.chars().take(40).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// `printf("%.2f", 0.0/0)` writes `nan` or `-nan` (a thread with no
+/// cycles): not JSON. Turn such values into `null`.
+fn repair_nan(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut rest = text;
+    while let Some(pos) = rest.find(':') {
+        out.push_str(&rest[..=pos]);
+        rest = &rest[pos + 1..];
+        let value = rest.trim_start();
+        let spaces = &rest[..rest.len() - value.len()];
+        let word_len = value
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '+' || c == '.'))
+            .unwrap_or(value.len());
+        let word = value[..word_len].to_ascii_lowercase();
+        if matches!(
+            word.as_str(),
+            "nan" | "-nan" | "+nan" | "inf" | "-inf" | "+inf" | "infinity" | "-infinity"
+        ) {
+            out.push_str(spaces);
+            out.push_str("null");
+            rest = &value[word_len..];
+            changed = true;
+        }
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+/// What the recorded command line says, as rt-tests 2.x reads it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct CommandLine {
+    pub interval_us: Option<u64>,
+    pub distance_us: Option<u64>,
+    pub priority: Option<u32>,
+    pub policy: Option<String>,
+    pub histogram: Option<u64>,
+    pub nsecs: bool,
+    pub mlockall: bool,
+}
+
+impl CommandLine {
+    pub fn parse(cmdline: &str) -> CommandLine {
+        let mut c = CommandLine::default();
+        let args: Vec<&str> = cmdline.split_whitespace().skip(1).collect();
+        // Short options that take a value (attached or next), and those
+        // whose value is optional (taken only when it looks like one).
+        const WITH_VALUE: &str = "AbcdDFhHilop";
+        const OPTIONAL: &str = "at";
+        let mut i = 0;
+        let num = |s: &str| s.trim().parse::<u64>().ok();
+        while i < args.len() {
+            let arg = args[i];
+            i += 1;
+            if let Some(long) = arg.strip_prefix("--") {
+                let (name, inline) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (long, None),
+                };
+                let takes = matches!(
+                    name,
+                    "interval" | "distance" | "priority" | "policy" | "histogram" | "histofall"
+                );
+                let value = match inline {
+                    Some(v) => Some(v),
+                    None if takes && i < args.len() => {
+                        i += 1;
+                        Some(args[i - 1])
+                    }
+                    None => None,
+                };
+                match (name, value) {
+                    ("interval", Some(v)) => c.interval_us = num(v),
+                    ("distance", Some(v)) => c.distance_us = num(v),
+                    ("priority", Some(v)) => c.priority = num(v).map(|p| p as u32),
+                    ("policy", Some(v)) => c.policy = Some(v.to_string()),
+                    ("histogram" | "histofall", Some(v)) => c.histogram = num(v),
+                    ("nsecs", _) => c.nsecs = true,
+                    ("mlockall", _) => c.mlockall = true,
+                    _ => {}
+                }
+                continue;
+            }
+            let Some(cluster) = arg.strip_prefix('-') else {
+                continue;
+            };
+            for (pos, opt) in cluster.char_indices() {
+                let attached = &cluster[pos + opt.len_utf8()..];
+                if opt == 'm' {
+                    // -m takes no value in cyclictest: --mlockall.
+                    c.mlockall = true;
+                    continue;
+                }
+                if opt == 'N' {
+                    c.nsecs = true;
+                    continue;
+                }
+                if WITH_VALUE.contains(opt) {
+                    let value = if !attached.is_empty() {
+                        Some(attached)
+                    } else if i < args.len() {
+                        i += 1;
+                        Some(args[i - 1])
+                    } else {
+                        None
+                    };
+                    if let Some(v) = value {
+                        match opt {
+                            'i' => c.interval_us = num(v),
+                            'd' => c.distance_us = num(v),
+                            'p' => c.priority = num(v).map(|p| p as u32),
+                            'h' | 'H' => c.histogram = num(v),
+                            _ => {}
+                        }
+                    }
+                    break;
+                }
+                if OPTIONAL.contains(opt) {
+                    if attached.is_empty() && i < args.len() {
+                        let next = args[i];
+                        if next
+                            .chars()
+                            .all(|ch| ch.is_ascii_digit() || ch == ',' || ch == '-')
+                            && !next.starts_with('-')
+                        {
+                            i += 1;
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        c
+    }
+
+    /// The requested scheduling of every thread.
+    fn sched(&self) -> Option<SchedParams> {
+        let priority = self.priority.unwrap_or(0).min(99);
+        let policy = match self.policy.as_deref() {
+            Some("fifo") => Policy::Fifo,
+            Some("rr") => Policy::Rr,
+            Some("other" | "normal") => Policy::Other,
+            Some("batch") => Policy::Batch,
+            Some("idle") => Policy::Idle,
+            Some(_) => return None,
+            None if priority > 0 => Policy::Fifo,
+            None => Policy::Other,
+        };
+        Some(SchedParams {
+            policy,
+            priority: if policy.takes_priority() { priority } else { 0 },
+            deadline: None,
+        })
+    }
+}
+
+/// `Sat, 21 Nov 2026 20:02:16 +0000` (strftime `%a, %d %b %Y %T %z`).
+pub(crate) fn parse_rfc2822(text: &str) -> Option<SystemTime> {
+    let mut fields: Vec<&str> = text.split_whitespace().collect();
+    if fields.first().is_some_and(|f| f.ends_with(',')) {
+        fields.remove(0);
+    }
+    let [day, month, year, time, zone] = fields[..] else {
+        return None;
+    };
+    let day: i64 = day.parse().ok()?;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
+    let year: i64 = year.parse().ok()?;
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, mi, s] = hms[..] else { return None };
+    if !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let offset_min = match zone {
+        "GMT" | "UTC" | "UT" | "Z" => 0,
+        z if z.len() == 5 && (z.starts_with('+') || z.starts_with('-')) => {
+            let hh: i64 = z[1..3].parse().ok()?;
+            let mm: i64 = z[3..5].parse().ok()?;
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            sign * (hh * 60 + mm)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset_min * 60;
+    u64::try_from(secs)
+        .ok()
+        .map(|secs| UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// Parses cyclictest's JSON. `origin` names the file in errors and in
+/// `config.imported_from`.
+pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
+    let ctx = Ctx { origin };
+    let text = text.trim_start_matches('\u{feff}');
+    let mut warnings = Vec::new();
+    let root: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => match repair_nan(text).map(|t| serde_json::from_str::<Value>(&t)) {
+            Some(Ok(v)) => {
+                warnings.push(
+                    "the file holds nan/inf values (cyclictest prints them for a thread without \
+                     cycles); they were read as unknown"
+                        .to_string(),
+                );
+                v
+            }
+            _ => return Err(json_syntax_error(origin, &e)),
+        },
+    };
+    let Value::Object(root) = root else {
+        return Err(ctx.err("$", format!("expected an object, found {}", show(&root))));
+    };
+    let get = |keys: &[&str]| keys.iter().find_map(|k| root.get(*k));
+    let string_at = |keys: &[&str]| -> Result<Option<String>, ImportError> {
+        match get(keys) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(ctx.err(
+                format!("$.{}", keys[0].trim_end_matches(':')),
+                format!("expected a string, found {}", show(other)),
+            )),
+        }
+    };
+
+    let cmdline = string_at(&["cmdline:", "cmdline"])?;
+    let args = cmdline
+        .as_deref()
+        .map(CommandLine::parse)
+        .unwrap_or_default();
+    let version = string_at(&["rt_test_version:", "rt_test_version"])?;
+    if let Some(v) = root.get("file_version") {
+        if v.as_u64() != Some(1) {
+            warnings.push(format!(
+                "cyclictest JSON file_version {} (this importer knows version 1): read as \
+                 version 1",
+                show(v)
+            ));
+        }
+    }
+    let nsecs = match root.get("resolution_in_ns") {
+        None | Some(Value::Null) => args.nsecs,
+        Some(v) => ctx.u64_at(v, "$.resolution_in_ns")? != 0,
+    };
+    let unit_ns = if nsecs { 1 } else { 1000 };
+
+    let threads_value = root.get("thread").ok_or_else(|| {
+        ctx.err(
+            "$.thread",
+            "missing: expected cyclictest's per-thread results",
+        )
+    })?;
+    let Value::Object(threads) = threads_value else {
+        return Err(ctx.err(
+            "$.thread",
+            format!(
+                "expected an object of threads (\"0\": {{…}}), found {}",
+                show(threads_value)
+            ),
+        ));
+    };
+    let mut indexed: Vec<(u64, &Map<String, Value>)> = Vec::with_capacity(threads.len());
+    for (key, value) in threads {
+        let at = format!("$.thread[\"{key}\"]");
+        let index = key
+            .parse::<u64>()
+            .map_err(|_| ctx.err(&at, "expected a thread number as the key"))?;
+        let Value::Object(t) = value else {
+            return Err(ctx.err(at, format!("expected an object, found {}", show(value))));
+        };
+        indexed.push((index, t));
+    }
+    indexed.sort_by_key(|(i, _)| *i);
+    if let Some(n) = root.get("num_threads").and_then(Value::as_u64) {
+        if n as usize != indexed.len() {
+            warnings.push(format!(
+                "num_threads says {n} but the file holds {} threads",
+                indexed.len()
+            ));
+        }
+    }
+
+    // A thread's CPU names its series when every thread has its own.
+    let cpus: Vec<Option<usize>> = indexed
+        .iter()
+        .map(|(_, t)| {
+            t.get("cpu")
+                .and_then(Value::as_i64)
+                .and_then(|c| usize::try_from(c).ok())
+        })
+        .collect();
+    let mut distinct = cpus.clone();
+    distinct.sort();
+    distinct.dedup();
+    let name_by_cpu = cpus.iter().all(Option::is_some) && distinct.len() == cpus.len();
+
+    let sched = args.sched();
+    if cmdline.is_none() {
+        warnings.push(
+            "no command line in the file: interval and scheduling are unknown (0 and other)"
+                .to_string(),
+        );
+    } else if sched.is_none() {
+        warnings.push("unknown --policy in the command line: scheduling recorded as other".into());
+    }
+    let sched = sched.unwrap_or_else(super::unknown_sched);
+    let interval_us = cmdline.as_ref().map(|_| args.interval_us.unwrap_or(1000));
+    // rt-tests 2.x adds the distance to each further thread's interval
+    // unless a histogram was asked for.
+    let distance_us = if args.histogram.is_some() {
+        0
+    } else {
+        args.distance_us.unwrap_or(500)
+    };
+
+    let mut series = Vec::with_capacity(indexed.len());
+    let mut any_histogram = false;
+    let mut longest_ns = 0u64;
+    for (pos, (index, t)) in indexed.iter().enumerate() {
+        let at = |field: &str| format!("$.thread[\"{index}\"].{field}");
+        let cycles = match t.get("cycles") {
+            Some(v) => ctx.u64_at(v, &at("cycles"))?,
+            None => return Err(ctx.err(at("cycles"), "missing: expected the number of cycles")),
+        };
+        let number = |field: &str| -> Result<Option<u64>, ImportError> {
+            match t.get(field) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => ctx.u64_at(v, &at(field)).map(Some),
+            }
+        };
+        let min = number("min")?;
+        let max = number("max")?;
+        let avg = match t.get("avg") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .ok_or_else(|| {
+                        ctx.err(at("avg"), format!("expected a number, found {}", show(v)))
+                    })?,
+            ),
+        };
+        let mut bins: Vec<[u64; 2]> = Vec::new();
+        match t.get("histogram") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(h)) => {
+                for (bin, count) in h {
+                    let b = bin.trim().parse::<u64>().map_err(|_| {
+                        ctx.err(
+                            at("histogram"),
+                            format!("expected a bin number as the key, found \"{bin}\""),
+                        )
+                    })?;
+                    let c = ctx.u64_at(count, &format!("{}[\"{bin}\"]", at("histogram")))?;
+                    if c > 0 {
+                        bins.push([b, c]);
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(ctx.err(
+                    at("histogram"),
+                    format!("expected an object of bin: count, found {}", show(other)),
+                ))
+            }
+        }
+        bins.sort_by_key(|b| b[0]);
+        bins.dedup_by(|later, earlier| {
+            let same = later[0] == earlier[0];
+            if same {
+                earlier[1] = earlier[1].saturating_add(later[1]);
+            }
+            same
+        });
+        let in_histogram = bins.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
+        let name = if name_by_cpu {
+            format!("cpu{}", cpus[pos].unwrap_or_default())
+        } else {
+            format!("thread{index}")
+        };
+        if in_histogram > cycles {
+            return Err(ctx.err(
+                at("histogram"),
+                format!("holds {in_histogram} samples, more than the {cycles} cycles"),
+            ));
+        }
+        let has_histogram = in_histogram > 0 || args.histogram.is_some();
+        any_histogram |= has_histogram;
+        let stats = if has_histogram {
+            let limit = args
+                .histogram
+                .or_else(|| bins.last().map(|b| b[0].saturating_add(1)));
+            BinnedThread {
+                bins,
+                overflow_count: cycles - in_histogram,
+                limit,
+                overflow_samples: Vec::new(),
+                min,
+                max,
+                avg,
+                unit_ns,
+            }
+            .stats(&name, &mut warnings)
+        } else {
+            // No histogram: only count, min, max and mean are known.
+            let mut s = rtlab_core::result::SeriesStats {
+                samples: cycles,
+                ..Default::default()
+            };
+            if cycles > 0 {
+                let max_ns = max.unwrap_or(0).saturating_mul(unit_ns);
+                s.min_ns = min.unwrap_or(0).saturating_mul(unit_ns).min(max_ns);
+                s.max_ns = max_ns;
+                s.mean_ns = (avg.unwrap_or(0.0) * unit_ns as f64).round();
+            }
+            s
+        };
+        let interval_ns = interval_us
+            .map(|i| (i + distance_us * *index).saturating_mul(1000))
+            .unwrap_or(0);
+        longest_ns = longest_ns.max(interval_ns.saturating_mul(cycles));
+        series.push(thread_series(name, cpus[pos], interval_ns, sched, stats));
+    }
+
+    warnings.insert(
+        0,
+        if nsecs {
+            "imported from cyclictest's JSON: 1 ns resolution (-N)".to_string()
+        } else {
+            "imported from cyclictest's JSON: 1 µs resolution (latencies truncated to the µs); \
+             percentiles are the bin's lower edge"
+                .to_string()
+        },
+    );
+    warnings.insert(
+        1,
+        "not in cyclictest's output: the time of the max, thread ids, the scheduling actually \
+         in effect; missed deadlines are not counted by cyclictest (missed = 0 here)"
+            .to_string(),
+    );
+    if !any_histogram && !series.is_empty() {
+        warnings.push(
+            "no histogram in the file (cyclictest ran without -h/-H): only samples, min, max \
+             and mean are known; percentiles, stdev and histograms are unknown (shown as 0 or -)"
+                .to_string(),
+        );
+    }
+    if nsecs && args.histogram.is_some() {
+        warnings.push(
+            "with -N the histogram's bins are ns: its limit is not recorded as µs overflows"
+                .to_string(),
+        );
+    }
+
+    let start = string_at(&["start_time"])?;
+    let end = string_at(&["end_time"])?;
+    let start_time = start.as_deref().and_then(parse_rfc2822);
+    let end_time = end.as_deref().and_then(parse_rfc2822);
+    for (label, text, parsed) in [
+        ("start_time", &start, start_time),
+        ("end_time", &end, end_time),
+    ] {
+        if let (Some(text), None) = (text, parsed) {
+            warnings.push(format!(
+                "{label} '{text}' is not a date like 'Sat, 21 Nov 2026 20:02:16 +0000': ignored"
+            ));
+        }
+    }
+    let started_at = match start_time.or(end_time) {
+        Some(t) => rfc3339(t),
+        None => {
+            warnings.push("no start time in the file: started_at is the time of the import".into());
+            rfc3339(SystemTime::now())
+        }
+    };
+
+    let mut environment = unknown_environment(&started_at);
+    if let Some(Value::Object(sys)) = root.get("sysinfo") {
+        let text = |k: &str| sys.get(k).and_then(Value::as_str).map(str::to_string);
+        environment.hostname = text("nodename");
+        environment.kernel_release = text("release");
+        environment.kernel_version = text("version");
+        environment.machine = text("machine");
+        environment.realtime_sysfs = sys.get("realtime").and_then(Value::as_i64).map(|r| r == 1);
+        let (model, sources) = preempt_model(
+            environment.realtime_sysfs,
+            environment.kernel_version.as_deref(),
+        );
+        environment.preempt_model = model;
+        environment.preempt_sources = sources;
+    } else {
+        warnings.push("no sysinfo in the file: host and kernel are unknown".into());
+    }
+
+    let mut cyclictest = root.clone();
+    cyclictest.remove("thread");
+    let mut run = imported_run(
+        Format::CyclictestJson,
+        origin,
+        started_at,
+        environment,
+        series,
+        warnings,
+    );
+    if let Value::Object(config) = &mut run.config {
+        config.insert("resolution_ns".into(), Value::from(unit_ns));
+        if let Some(v) = &version {
+            config.insert("rt_tests_version".into(), Value::from(v.clone()));
+        }
+        config.insert("cyclictest".into(), Value::Object(cyclictest));
+    }
+    run.command = cmdline
+        .as_deref()
+        .map(|c| c.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    if let Some(end) = end_time {
+        run.ended_at = Some(rfc3339(end));
+    }
+    run.effective.mlockall = args.mlockall;
+    run.elapsed_ns = if longest_ns > 0 {
+        longest_ns
+    } else {
+        match (start_time, end_time) {
+            (Some(s), Some(e)) => e.duration_since(s).map_or(0, |d| d.as_nanos() as u64),
+            _ => 0,
+        }
+    };
+    if let Some(code) = root.get("return_code").and_then(Value::as_i64) {
+        if code != 0 {
+            run.status = RunStatus::Failed;
+            run.warnings
+                .push(format!("cyclictest exited with return code {code}"));
+        }
+    }
+    Ok(run)
+}
+
+/// The preemption model as far as uname -v and /sys/kernel/realtime tell
+/// (rtlab's own capture reads more).
+fn preempt_model(realtime: Option<bool>, version: Option<&str>) -> (String, Vec<String>) {
+    if realtime == Some(true) {
+        return ("rt".into(), vec!["cyclictest sysinfo: realtime 1".into()]);
+    }
+    let tokens: Vec<&str> = version.unwrap_or("").split_whitespace().collect();
+    let has = |t: &str| tokens.contains(&t);
+    let source = |what: &str| vec![format!("cyclictest sysinfo version: {what}")];
+    if has("PREEMPT_RT") || tokens.windows(2).any(|w| w == ["PREEMPT", "RT"]) {
+        ("rt".into(), source("PREEMPT_RT"))
+    } else if has("PREEMPT_DYNAMIC") {
+        ("dynamic-unknown".into(), source("PREEMPT_DYNAMIC"))
+    } else if has("PREEMPT_LAZY") {
+        ("lazy".into(), source("PREEMPT_LAZY"))
+    } else if has("PREEMPT") {
+        ("full".into(), source("PREEMPT"))
+    } else {
+        ("unknown".into(), Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::seconds_precision;
+    use super::*;
+
+    #[test]
+    fn reads_rt_tests_dates() {
+        let t = parse_rfc2822("Sat, 21 Nov 2026 20:02:16 +0000").unwrap();
+        assert_eq!(rfc3339(t), "2026-11-21T20:02:16.000000Z");
+        let t = parse_rfc2822("Sat, 21 Nov 2026 21:02:16 +0100").unwrap();
+        assert_eq!(seconds_precision(&rfc3339(t)), "2026-11-21T20:02:16Z");
+        assert_eq!(
+            rfc3339(parse_rfc2822("Thu, 01 Jan 1970 00:00:00 +0000").unwrap()),
+            "1970-01-01T00:00:00.000000Z"
+        );
+        assert!(parse_rfc2822("yesterday").is_none());
+        assert!(parse_rfc2822("Sat, 21 Foo 2026 20:02:16 +0000").is_none());
+    }
+
+    #[test]
+    fn reads_the_command_line_like_cyclictest() {
+        let c = CommandLine::parse(
+            "cyclictest -mq -p 90 -i 500 -t 2 -a -h200 --json=/tmp/x.json --policy=rr",
+        );
+        assert_eq!(c.interval_us, Some(500));
+        assert_eq!(c.priority, Some(90));
+        assert_eq!(c.histogram, Some(200));
+        assert!(c.mlockall);
+        assert_eq!(c.policy.as_deref(), Some("rr"));
+        let c = CommandLine::parse("cyclictest -t 3 -d 100 --interval 250 -N -H 50");
+        assert_eq!((c.interval_us, c.distance_us), (Some(250), Some(100)));
+        assert_eq!(c.histogram, Some(50));
+        assert!(c.nsecs && !c.mlockall);
+        assert_eq!(CommandLine::parse(""), CommandLine::default());
+    }
+
+    #[test]
+    fn nan_becomes_null() {
+        let fixed = repair_nan("{\"avg\": -nan,\n\"x\": nan, \"s\": \"nan\"}").unwrap();
+        assert_eq!(fixed, "{\"avg\": null,\n\"x\": null, \"s\": \"nan\"}");
+        assert!(repair_nan("{\"a\": 1}").is_none());
+    }
+}

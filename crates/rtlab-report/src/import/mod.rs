@@ -1,0 +1,551 @@
+//! Reading results written by other tools (and by rtlab itself) into a
+//! [`RunResult`], so that old cyclictest measurements can be stored,
+//! exported and compared beside rtlab's.
+//!
+//! Formats accepted, detected by content (never by file name):
+//!
+//! - cyclictest's histogram (`--histfile=FILE`, or `-h`/`-H` output captured
+//!   from stdout): see [`cyclictest_histfile`];
+//! - cyclictest's `--json=FILE` (rt-tests 2.x): see [`cyclictest_json`];
+//! - rtlab's own JSON (`"schema": "rtlab.run/1"`), taken as it is.
+//!
+//! Nothing here panics on input: every defect is an [`ImportError`] naming
+//! the file and the line (text formats) or the JSON path, and what was
+//! expected there.
+
+pub mod cyclictest_histfile;
+pub mod cyclictest_json;
+
+use rtlab_core::env::Environment;
+use rtlab_core::result::{
+    Effective, Overflows, Percentiles, RunResult, RunStatus, Series, SeriesStats, ThreadSettings,
+    RUN_SCHEMA,
+};
+use rtlab_core::sched::{Policy, SchedParams};
+use std::path::Path;
+use std::time::SystemTime;
+
+/// The formats [`import_file`] accepts, as listed in its error messages.
+pub const ACCEPTED_FORMATS: &str = "a cyclictest histogram (--histfile, or -h/-H output \
+     starting at a '# Histogram' line), cyclictest JSON (--json, rt-tests 2.x) or an rtlab \
+     result (JSON with \"schema\": \"rtlab.run/1\")";
+
+/// Why a file could not be imported. The message names the file, then the
+/// line (text formats) or JSON path, then what was expected there.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cyclictest histogram file that does not read as one.
+    #[error("{path}:{line}: {message}")]
+    Histfile {
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        message: String,
+    },
+    /// A JSON document that is not what its format requires.
+    #[error("{path}: {at}: {message}")]
+    Json {
+        path: String,
+        /// JSON path, e.g. `$.thread["0"].cycles`, or `line L column C`
+        /// for a syntax error.
+        at: String,
+        message: String,
+    },
+    /// Neither of the formats accepted.
+    #[error("{path}: {message}")]
+    UnknownFormat { path: String, message: String },
+}
+
+/// A format [`import_file`] can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    CyclictestHistfile,
+    CyclictestJson,
+    RtlabJson,
+}
+
+impl Format {
+    /// The name recorded as `config.format` of an imported run.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::CyclictestHistfile => "cyclictest-histfile",
+            Format::CyclictestJson => "cyclictest-json",
+            Format::RtlabJson => "rtlab-json",
+        }
+    }
+}
+
+/// Decides the format from the content: a JSON object is rtlab's when it
+/// has a top-level `"schema"` key and cyclictest's when it has a
+/// `"thread"` key; text is a histfile when it has a `# Histogram` line or its first
+/// line that is not a comment is a row of decimal numbers.
+pub fn detect(text: &str) -> Option<Format> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') {
+        return match serde_json::from_str::<serde_json::Value>(trimmed) {
+            Ok(value) if value.get("schema").is_some() => Some(Format::RtlabJson),
+            Ok(value) if value.get("thread").is_some() => Some(Format::CyclictestJson),
+            Ok(_) => None,
+            // Broken JSON: guess from the keys, so that the error comes
+            // from the parser of the format it was meant to be.
+            Err(_) if trimmed.contains("\"rtlab.run/") => Some(Format::RtlabJson),
+            Err(_) if trimmed.contains("\"thread\"") => Some(Format::CyclictestJson),
+            Err(_) => None,
+        };
+    }
+    for line in text.lines() {
+        let line = line.trim();
+        if line == "# Histogram" {
+            return Some(Format::CyclictestHistfile);
+        }
+    }
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    let mut fields = first.split_whitespace();
+    let all_numeric = first
+        .split_whitespace()
+        .all(|f| f.bytes().all(|b| b.is_ascii_digit()));
+    (fields.next().is_some() && fields.next().is_some() && all_numeric)
+        .then_some(Format::CyclictestHistfile)
+}
+
+/// Reads `path`, detects its format by content and converts it. The run
+/// gets a new id (except an rtlab result, which keeps its own), probe
+/// `cyclictest`, and `config.imported_from = path`.
+pub fn import_file(path: &Path) -> Result<RunResult, ImportError> {
+    let origin = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+        path: origin.clone(),
+        source,
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    import_text(&text, &origin, modified)
+}
+
+/// Like [`import_file`] for text already read; `origin` names it in errors
+/// and in `config.imported_from`; `modified` (the file's modification
+/// time) dates a histfile, which records no time of its own.
+pub fn import_text(
+    text: &str,
+    origin: &str,
+    modified: Option<SystemTime>,
+) -> Result<RunResult, ImportError> {
+    match detect(text) {
+        Some(Format::CyclictestHistfile) => cyclictest_histfile::parse(text, origin, modified),
+        Some(Format::CyclictestJson) => cyclictest_json::parse(text, origin),
+        Some(Format::RtlabJson) => parse_rtlab_json(text, origin),
+        None => Err(ImportError::UnknownFormat {
+            path: origin.to_string(),
+            message: if text.trim().is_empty() {
+                format!("the file is empty; expected {ACCEPTED_FORMATS}")
+            } else if text.trim_start().starts_with('{') {
+                format!(
+                    "a JSON document, but neither cyclictest's (no \"thread\" object) nor \
+                     rtlab's (no \"schema\" key); expected {ACCEPTED_FORMATS}"
+                )
+            } else {
+                format!("not a format rtlab can import; expected {ACCEPTED_FORMATS}")
+            },
+        }),
+    }
+}
+
+fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> {
+    let value: serde_json::Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+        .map_err(|e| json_syntax_error(origin, &e))?;
+    let schema = value.get("schema").and_then(|s| s.as_str());
+    if schema != Some(RUN_SCHEMA) {
+        return Err(ImportError::Json {
+            path: origin.to_string(),
+            at: "$.schema".into(),
+            message: format!(
+                "expected \"{RUN_SCHEMA}\", found {}",
+                value
+                    .get("schema")
+                    .map_or("nothing".into(), |s| s.to_string())
+            ),
+        });
+    }
+    serde_json::from_value(value).map_err(|e| ImportError::Json {
+        path: origin.to_string(),
+        at: "$".into(),
+        message: format!("not a valid {RUN_SCHEMA} result: {e}"),
+    })
+}
+
+pub(crate) fn json_syntax_error(origin: &str, e: &serde_json::Error) -> ImportError {
+    ImportError::Json {
+        path: origin.to_string(),
+        at: format!("line {} column {}", e.line(), e.column()),
+        message: if e.is_eof() {
+            "the JSON ends early (truncated file?)".to_string()
+        } else {
+            format!("invalid JSON: {e}")
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared by both cyclictest importers
+// ---------------------------------------------------------------------------
+
+/// One cyclictest thread as its output describes it: a histogram with a
+/// fixed bin width and a limit, the samples beyond the limit counted but
+/// not placed, and the exact min/avg/max when the output has them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BinnedThread {
+    /// `[bin, count]`, bins in units of `unit_ns`, increasing, counts > 0.
+    pub bins: Vec<[u64; 2]>,
+    /// Samples at or above the histogram limit (not in `bins`).
+    pub overflow_count: u64,
+    /// The histogram limit in units, when known.
+    pub limit: Option<u64>,
+    /// Cycle numbers of the first overflows, as cyclictest lists them.
+    pub overflow_samples: Vec<u64>,
+    /// Exact figures in units, when the output has them.
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub avg: Option<f64>,
+    /// 1000 for cyclictest's µs, 1 for its `-N` ns.
+    pub unit_ns: u64,
+}
+
+impl BinnedThread {
+    /// The series statistics, with a warning for everything estimated.
+    pub fn stats(&self, name: &str, warnings: &mut Vec<String>) -> SeriesStats {
+        let unit = self.unit_ns.max(1);
+        let in_range = self.bins.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
+        let samples = in_range.saturating_add(self.overflow_count);
+        if samples == 0 {
+            return SeriesStats {
+                overflows: self.overflows(),
+                ..SeriesStats::default()
+            };
+        }
+        let lowest_bin = self.bins.first().map(|b| b[0]);
+        let highest_bin = self.bins.last().map(|b| b[0]);
+        let max_units = match (self.max, self.overflow_count) {
+            (Some(max), _) => max,
+            (None, 0) => highest_bin.unwrap_or(0),
+            (None, n) => {
+                let at_least = self.limit.unwrap_or(highest_bin.map_or(0, |b| b + 1));
+                warnings.push(format!(
+                    "{name}: the maximum is unknown (no max in the file and {n} samples beyond \
+                     the histogram); {at_least} {} (the histogram limit) is a lower bound",
+                    unit_name(unit)
+                ));
+                at_least.max(highest_bin.unwrap_or(0))
+            }
+        };
+        let min_units = self
+            .min
+            .or(lowest_bin)
+            .unwrap_or(self.limit.unwrap_or(max_units))
+            .min(max_units);
+
+        // The histogram that percentiles, stdev and the bootstrap read:
+        // samples beyond the limit are counted at the max, an upper bound.
+        let mut effective = self.bins.clone();
+        if self.overflow_count > 0 {
+            match effective.last_mut() {
+                Some(last) if last[0] == max_units => {
+                    last[1] = last[1].saturating_add(self.overflow_count)
+                }
+                _ => effective.push([max_units, self.overflow_count]),
+            }
+            warnings.push(format!(
+                "{name}: {} samples at or beyond the histogram limit have unknown values; they \
+                 are counted at the max ({} {}) in the histograms, percentiles and stdev",
+                self.overflow_count,
+                max_units,
+                unit_name(unit)
+            ));
+        }
+        let histogram_ns: Vec<[u64; 2]> = effective
+            .iter()
+            .map(|&[v, c]| [v.saturating_mul(unit), c])
+            .collect();
+        let mut histogram_us: Vec<[u64; 2]> = Vec::new();
+        for &[v_ns, c] in &histogram_ns {
+            let bin = v_ns / 1000;
+            match histogram_us.last_mut() {
+                Some(last) if last[0] == bin => last[1] = last[1].saturating_add(c),
+                _ => histogram_us.push([bin, c]),
+            }
+        }
+
+        let min_ns = min_units.saturating_mul(unit);
+        let max_ns = max_units.saturating_mul(unit);
+        let q = |quantile| quantile_of(&histogram_ns, samples, quantile).clamp(min_ns, max_ns);
+        let percentiles_ns = Percentiles {
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+        };
+
+        let (bins_mean, stdev_ns) = moments(&histogram_ns, samples);
+        let mean_ns = match self.avg {
+            // cyclictest's own average is exact when every sample is in a
+            // bin: the bins give it unrounded.
+            Some(avg) if self.overflow_count > 0 => (avg * unit as f64).round(),
+            _ => bins_mean,
+        };
+
+        SeriesStats {
+            samples,
+            missed: 0,
+            dropped: 0,
+            min_ns,
+            max_ns,
+            mean_ns,
+            stdev_ns,
+            percentiles_ns,
+            max_at: None,
+            top: Vec::new(),
+            histogram_ns,
+            histogram_us,
+            overflows: self.overflows(),
+        }
+    }
+
+    fn overflows(&self) -> Option<Overflows> {
+        // Overflows are a µs notion (cyclictest's -h in µs).
+        if self.unit_ns != 1000 {
+            return None;
+        }
+        self.limit.map(|limit_us| Overflows {
+            limit_us,
+            count: self.overflow_count,
+            first_samples: self.overflow_samples.clone(),
+        })
+    }
+}
+
+/// Mean and sample standard deviation (n − 1) of a histogram holding
+/// `samples` values: exact integer sums where they fit, f64 otherwise.
+pub(crate) fn moments(histogram: &[[u64; 2]], samples: u64) -> (f64, f64) {
+    if samples == 0 {
+        return (0.0, 0.0);
+    }
+    let exact = histogram
+        .iter()
+        .try_fold((0u128, 0u128), |(s, sq), &[v, c]| {
+            let (v, c) = (u128::from(v), u128::from(c));
+            let vc = v.checked_mul(c)?;
+            Some((s.checked_add(vc)?, sq.checked_add(vc.checked_mul(v)?)?))
+        });
+    let n = samples as f64;
+    if let Some((sum, sum_sq)) = exact {
+        let mean = sum as f64 / n;
+        if samples < 2 {
+            return (mean, 0.0);
+        }
+        let big_n = u128::from(samples);
+        let variance = match (big_n.checked_mul(sum_sq), sum.checked_mul(sum)) {
+            (Some(a), Some(b)) if a >= b => (a - b) as f64 / (n * (n - 1.0)),
+            _ => (sum_sq as f64 / n - mean * mean) * n / (n - 1.0),
+        };
+        return (mean, variance.max(0.0).sqrt());
+    }
+    let mean = histogram
+        .iter()
+        .map(|&[v, c]| v as f64 * c as f64)
+        .sum::<f64>()
+        / n;
+    let squares: f64 = histogram
+        .iter()
+        .map(|&[v, c]| (v as f64 - mean).powi(2) * c as f64)
+        .sum();
+    let stdev = if samples < 2 {
+        0.0
+    } else {
+        (squares / (n - 1.0)).sqrt()
+    };
+    (mean, stdev)
+}
+
+fn unit_name(unit_ns: u64) -> &'static str {
+    if unit_ns == 1 {
+        "ns"
+    } else {
+        "µs"
+    }
+}
+
+/// The value at `quantile` of a histogram of `[value, count]` buckets
+/// (increasing values) holding `total` samples, by the rule rtlab's HDR
+/// histograms use: the smallest value whose cumulative count reaches
+/// `max(1, ceil(quantile · total))`.
+pub(crate) fn quantile_of(histogram: &[[u64; 2]], total: u64, quantile: f64) -> u64 {
+    let target = ((quantile.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+    let mut cumulative = 0u64;
+    for &[value, count] in histogram {
+        cumulative = cumulative.saturating_add(count);
+        if cumulative >= target {
+            return value;
+        }
+    }
+    histogram.last().map_or(0, |b| b[0])
+}
+
+/// The parts of a RunResult every importer fills the same way.
+pub(crate) fn imported_run(
+    format: Format,
+    origin: &str,
+    started_at: String,
+    environment: Environment,
+    series: Vec<Series>,
+    warnings: Vec<String>,
+) -> RunResult {
+    RunResult {
+        schema: RUN_SCHEMA.to_string(),
+        id: RunResult::new_id(),
+        probe: "cyclictest".to_string(),
+        status: RunStatus::Complete,
+        // The schema wants an end for a run that is not running; the
+        // importers set the real one where the file has it.
+        ended_at: Some(started_at.clone()),
+        started_at,
+        elapsed_ns: 0,
+        command: Vec::new(),
+        config: serde_json::json!({
+            "imported_from": origin,
+            "format": format.name(),
+            "resolution_ns": 1000,
+        }),
+        effective: Effective::default(),
+        environment,
+        series,
+        break_event: None,
+        loads: Vec::new(),
+        campaign: None,
+        warnings,
+    }
+}
+
+/// A series for one cyclictest thread.
+pub(crate) fn thread_series(
+    name: String,
+    cpu: Option<usize>,
+    interval_ns: u64,
+    requested: SchedParams,
+    stats: SeriesStats,
+) -> Series {
+    Series {
+        name,
+        metric: "wakeup_latency".to_string(),
+        cpu,
+        interval_ns,
+        thread: ThreadSettings {
+            tid: 0,
+            pinned_cpu: cpu,
+            requested,
+            actual: None,
+            timer_slack_ns: None,
+        },
+        stats,
+    }
+}
+
+/// The scheduling of a thread nobody recorded.
+pub(crate) fn unknown_sched() -> SchedParams {
+    SchedParams {
+        policy: Policy::Other,
+        priority: 0,
+        deadline: None,
+    }
+}
+
+/// An RFC 3339 UTC timestamp with µs, as rtlab writes them.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
+/// An environment that says nothing but when it was "captured" (the
+/// schema wants a timestamp) and who wrote it.
+pub(crate) fn unknown_environment(captured_at: &str) -> Environment {
+    Environment {
+        rtlab_version: rtlab_core::VERSION.to_string(),
+        captured_at: seconds_precision(captured_at),
+        ..Environment::default()
+    }
+}
+
+/// `2026-11-21T20:02:16.000000Z` → `2026-11-21T20:02:16Z`.
+pub(crate) fn seconds_precision(ts: &str) -> String {
+    match (ts.find('.'), ts.ends_with('Z')) {
+        (Some(dot), true) => format!("{}Z", &ts[..dot]),
+        _ => ts.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantile_rule_matches_hdr() {
+        let h = [[10, 1], [20, 98], [30, 1]];
+        assert_eq!(quantile_of(&h, 100, 0.0), 10);
+        assert_eq!(quantile_of(&h, 100, 0.01), 10);
+        assert_eq!(quantile_of(&h, 100, 0.02), 20);
+        assert_eq!(quantile_of(&h, 100, 0.99), 20);
+        assert_eq!(quantile_of(&h, 100, 0.999), 30);
+        assert_eq!(quantile_of(&[], 0, 0.5), 0);
+    }
+
+    #[test]
+    fn detects_formats_by_content() {
+        assert_eq!(
+            detect("# Histogram\n000000 000001\n"),
+            Some(Format::CyclictestHistfile)
+        );
+        assert_eq!(
+            detect("000000 000001\t000002\n"),
+            Some(Format::CyclictestHistfile)
+        );
+        assert_eq!(detect("{\"thread\": {}}"), Some(Format::CyclictestJson));
+        assert_eq!(
+            detect(" {\"schema\": \"rtlab.run/1\"}"),
+            Some(Format::RtlabJson)
+        );
+        assert_eq!(detect("hello world"), None);
+        assert_eq!(detect("{\"a\": 1}"), None);
+        assert_eq!(detect(""), None);
+    }
+
+    #[test]
+    fn overflows_are_counted_at_the_max() {
+        let t = BinnedThread {
+            bins: vec![[1, 2], [3, 1]],
+            overflow_count: 1,
+            limit: Some(5),
+            overflow_samples: vec![2],
+            min: Some(1),
+            max: Some(9),
+            avg: Some(3.5),
+            unit_ns: 1000,
+        };
+        let mut warnings = Vec::new();
+        let s = t.stats("thread0", &mut warnings);
+        assert_eq!(s.samples, 4);
+        assert_eq!(s.histogram_us, vec![[1, 2], [3, 1], [9, 1]]);
+        assert_eq!(s.histogram_ns, vec![[1000, 2], [3000, 1], [9000, 1]]);
+        assert_eq!(s.percentiles_ns.p99, 9000);
+        assert_eq!(s.percentiles_ns.p50, 1000);
+        assert_eq!(s.mean_ns, 3500.0);
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(s.overflows.unwrap().count, 1);
+    }
+}
