@@ -6,4 +6,5 @@
 pub mod compare;
 pub mod export;
 pub mod import;
+pub mod matrix;
 pub mod table;

@@ -19,14 +19,23 @@ pub trait Exporter {
     fn write(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// Writes `result` to `path` through `exporter` so that a reader (or a
-/// crash) never sees a half-written file: write a temporary file beside
-/// it, flush it to disk, then rename it over the old one. `-` is stdout.
+/// Writes `result` to `path` through `exporter`, atomically (see
+/// [`write_with`]). `-` is stdout.
 pub fn write_file(exporter: &dyn Exporter, result: &RunResult, path: &Path) -> io::Result<()> {
+    write_with(path, |out| exporter.write(result, out))
+}
+
+/// Writes what `body` produces to `path` so that a reader (or a crash)
+/// never sees a half-written file: write a temporary file beside it, flush
+/// it to disk, then rename it over the old one. `-` is stdout.
+pub fn write_with(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     if path == Path::new("-") {
         let stdout = io::stdout();
         let mut lock = stdout.lock();
-        exporter.write(result, &mut lock)?;
+        body(&mut lock)?;
         return lock.flush();
     }
     let dir = match path.parent() {
@@ -45,7 +54,7 @@ pub fn write_file(exporter: &dyn Exporter, result: &RunResult, path: &Path) -> i
         let mut file = std::fs::File::create(&tmp)?;
         {
             let mut buffered = io::BufWriter::new(&mut file);
-            exporter.write(result, &mut buffered)?;
+            body(&mut buffered)?;
             buffered.flush()?;
         }
         file.sync_all()?;
