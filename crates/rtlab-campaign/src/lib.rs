@@ -12,6 +12,7 @@
 mod error;
 mod parse;
 mod plan;
+pub mod runner;
 mod spec;
 
 pub use error::{CampaignError, Position};

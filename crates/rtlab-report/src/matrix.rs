@@ -184,12 +184,20 @@ impl Matrix {
         let promoted: Vec<&String> = self
             .configurations
             .iter()
-            .filter(|c| self.cells.iter().any(|x| &x.configuration == *c && x.realtime))
+            .filter(|c| {
+                self.cells
+                    .iter()
+                    .any(|x| &x.configuration == *c && x.realtime)
+            })
             .collect();
         let plain: Vec<&String> = self
             .configurations
             .iter()
-            .filter(|c| self.cells.iter().any(|x| &x.configuration == *c && !x.realtime))
+            .filter(|c| {
+                self.cells
+                    .iter()
+                    .any(|x| &x.configuration == *c && !x.realtime)
+            })
             .collect();
         if let ([rt], [other]) = (promoted.as_slice(), plain.as_slice()) {
             let _ = writeln!(out, "Real-time promotion ({rt} against {other}):");

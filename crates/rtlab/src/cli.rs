@@ -11,7 +11,13 @@ use std::path::PathBuf;
     name = "rtlab",
     version,
     about = "Make a stock Linux machine time-critical and prove it",
-    after_help = "Examples:\n  rtlab measure timer --duration 10s\n  rtlab restore"
+    after_help = "Examples:
+  rtlab quick                          # timer latency idle and under load, promoted and not (~1 min)
+  rtlab measure timer --duration 10s --load vm,io
+  rtlab campaign run hallberg2017      # paper 000's loads x promotion
+  rtlab runs                           # every stored result
+  rtlab compare RUN_A RUN_B            # percentiles side by side, with significance
+  rtlab restore                        # undo what a killed rtlab left changed"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -32,6 +38,21 @@ on panic; this command (also run at the start of every measurement) restores\n\
 what a SIGKILL or a power loss left behind."
     )]
     Restore(RestoreArgs),
+    /// The quick campaign (idle, cpu, vm, io × promoted / not promoted, ~1 min) and a verdict.
+    Quick(QuickArgs),
+    /// Plan or run a campaign: probes × loads × configurations, every result stored.
+    #[command(subcommand)]
+    Campaign(CampaignCommand),
+    /// List stored runs, newest first.
+    Runs(RunsArgs),
+    /// Show one stored run.
+    Show(ShowArgs),
+    /// Compare stored runs side by side: percentiles, ratios and significance.
+    Compare(CompareArgs),
+    /// Write a stored run as json, csv, histfile or markdown.
+    Export(ExportArgs),
+    /// Store cyclictest results (histfile or --json output) so they compare with rtlab's.
+    Import(ImportArgs),
     /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).
     Load(Box<crate::commands::load::LoadArgs>),
     /// Internal: the process a load runs in.
@@ -141,6 +162,17 @@ pub struct TimerArgs {
     #[arg(long, value_name = "PATH")]
     pub samples: Option<PathBuf>,
 
+    /// Run loads beside the measurement, e.g. `vm,io` or `cpu:workers=4` (see `rtlab load --help`).
+    #[arg(long, value_name = "LOADS")]
+    pub load: Option<String>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Do not keep the result in the database.
+    #[arg(long)]
+    pub no_store: bool,
+
     /// Stop at the first wake-up later than this, mark the ftrace trace and report it.
     #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
     pub break_at: Option<u64>,
@@ -152,4 +184,212 @@ pub struct TimerArgs {
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
+}
+
+/// Where results are kept.
+#[derive(Args)]
+pub struct StoreArgs {
+    /// The result database [default: $XDG_DATA_HOME/rtlab/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab quick
+  rtlab quick --json quick.json --quiet
+
+Runs the built-in `quick` campaign (see `rtlab campaign plan quick`): the timer probe
+on every CPU, idle and under cpu, vm and io load, once promoted (SCHED_FIFO 90) and
+once not (SCHED_OTHER), 6 s each. Every run is stored; the verdict says the worst
+case under each load and how much promotion changed p99.9 and the maximum.")]
+pub struct QuickArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Write the campaign's results and verdict as JSON to PATH, or `-` for stdout.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+    /// No progress bar and no tables (errors and warnings still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand)]
+pub enum CampaignCommand {
+    /// List the runs a campaign would make, with an ETA.
+    #[command(after_help = "Examples:
+  rtlab campaign plan quick
+  rtlab campaign plan examples/hallberg2017.toml --json -
+
+SOURCE is a campaign file (TOML, see docs/campaign.md) or a built-in preset:
+quick, hallberg2017, romero.")]
+    Plan(CampaignPlanArgs),
+    /// Run a campaign; every run is stored when it ends.
+    #[command(after_help = "Examples:
+  rtlab campaign run quick
+  rtlab campaign run examples/romero.toml --db results.db --quiet
+
+Ctrl-C ends the current run as `partial` (stored), starts no further run and
+restores the system. Exit code: 0 all runs complete, 1 a run failed, 2 bad
+input, 130 stopped by a signal.")]
+    Run(CampaignRunArgs),
+}
+
+#[derive(Args)]
+pub struct CampaignPlanArgs {
+    /// A campaign file or a preset name.
+    pub source: String,
+    /// Print the plan as JSON to PATH, or `-` for stdout.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct CampaignRunArgs {
+    /// A campaign file or a preset name.
+    pub source: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Write the campaign's results as JSON to PATH (rewritten after every run), or `-` for stdout.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+    /// No progress bar and no tables (errors and warnings still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab runs
+  rtlab runs --campaign quick --limit 8
+  rtlab runs --probe cyclictest --json -")]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Only runs of this campaign (name).
+    #[arg(long)]
+    pub campaign: Option<String>,
+    /// Only runs of this campaign execution (id).
+    #[arg(long)]
+    pub execution: Option<String>,
+    /// Only runs taken on this host.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs of this probe (timer, cyclictest, ...).
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Only runs with this status (complete, partial, failed, break, running).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// At most this many runs.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print the list as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab show last
+  rtlab show 20261121T193012Z --json")]
+pub struct ShowArgs {
+    /// Run id, a unique prefix of one, or `last`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the whole result (rtlab.run/1) as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Md,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab compare 20261121T193012Z-4242 20261121T194501Z-4311
+  rtlab compare RUN_A RUN_B --format md --resamples 5000
+  rtlab compare last old-cyclictest-hist.txt --match all
+
+The first run is the baseline. Series are matched by name (cpu0, cpu1, ...).
+The p99 difference comes with a bootstrap confidence interval; a difference
+whose interval excludes 0 is marked significant. See docs/compare.md.")]
+pub struct CompareArgs {
+    /// Runs to compare, the baseline first: stored run ids (or unique prefixes, or `last`),
+    /// or files `rtlab import` reads (rtlab JSON, cyclictest histfile or JSON).
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Bootstrap resamples for the p99 interval; 0 skips the test.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub resamples: u64,
+    /// Confidence level of the interval.
+    #[arg(long, default_value_t = 0.95, value_parser = input::probability)]
+    pub confidence: f64,
+    /// Seed of the bootstrap (the same seed gives the same interval).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Table for the terminal or Markdown.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    /// How series are paired: by name, all series of a run merged, or auto
+    /// (by name, or merged when each run has one series under different names).
+    #[arg(long = "match", default_value = "auto", value_parser = ["auto", "name", "all"])]
+    pub matching: String,
+    /// Print the comparison as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Histfile,
+    Markdown,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab export last --format histfile -o hist.txt
+  rtlab export 20261121T193012Z-4242 --format markdown
+  rtlab export last --format csv -o runs.csv")]
+pub struct ExportArgs {
+    /// Run id, a unique prefix of one, or `last`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Output file, or `-` for stdout.
+    #[arg(long, short, default_value = "-", value_name = "PATH|-")]
+    pub output: PathBuf,
+    /// Range of a histfile: 1 µs bins up to this latency [default: the range the run
+    /// was recorded with, else 1000us].
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub hist_max: Option<u64>,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab import old-cyclictest-hist.txt
+  cyclictest -m -p 90 -l 100000 -h 1000 --json=ct.json && rtlab import ct.json
+
+Accepts cyclictest --histfile/-h output and cyclictest --json output; the format
+is detected from the content. See docs/import-export.md for what each keeps.")]
+pub struct ImportArgs {
+    /// Files to import.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the ids of the imported runs as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }

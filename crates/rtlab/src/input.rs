@@ -39,3 +39,11 @@ pub fn positive_duration(s: &str) -> Result<u64, String> {
 pub fn cpus(s: &str) -> Result<rtlab_core::cpuset::CpuSelection, String> {
     rtlab_core::cpuset::CpuSelection::parse(s).map_err(|e| e.to_string())
 }
+
+/// clap value parser for a probability strictly between 0 and 1.
+pub fn probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!("'{s}' must be a number between 0 and 1, e.g. 0.95")),
+    }
+}

@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod input;
 mod progress;
+mod session;
 mod signals;
 
 use clap::Parser;

@@ -6,7 +6,6 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtlab_core::record::LiveStats;
 use rtlab_core::units::{human_duration, Micros};
 use std::io::IsTerminal;
-use std::time::Duration;
 
 pub struct LiveStatus {
     overall: ProgressBar,
@@ -71,6 +70,3 @@ impl LiveStatus {
         self.overall.finish_and_clear();
     }
 }
-
-/// How often the live status is refreshed.
-pub const REFRESH: Duration = Duration::from_millis(100);

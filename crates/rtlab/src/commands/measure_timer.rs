@@ -2,30 +2,25 @@
 
 use crate::cli::{ModeArg, TimerArgs};
 use crate::input::{bad_input, InputError};
-use crate::progress::{LiveStatus, REFRESH};
-use crate::signals;
+use crate::progress::LiveStatus;
+use crate::session;
 use anyhow::Context;
+use rtlab_campaign::runner::{self, RunObserver, RunRequest};
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::env::Environment;
-use rtlab_core::journal::{self, Journal};
-use rtlab_core::result::{timestamp_now, RunResult, RunStatus, RUN_SCHEMA};
+use rtlab_core::journal;
+use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 use rtlab_core::units::{human_duration, Micros};
-use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
-use rtlab_probe::timer::{self, RunLength, TimerConfig, WaitMode};
+use rtlab_probe::setup::ProcessOptions;
+use rtlab_probe::timer::{RunLength, TimerConfig, TimerRun, WaitMode};
 use rtlab_report::export::{write_file, HistfileExporter, JsonExporter};
 use rtlab_report::table::summary_table;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
 const DEFAULT_PRIORITY: u32 = 90;
-/// How often a --json file is rewritten while the run goes on.
-const JSON_REWRITE: Duration = Duration::from_secs(2);
 
 /// Checks the arguments that clap cannot check alone and builds the config.
 fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
@@ -60,7 +55,7 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
             );
         }
     }
-    if args.hist_max % 1000 != 0 {
+    if !args.hist_max.is_multiple_of(1000) {
         bad_input!(
             "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
             human_duration(args.hist_max)
@@ -109,11 +104,15 @@ fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
 
 pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    let mut sysctls = Vec::new();
     for assignment in &args.sysctl {
         journal::parse_sysctl(assignment).map_err(|e| InputError(format!("--sysctl: {e}")))?;
-        sysctls.push(assignment.clone());
     }
+    let loads = match &args.load {
+        Some(list) => {
+            rtlab_load::parse_list(list).map_err(|e| InputError(format!("--load: {e}")))?
+        }
+        None => Vec::new(),
+    };
     let json_path = args.json.clone();
     let to_stdout = json_path.as_deref() == Some(Path::new("-"));
     // With --json - the table goes to stderr, so stdout is JSON only.
@@ -134,129 +133,42 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
         ))),
         None => None,
     };
-
-    // What an earlier, killed rtlab left changed is put back first.
-    for recovered in journal::recover_stale(&journal::state_dir()) {
-        eprintln!("restore: {recovered}");
-    }
-    let journal = Arc::new(Mutex::new(Journal::for_this_process()));
-    journal::install_panic_restore(Arc::clone(&journal));
-    let stop = Arc::new(AtomicBool::new(false));
-    signals::install(Arc::clone(&stop), Arc::clone(&journal))
-        .context("installing signal handlers")?;
-
-    let mut warnings = Vec::new();
-    let mut system_changes = Vec::new();
-    for assignment in &sysctls {
-        let outcome = journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_sysctl(assignment);
-        match outcome {
-            Ok(()) => system_changes.push(format!("sysctl {assignment}")),
-            Err(e) => warnings.push(format!("--sysctl {assignment} not applied: {e}")),
-        }
-    }
-    let process = {
-        let mut journal = journal.lock().unwrap_or_else(|p| p.into_inner());
-        PreparedProcess::prepare(
-            &ProcessOptions {
-                mlock: true,
-                dma_latency_us: (!args.no_dma_latency).then_some(0),
-            },
-            &mut journal,
-        )
-    };
-    let mut effective = process.effective.clone();
-    effective.system_changes.extend(system_changes);
-    warnings.extend(process.warnings.iter().cloned());
-    // Taken after the changes, so it shows the tuning in effect.
-    let environment = Environment::capture();
-
-    let mut result = RunResult {
-        schema: RUN_SCHEMA.into(),
-        id: RunResult::new_id(),
-        probe: "timer".into(),
-        status: RunStatus::Running,
-        started_at: timestamp_now(),
-        ended_at: None,
-        elapsed_ns: 0,
-        command: std::env::args().collect(),
-        config: serde_json::to_value(&config)?,
-        effective,
-        environment,
-        series: Vec::new(),
-        break_event: None,
-        loads: Vec::new(),
-        campaign: None,
-        warnings,
-    };
-
-    let run = timer::start(&config, Arc::clone(&stop), samples_csv)?;
-    result.warnings.extend(run.warnings().iter().cloned());
-    for warning in &result.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let json_file = json_path.as_deref().filter(|p| *p != Path::new("-"));
-    if let Some(path) = json_file {
-        result.series = run.snapshot();
-        write_file(&JsonExporter, &result, path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-
-    let status = LiveStatus::new(run.series_names(), config.planned_ns(), args.quiet);
-    let mut last_json = Instant::now();
-    while !run.is_finished() {
-        std::thread::sleep(REFRESH);
-        if let Some(status) = &status {
-            status.update(run.series_names(), &run.live(), run.elapsed_ns());
-        }
-        if let Some(path) = json_file.filter(|_| last_json.elapsed() >= JSON_REWRITE) {
-            result.series = run.snapshot();
-            result.elapsed_ns = run.elapsed_ns();
-            if let Err(e) = write_file(&JsonExporter, &result, path) {
-                eprintln!("warning: rewriting {}: {e}", path.display());
+    // An explicit --db that cannot be opened is bad input; the default
+    // store being unusable (no writable home) only costs the stored copy.
+    let mut store = match (args.no_store, args.store.db.as_deref()) {
+        (true, _) => None,
+        (false, Some(db)) => Some(session::open_store(Some(db))?),
+        (false, None) => match session::open_store(None) {
+            Ok(store) => Some(store),
+            Err(e) => {
+                eprintln!("warning: the run will not be stored: {e:#}");
+                None
             }
-            last_json = Instant::now();
-        }
-    }
-    if let Some(status) = status {
-        status.finish();
-    }
-    let outcome = run.finish()?;
-    drop(process);
-
-    result.series = outcome.series;
-    result.elapsed_ns = outcome.elapsed_ns;
-    result.ended_at = Some(timestamp_now());
-    result.warnings = outcome
-        .warnings
-        .into_iter()
-        .chain(result.warnings.drain(..))
-        .collect();
-    timer::dedup_keep_order(&mut result.warnings);
-    let interrupted = stop.load(Ordering::SeqCst) && outcome.break_event.is_none();
-    result.status = match (&outcome.break_event, outcome.stopped_early) {
-        (Some(_), _) => RunStatus::Break,
-        (None, true) => RunStatus::Partial,
-        (None, false) => RunStatus::Complete,
+        },
     };
-    result.break_event = outcome.break_event;
-    for series in &result.series {
-        if series.stats.dropped > 0 {
-            result.warnings.push(format!(
-                "{}: {} samples were lost between the measuring thread and the recorder",
-                series.name, series.stats.dropped
-            ));
-        }
-    }
 
-    // The system goes back as it was before anything is reported.
-    let restored = journal.lock().unwrap_or_else(|p| p.into_inner()).restore();
-    for r in &restored {
-        if !r.ok() {
-            eprintln!("error: {r}");
-        }
+    let context = session::begin()?;
+    let request = RunRequest {
+        timer: config.clone(),
+        process: ProcessOptions {
+            mlock: true,
+            dma_latency_us: (!args.no_dma_latency).then_some(0),
+        },
+        sysctls: args.sysctl.clone(),
+        loads,
+        command: std::env::args().collect(),
+        campaign: None,
+        samples_csv,
+    };
+    let mut observer = TimerObserver {
+        status: None,
+        planned_ns: config.planned_ns(),
+        quiet: args.quiet,
+        json_file: json_path.as_deref().filter(|p| *p != Path::new("-")),
+    };
+    let result = runner::execute(request, &context, &mut observer)?;
+    if let Some(status) = observer.status.take() {
+        status.finish();
     }
 
     if let Some(path) = &json_path {
@@ -271,8 +183,16 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
         write_file(&exporter, &result, path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    if let Some(store) = &mut store {
+        store
+            .save(&result)
+            .with_context(|| format!("storing the run in {}", store.path().display()))?;
+    }
     if !args.quiet {
         print_summary(&mut human, &result)?;
+        if store.is_some() {
+            writeln!(human, "stored as run {}", result.id)?;
+        }
     }
     if let Some(event) = &result.break_event {
         eprintln!(
@@ -286,11 +206,49 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    if interrupted {
-        eprintln!("stopped by a signal: the partial result was kept");
-        return Ok(ExitCode::from(130));
+    match result.status {
+        RunStatus::Failed => {
+            eprintln!("error: the run failed: see the warnings above");
+            Ok(ExitCode::from(1))
+        }
+        RunStatus::Partial => {
+            eprintln!("stopped by a signal: the partial result was kept");
+            Ok(ExitCode::from(130))
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Live status on the terminal and the --json file rewritten during the run.
+struct TimerObserver<'a> {
+    status: Option<LiveStatus>,
+    planned_ns: u64,
+    quiet: bool,
+    json_file: Option<&'a Path>,
+}
+
+impl RunObserver for TimerObserver<'_> {
+    fn started(&mut self, result: &RunResult, run: &TimerRun) {
+        for warning in &result.warnings {
+            eprintln!("warning: {warning}");
+        }
+        self.checkpoint(result);
+        self.status = LiveStatus::new(run.series_names(), self.planned_ns, self.quiet);
+    }
+
+    fn tick(&mut self, run: &TimerRun) {
+        if let Some(status) = &self.status {
+            status.update(run.series_names(), &run.live(), run.elapsed_ns());
+        }
+    }
+
+    fn checkpoint(&mut self, result: &RunResult) {
+        if let Some(path) = self.json_file {
+            if let Err(e) = write_file(&JsonExporter, result, path) {
+                eprintln!("warning: rewriting {}: {e}", path.display());
+            }
+        }
+    }
 }
 
 fn print_summary(out: &mut dyn Write, result: &RunResult) -> std::io::Result<()> {

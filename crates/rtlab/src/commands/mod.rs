@@ -1,16 +1,26 @@
 //! One module per command.
 
+mod campaign;
 pub mod load;
 mod measure_timer;
 mod restore;
+mod stored;
 
-use crate::cli::{Cli, Command, Measure};
+use crate::cli::{CampaignCommand, Cli, Command, Measure};
 use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Measure(Measure::Timer(args)) => measure_timer::run(*args),
         Command::Restore(args) => restore::run(&args),
+        Command::Quick(args) => campaign::quick(args),
+        Command::Campaign(CampaignCommand::Plan(args)) => campaign::plan(args),
+        Command::Campaign(CampaignCommand::Run(args)) => campaign::run(args),
+        Command::Runs(args) => stored::runs(args),
+        Command::Show(args) => stored::show(args),
+        Command::Compare(args) => stored::compare_runs(args),
+        Command::Export(args) => stored::export(args),
+        Command::Import(args) => stored::import(args),
         Command::Load(args) => load::run(*args),
         Command::LoadWorker(args) => load::worker(args),
     }

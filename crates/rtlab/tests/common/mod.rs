@@ -5,11 +5,13 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The rtlab binary built for this test run, with its journal kept in
-/// `state_dir` so tests never touch each other's (or the user's) journal.
+/// The rtlab binary built for this test run, with its journal and its
+/// default result store kept under `state_dir`, so tests never touch each
+/// other's (or the user's) journal and results.
 pub fn rtlab(state_dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtlab"));
     cmd.env("RTLAB_STATE_DIR", state_dir);
+    cmd.env("XDG_DATA_HOME", state_dir.join("data"));
     cmd
 }
 

@@ -1,0 +1,338 @@
+//! Executes runs: one measurement under its loads and settings (the unit
+//! that `rtlab measure timer` and every cell of a campaign share), and a
+//! whole plan of them with each result stored as soon as it ends.
+
+use crate::{Plan, PlannedRun};
+use anyhow::Context;
+use rtlab_core::env::Environment;
+use rtlab_core::journal::Journal;
+use rtlab_core::result::{timestamp_now, CampaignRef, RunResult, RunStatus, RUN_SCHEMA};
+use rtlab_core::sched::SchedParams;
+use rtlab_load::{Launcher, LoadSpec, RunningLoads};
+use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
+use rtlab_probe::timer::{self, RunLength, TimerConfig, TimerRun, WaitMode};
+use rtlab_store::Store;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often the runner looks at the probe, the loads and the stop flag.
+pub const TICK: Duration = Duration::from_millis(100);
+/// How often a running result is handed to [`RunObserver::checkpoint`].
+pub const CHECKPOINT: Duration = Duration::from_secs(2);
+
+/// Everything one run needs.
+pub struct RunRequest {
+    pub timer: TimerConfig,
+    pub process: ProcessOptions,
+    /// `key=value` sysctls set through the journal for the run.
+    pub sysctls: Vec<String>,
+    pub loads: Vec<LoadSpec>,
+    /// The command line recorded in the result.
+    pub command: Vec<String>,
+    pub campaign: Option<CampaignRef>,
+    pub samples_csv: Option<Box<dyn Write + Send>>,
+}
+
+/// What lives across the runs of one rtlab process.
+pub struct RunContext {
+    pub journal: Arc<Mutex<Journal>>,
+    /// Set by the signal handler: the current run ends as `partial` and
+    /// no further run starts.
+    pub stop: Arc<AtomicBool>,
+    pub launcher: Launcher,
+}
+
+/// Hooks for the terminal (progress) and for files written during a run.
+pub trait RunObserver {
+    /// The probe is measuring.
+    fn started(&mut self, _result: &RunResult, _run: &TimerRun) {}
+    /// Called every [`TICK`].
+    fn tick(&mut self, _run: &TimerRun) {}
+    /// Called every [`CHECKPOINT`] with the result so far (status `running`).
+    fn checkpoint(&mut self, _result: &RunResult) {}
+}
+
+/// An observer that observes nothing.
+pub struct Unobserved;
+impl RunObserver for Unobserved {}
+
+fn lock(journal: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
+    journal.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs one measurement: system changes, process preparation, loads, the
+/// probe; then stops the loads and restores the system before returning.
+/// A run that could not measure (a load that would not start) comes back
+/// as `failed` with the reason in its warnings; only errors that leave no
+/// result at all are `Err`.
+pub fn execute(
+    mut request: RunRequest,
+    context: &RunContext,
+    observer: &mut dyn RunObserver,
+) -> anyhow::Result<RunResult> {
+    let mut warnings = Vec::new();
+    let mut system_changes = Vec::new();
+    for assignment in &request.sysctls {
+        match lock(&context.journal).set_sysctl(assignment) {
+            Ok(()) => system_changes.push(format!("sysctl {assignment}")),
+            Err(e) => warnings.push(format!("sysctl {assignment} not applied: {e}")),
+        }
+    }
+    let process = PreparedProcess::prepare(&request.process, &mut lock(&context.journal));
+    let mut effective = process.effective.clone();
+    effective.system_changes.extend(system_changes);
+    warnings.extend(process.warnings.iter().cloned());
+
+    let mut result = RunResult {
+        schema: RUN_SCHEMA.into(),
+        id: RunResult::new_id(),
+        probe: "timer".into(),
+        status: RunStatus::Running,
+        started_at: timestamp_now(),
+        ended_at: None,
+        elapsed_ns: 0,
+        command: std::mem::take(&mut request.command),
+        config: serde_json::to_value(&request.timer)?,
+        effective,
+        environment: Environment::default(),
+        series: Vec::new(),
+        break_event: None,
+        loads: Vec::new(),
+        campaign: request.campaign.take(),
+        warnings,
+    };
+
+    // Loads first, so the probe measures under them from its first sample.
+    let loads = match RunningLoads::start(&request.loads, &context.launcher) {
+        Ok(loads) => loads,
+        Err(e) => {
+            drop(process);
+            return Ok(fail_before_measuring(result, context, format!("{e:#}")));
+        }
+    };
+    // Taken after the changes and with the loads running: the conditions
+    // of the measurement.
+    result.environment = Environment::capture();
+
+    let run_stop = Arc::new(AtomicBool::new(false));
+    let run = match timer::start(&request.timer, Arc::clone(&run_stop), request.samples_csv) {
+        Ok(run) => run,
+        Err(e) => {
+            result.loads = loads.stop();
+            drop(process);
+            return Ok(fail_before_measuring(result, context, format!("{e:#}")));
+        }
+    };
+    result.warnings.extend(run.warnings().iter().cloned());
+    result.series = run.snapshot();
+    observer.started(&result, &run);
+
+    let mut loads = loads;
+    let mut load_failure = None;
+    let mut last_checkpoint = Instant::now();
+    while !run.is_finished() {
+        std::thread::sleep(TICK);
+        if context.stop.load(Ordering::SeqCst) {
+            run_stop.store(true, Ordering::SeqCst);
+        }
+        if load_failure.is_none() {
+            if let Err(e) = loads.check() {
+                // A load that died leaves the rest of the run unloaded:
+                // stop, and say so, rather than measure something else.
+                load_failure = Some(format!("{e:#}"));
+                run_stop.store(true, Ordering::SeqCst);
+            }
+        }
+        observer.tick(&run);
+        if last_checkpoint.elapsed() >= CHECKPOINT {
+            result.series = run.snapshot();
+            result.elapsed_ns = run.elapsed_ns();
+            observer.checkpoint(&result);
+            last_checkpoint = Instant::now();
+        }
+    }
+    let outcome = run.finish()?;
+    result.loads = loads.stop();
+    drop(process);
+
+    result.series = outcome.series;
+    result.elapsed_ns = outcome.elapsed_ns;
+    result.ended_at = Some(timestamp_now());
+    result.warnings.extend(outcome.warnings);
+    result.status = match (&outcome.break_event, &load_failure, outcome.stopped_early) {
+        (Some(_), _, _) => RunStatus::Break,
+        (None, Some(_), _) => RunStatus::Failed,
+        (None, None, true) => RunStatus::Partial,
+        (None, None, false) => RunStatus::Complete,
+    };
+    if let Some(failure) = load_failure {
+        result.warnings.push(format!(
+            "stopped after {}: {failure}",
+            rtlab_core::units::human_duration(result.elapsed_ns)
+        ));
+    }
+    result.break_event = outcome.break_event;
+    for series in &result.series {
+        if series.stats.dropped > 0 {
+            result.warnings.push(format!(
+                "{}: {} samples were lost between the measuring thread and the recorder",
+                series.name, series.stats.dropped
+            ));
+        }
+    }
+    restore(context, &mut result);
+    timer::dedup_keep_order(&mut result.warnings);
+    Ok(result)
+}
+
+fn fail_before_measuring(mut result: RunResult, context: &RunContext, why: String) -> RunResult {
+    result.environment = Environment::capture();
+    result.status = RunStatus::Failed;
+    result.ended_at = Some(timestamp_now());
+    result.warnings.push(format!("nothing measured: {why}"));
+    restore(context, &mut result);
+    result
+}
+
+/// Puts the system back as it was before the run; what could not be put
+/// back is a warning of the run (and printed, as it needs a human).
+fn restore(context: &RunContext, result: &mut RunResult) {
+    for restored in lock(&context.journal).restore() {
+        if !restored.ok() {
+            eprintln!("error: {restored}");
+            result.warnings.push(restored.to_string());
+        }
+    }
+}
+
+/// Hooks for the terminal while a campaign runs.
+pub trait CampaignObserver: RunObserver {
+    /// A run starts; `remaining_ns` is the plan's estimate of what is left,
+    /// this run included.
+    fn run_starting(&mut self, _planned: &PlannedRun, _total: usize, _remaining_ns: u64) {}
+    /// A run ended and was stored.
+    fn run_stored(&mut self, _planned: &PlannedRun, _result: &RunResult) {}
+}
+
+/// The runs a campaign execution produced, in plan order.
+pub struct CampaignOutcome {
+    /// Id shared by every run of this execution.
+    pub execution: String,
+    pub results: Vec<RunResult>,
+    /// Set when a signal stopped the campaign before its end.
+    pub interrupted: bool,
+}
+
+/// The request for one cell of the plan.
+pub fn request_for(
+    planned: &PlannedRun,
+    plan: &Plan,
+    execution: &str,
+    command: &[String],
+) -> anyhow::Result<RunRequest> {
+    let settings = &planned.probe.timer;
+    let configuration = &planned.configuration;
+    let cpus = settings
+        .cpus
+        .resolve(&rtlab_core::cpuset::CpuSet::online())
+        .map_err(|e| anyhow::anyhow!("probe {}: cpus: {e}", planned.probe.name))?;
+    let mut loads = Vec::new();
+    for spec in &planned.load.run {
+        loads.push(
+            spec.parse::<LoadSpec>()
+                .with_context(|| format!("load {}", planned.load.name))?,
+        );
+    }
+    let timer = TimerConfig {
+        cpus: cpus.iter().collect(),
+        interval_ns: settings.interval_ns,
+        distance_ns: settings.distance_ns,
+        length: RunLength::DurationNs(planned.duration_ns),
+        sched: SchedParams {
+            policy: configuration.policy,
+            priority: configuration.priority.unwrap_or(0),
+            deadline: configuration.deadline_params(settings.interval_ns),
+        },
+        mode: match settings.mode {
+            crate::TimerMode::Abs => WaitMode::Abs,
+            crate::TimerMode::Rel => WaitMode::Rel,
+            crate::TimerMode::Timerfd => WaitMode::Timerfd,
+        },
+        break_at_ns: None,
+        hist_max_us: None,
+    };
+    Ok(RunRequest {
+        timer,
+        process: ProcessOptions {
+            mlock: true,
+            dma_latency_us: configuration.dma_latency.then_some(0),
+        },
+        sysctls: configuration.sysctl.clone(),
+        loads,
+        command: command.to_vec(),
+        campaign: Some(CampaignRef {
+            name: plan.campaign.name.clone(),
+            execution: execution.to_string(),
+            index: planned.index,
+            total: plan.runs.len(),
+            configuration: configuration.name.clone(),
+            load: planned.load.name.clone(),
+            repeat: planned.repeat,
+        }),
+        samples_csv: None,
+    })
+}
+
+/// Runs every run of the plan in order and stores each result when it
+/// ends. A signal ends the current run as `partial` (stored) and starts no
+/// further run.
+pub fn run_campaign(
+    plan: &Plan,
+    context: &RunContext,
+    store: &mut Store,
+    command: &[String],
+    observer: &mut dyn CampaignObserver,
+) -> anyhow::Result<CampaignOutcome> {
+    let execution = RunResult::new_id();
+    let mut results = Vec::new();
+    let per_run_ns = |run: &PlannedRun| plan.eta_of(run);
+    let mut remaining_ns: u64 = plan.runs.iter().map(per_run_ns).sum();
+    for planned in &plan.runs {
+        if context.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        observer.run_starting(planned, plan.runs.len(), remaining_ns);
+        let request = request_for(planned, plan, &execution, command)?;
+        let result = execute(request, context, observer)?;
+        store
+            .save(&result)
+            .with_context(|| format!("storing run {} in {}", result.id, store.path().display()))?;
+        observer.run_stored(planned, &result);
+        results.push(result);
+        remaining_ns = remaining_ns.saturating_sub(per_run_ns(planned));
+        if planned.index < plan.runs.len() && plan.campaign.cooldown_ns > 0 {
+            sleep_unless_stopped(
+                Duration::from_nanos(plan.campaign.cooldown_ns),
+                &context.stop,
+            );
+        }
+    }
+    Ok(CampaignOutcome {
+        execution,
+        interrupted: context.stop.load(Ordering::SeqCst),
+        results,
+    })
+}
+
+fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+    let end = Instant::now() + total;
+    while !stop.load(Ordering::SeqCst) {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(TICK));
+    }
+}

@@ -1,0 +1,302 @@
+//! `rtlab campaign plan|run` and `rtlab quick`.
+
+use crate::cli::{CampaignPlanArgs, CampaignRunArgs, QuickArgs};
+use crate::input::InputError;
+use crate::session;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
+use rtlab_campaign::{Plan, PlannedRun};
+use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::units::{human_duration, Micros};
+use rtlab_probe::timer::TimerRun;
+use rtlab_report::export::write_with;
+use rtlab_report::matrix::Matrix;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Reads a campaign file or preset and expands it; every problem is bad
+/// input naming the file, line and field.
+fn plan_of(source: &str) -> anyhow::Result<Plan> {
+    let check_load = |spec: &str| {
+        spec.parse::<rtlab_load::LoadSpec>()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let campaign = rtlab_campaign::read(source, &check_load)
+        .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+    rtlab_campaign::plan(campaign).map_err(|e| anyhow::Error::new(InputError(e.to_string())))
+}
+
+pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
+    let plan = plan_of(&args.source)?;
+    match args.json.as_deref() {
+        Some(path) => {
+            let text = serde_json::to_string_pretty(&plan)? + "\n";
+            write_text(path, &text)?;
+        }
+        None => {
+            print!("{}", plan.table());
+            for warning in &plan.warnings {
+                eprintln!("warning: {warning}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
+    run_plan(
+        plan_of(&args.source)?,
+        args.store.db.as_deref(),
+        args.json.as_deref(),
+        args.quiet,
+        false,
+    )
+}
+
+pub fn quick(args: QuickArgs) -> anyhow::Result<ExitCode> {
+    run_plan(
+        plan_of("quick")?,
+        args.store.db.as_deref(),
+        args.json.as_deref(),
+        args.quiet,
+        true,
+    )
+}
+
+fn run_plan(
+    plan: Plan,
+    db: Option<&Path>,
+    json: Option<&Path>,
+    quiet: bool,
+    verdict: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut store = session::open_store(db)?;
+    if let Some(path) = json.filter(|p| *p != Path::new("-")) {
+        std::fs::File::create(path)
+            .map_err(|e| InputError(format!("--json {}: cannot create: {e}", path.display())))?;
+    }
+    for warning in &plan.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let context = session::begin()?;
+    if !quiet {
+        eprintln!(
+            "campaign {}: {} runs, about {}; results go to {}",
+            plan.campaign.name,
+            plan.runs.len(),
+            human_duration(plan.eta_ns()),
+            store.path().display()
+        );
+    }
+    let mut observer = Progress::new(&plan, quiet);
+    observer.json = json.map(Path::to_path_buf);
+    let command: Vec<String> = std::env::args().collect();
+    let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer)?;
+    observer.finish();
+
+    let matrix = Matrix::of(&outcome.results);
+    let verdict_text = matrix.verdict();
+    if let Some(path) = json {
+        let text = campaign_json(
+            &plan,
+            &outcome.execution,
+            &outcome.results,
+            Some(&verdict_text),
+        )?;
+        write_text(path, &text)?;
+    }
+    let mut out: Box<dyn Write> = if json == Some(Path::new("-")) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    if !quiet {
+        writeln!(out)?;
+        write!(out, "{}", matrix.table())?;
+        if verdict {
+            writeln!(out)?;
+            write!(out, "{verdict_text}")?;
+        }
+        writeln!(
+            out,
+            "{} runs stored (campaign execution {}); see `rtlab runs --execution {}`",
+            outcome.results.len(),
+            outcome.execution,
+            outcome.execution
+        )?;
+    }
+    if outcome.interrupted {
+        eprintln!("stopped by a signal: the runs so far were stored, the current one as partial");
+        return Ok(ExitCode::from(130));
+    }
+    if outcome
+        .results
+        .iter()
+        .any(|r| r.status == RunStatus::Failed)
+    {
+        eprintln!("error: some runs failed: see `rtlab show RUN` for why");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn campaign_json(
+    plan: &Plan,
+    execution: &str,
+    results: &[RunResult],
+    verdict: Option<&str>,
+) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(&serde_json::json!({
+        "schema": "rtlab.campaign/1",
+        "name": plan.campaign.name,
+        "origin": plan.campaign.origin,
+        "execution": execution,
+        "planned_runs": plan.runs.len(),
+        "matrix": Matrix::of(results),
+        "verdict": verdict,
+        "runs": results,
+    }))? + "\n")
+}
+
+/// Writes `text` to a file atomically, or to stdout for `-`.
+fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
+    write_with(path, |out| out.write_all(text.as_bytes()))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The progress bar (on a terminal) or one line per run (otherwise).
+struct Progress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    current: String,
+    done_ns: u64,
+    eta_ns: u64,
+    json: Option<PathBuf>,
+    plan_name: String,
+    results: Vec<RunResult>,
+}
+
+impl Progress {
+    fn new(plan: &Plan, quiet: bool) -> Progress {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::with_draw_target(
+                Some(plan.eta_ns() / 1_000_000),
+                ProgressDrawTarget::stderr_with_hz(10),
+            );
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {percent:>3}%  ETA {eta}  {msg}",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
+            );
+            bar
+        });
+        Progress {
+            bar,
+            quiet,
+            current: String::new(),
+            done_ns: 0,
+            eta_ns: plan.eta_ns(),
+            json: None,
+            plan_name: plan.campaign.name.clone(),
+            results: Vec::new(),
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl RunObserver for Progress {
+    fn tick(&mut self, run: &TimerRun) {
+        if let Some(bar) = &self.bar {
+            let live = run.live();
+            let worst = live.iter().map(|s| s.max_ns).max().unwrap_or(0);
+            bar.set_position((self.done_ns + run.elapsed_ns()) / 1_000_000);
+            bar.set_message(format!("{}  max so far {} µs", self.current, Micros(worst)));
+        }
+    }
+}
+
+impl CampaignObserver for Progress {
+    fn run_starting(&mut self, planned: &PlannedRun, total: usize, remaining_ns: u64) {
+        self.current = format!(
+            "run {}/{total}: {} × {}",
+            planned.index, planned.load.name, planned.configuration.name
+        );
+        self.done_ns = self.eta_ns.saturating_sub(remaining_ns);
+        match &self.bar {
+            Some(bar) => bar.set_message(self.current.clone()),
+            None if !self.quiet => eprintln!("{} ...", self.current),
+            None => {}
+        }
+    }
+
+    fn run_stored(&mut self, planned: &PlannedRun, result: &RunResult) {
+        let worst_max = result
+            .series
+            .iter()
+            .map(|s| s.stats.max_ns)
+            .max()
+            .unwrap_or(0);
+        let worst_p999 = result
+            .series
+            .iter()
+            .map(|s| s.stats.percentiles_ns.p99_9)
+            .max()
+            .unwrap_or(0);
+        let status = serde_json::to_value(result.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let line = format!(
+            "run {}: {} × {}: {status}, p99.9 {} µs, max {} µs ({})",
+            planned.index,
+            planned.load.name,
+            planned.configuration.name,
+            Micros(worst_p999),
+            Micros(worst_max),
+            result.id
+        );
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None if !self.quiet => eprintln!("{line}"),
+            None => {}
+        }
+        for warning in &result.warnings {
+            let text = format!("warning: run {}: {warning}", planned.index);
+            match &self.bar {
+                Some(bar) => bar.println(text),
+                None => eprintln!("{text}"),
+            }
+        }
+        self.results.push(result.clone());
+        if let Some(path) = self.json.clone().filter(|p| *p != Path::new("-")) {
+            let execution = result
+                .campaign
+                .as_ref()
+                .map(|c| c.execution.clone())
+                .unwrap_or_default();
+            let text = serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "rtlab.campaign/1",
+                "name": self.plan_name,
+                "execution": execution,
+                "matrix": Matrix::of(&self.results),
+                "verdict": null,
+                "runs": self.results,
+            }));
+            if let Ok(text) = text {
+                if let Err(e) = write_text(&path, &(text + "\n")) {
+                    eprintln!("warning: {e:#}");
+                }
+            }
+        }
+    }
+}

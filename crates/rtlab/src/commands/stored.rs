@@ -1,0 +1,277 @@
+//! The commands over stored results: `rtlab runs`, `show`, `compare`,
+//! `export` and `import`.
+
+use crate::cli::{
+    CompareArgs, CompareFormat, ExportArgs, ExportFormat, ImportArgs, RunsArgs, ShowArgs,
+};
+use crate::input::InputError;
+use crate::session;
+use anyhow::Context;
+use rtlab_core::result::RunResult;
+use rtlab_core::units::{human_duration, Micros};
+use rtlab_report::compare::{
+    compare_matching, comparison_markdown, comparison_table, CompareOptions, Matching,
+};
+use rtlab_report::export::{
+    write_file, CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
+};
+use rtlab_report::table::summary_table;
+use rtlab_store::{RunFilter, Store};
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+/// A run that is not in the store is bad input (exit 2), with the store's
+/// own message (which names the candidates).
+fn get(store: &Store, id: &str) -> anyhow::Result<RunResult> {
+    store
+        .get(id)
+        .map_err(|e| anyhow::Error::new(InputError(e.to_string())))
+}
+
+fn status_name(result: &RunResult) -> String {
+    serde_json::to_value(result.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let store = session::open_store(args.store.db.as_deref())?;
+    let filter = RunFilter {
+        campaign: args.campaign,
+        execution: args.execution,
+        host: args.host,
+        probe: args.probe,
+        status: args.status,
+        limit: args.limit,
+    };
+    let runs = store.list(&filter)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "rtlab.runs/1",
+                "db": store.path(),
+                "runs": runs,
+            }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        println!("no runs in {}", store.path().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows = vec![[
+        "id",
+        "started",
+        "probe",
+        "status",
+        "campaign",
+        "load",
+        "configuration",
+        "samples",
+        "missed",
+        "p99.9 µs",
+        "max µs",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for run in &runs {
+        rows.push(vec![
+            run.id.clone(),
+            run.started_at.chars().take(19).collect(),
+            run.probe.clone(),
+            run.status.clone(),
+            run.campaign.clone().unwrap_or_else(|| "-".into()),
+            run.load.clone().unwrap_or_else(|| "-".into()),
+            run.configuration.clone().unwrap_or_else(|| "-".into()),
+            run.samples.to_string(),
+            run.missed.to_string(),
+            Micros(run.worst_p99_9_ns).to_string(),
+            Micros(run.worst_max_ns).to_string(),
+        ]);
+    }
+    print!("{}", aligned(&rows, 7));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Left-aligns the first `text_columns` columns and right-aligns the rest.
+fn aligned(rows: &[Vec<String>], text_columns: usize) -> String {
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, &w))| match i < text_columns {
+                true => format!("{cell:<w$}"),
+                false => format!("{cell:>w$}"),
+            })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    out
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let store = session::open_store(args.store.db.as_deref())?;
+    let result = get(&store, &args.run)?;
+    if args.json {
+        write_file(&JsonExporter, &result, std::path::Path::new("-"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let env = &result.environment;
+    println!("run        {}", result.id);
+    println!(
+        "probe      {} ({}), started {}, {} measured",
+        result.probe,
+        status_name(&result),
+        result.started_at,
+        human_duration(result.elapsed_ns)
+    );
+    println!(
+        "host       {}, kernel {} ({}), {}",
+        env.hostname.as_deref().unwrap_or("unknown"),
+        env.kernel_release.as_deref().unwrap_or("unknown"),
+        env.preempt_model,
+        env.virtualization.as_deref().map_or_else(
+            || "virtualization unknown".to_string(),
+            |v| format!("virtualization {v}")
+        )
+    );
+    if let Some(c) = &result.campaign {
+        println!(
+            "campaign   {} run {}/{} (execution {}): load {}, configuration {}, repeat {}",
+            c.name, c.index, c.total, c.execution, c.load, c.configuration, c.repeat
+        );
+    }
+    if result.loads.is_empty() {
+        println!("loads      none");
+    }
+    for load in &result.loads {
+        let work: Vec<String> = load.work.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("load       {}: {}", load.spec, work.join(", "));
+        for note in &load.notes {
+            println!("             {note}");
+        }
+    }
+    println!();
+    print!("{}", summary_table(&result));
+    for warning in &result.warnings {
+        println!("warning: {warning}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let store = session::open_store(args.store.db.as_deref())?;
+    let mut runs = Vec::new();
+    for id in &args.runs {
+        // A file is read as `rtlab import` reads it, without storing it.
+        let run = match std::path::Path::new(id).is_file() {
+            true => rtlab_report::import::import_file(std::path::Path::new(id))
+                .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?,
+            false => get(&store, id)?,
+        };
+        runs.push(run);
+    }
+    let options = CompareOptions {
+        resamples: args.resamples as usize,
+        confidence: args.confidence,
+        seed: args.seed,
+    };
+    options
+        .validate()
+        .map_err(|e| anyhow::Error::new(InputError(e)))?;
+    let matching: Matching = args
+        .matching
+        .parse()
+        .map_err(|e: String| anyhow::Error::new(InputError(format!("--match: {e}"))))?;
+    let comparison = compare_matching(&runs, &options, matching);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        match args.format {
+            CompareFormat::Table => print!("{}", comparison_table(&comparison)),
+            CompareFormat::Md => print!("{}", comparison_markdown(&comparison)),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let store = session::open_store(args.store.db.as_deref())?;
+    let result = get(&store, &args.run)?;
+    let histfile;
+    let exporter: &dyn Exporter = match args.format {
+        ExportFormat::Json => &JsonExporter,
+        ExportFormat::Csv => &CsvExporter,
+        ExportFormat::Markdown => &MarkdownExporter,
+        ExportFormat::Histfile => {
+            let recorded_us = result
+                .series
+                .iter()
+                .find_map(|s| s.stats.overflows.as_ref().map(|o| o.limit_us));
+            let hist_max_us = match args.hist_max {
+                Some(ns) if ns % 1000 != 0 => {
+                    return Err(InputError(format!(
+                        "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
+                        human_duration(ns)
+                    ))
+                    .into());
+                }
+                Some(ns) => ns / 1000,
+                None => recorded_us.unwrap_or(1000),
+            };
+            histfile = HistfileExporter {
+                hist_max_us,
+                all_threads_column: false,
+            };
+            &histfile
+        }
+    };
+    write_file(exporter, &result, &args.output)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let mut store = session::open_store(args.store.db.as_deref())?;
+    // Everything is read and checked before anything is stored, so a bad
+    // file among good ones leaves the store as it was.
+    let mut imported = Vec::new();
+    for path in &args.files {
+        let result = rtlab_report::import::import_file(path)
+            .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+        imported.push((path, result));
+    }
+    for (_, result) in &imported {
+        store
+            .save(result)
+            .with_context(|| format!("storing in {}", store.path().display()))?;
+    }
+    if args.json {
+        let ids: Vec<serde_json::Value> = imported
+            .iter()
+            .map(|(path, r)| serde_json::json!({ "file": path, "id": r.id, "series": r.series.len() }))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "imported": ids }))?
+        );
+    } else {
+        for (path, result) in &imported {
+            println!(
+                "{} -> run {} ({} series, {} samples)",
+                path.display(),
+                result.id,
+                result.series.len(),
+                result.series.iter().map(|s| s.stats.samples).sum::<u64>()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

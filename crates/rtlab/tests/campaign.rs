@@ -1,0 +1,212 @@
+//! Campaigns end to end: plans, file errors that name line and field, the
+//! verdict, every run stored, and an interrupted campaign that keeps run 1
+//! complete and run 2 partial.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn runs_in(state: &Path, db: &Path) -> Vec<serde_json::Value> {
+    let out = common::run(
+        common::rtlab(state)
+            .args(["runs", "--json", "--db"])
+            .arg(db),
+    );
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut runs = doc["runs"].as_array().unwrap().clone();
+    runs.reverse(); // oldest first
+    runs
+}
+
+#[test]
+fn presets_plan_with_an_eta() {
+    let dir = tempfile::tempdir().unwrap();
+    for (preset, runs) in [("quick", 8), ("hallberg2017", 9), ("romero", 5)] {
+        let out = common::run(
+            common::rtlab(dir.path()).args(["campaign", "plan", preset, "--json", "-"]),
+        );
+        assert!(out.status.success(), "{preset}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["runs"].as_array().unwrap().len(), runs, "{preset}");
+        assert!(doc["eta_ns"].as_u64().unwrap() > 0);
+    }
+    let out = common::run(common::rtlab(dir.path()).args(["campaign", "plan", "romero"]));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ETA") || text.contains("eta"), "{text}");
+}
+
+#[test]
+fn campaign_file_errors_name_the_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"bad\"\nduration = \"2s\"\n\n[[probe]]\nkind = \"timer\"\n\n\
+         [[load]]\nname = \"idle\"\nrun = []\n\n[[configuration]]\nname = \"x\"\n\
+         policy = \"other\"\npriority = 50\n",
+    )
+    .unwrap();
+    for verb in ["plan", "run"] {
+        let mut cmd = common::rtlab(dir.path());
+        cmd.args(["campaign", verb]).arg(&file);
+        if verb == "run" {
+            cmd.arg("--db").arg(dir.path().join("db"));
+        }
+        let out = common::run(&mut cmd);
+        assert_eq!(out.status.code(), Some(2), "{verb}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bad.toml:14"), "{verb}: {err}");
+        assert!(err.contains("priority"), "{verb}: {err}");
+    }
+    // A load the load crate refuses is reported at its line too.
+    std::fs::write(
+        &file,
+        "name = \"bad\"\nduration = \"2s\"\n[[probe]]\nkind = \"timer\"\n[[load]]\n\
+         name = \"x\"\nrun = [\"vmm\"]\n[[configuration]]\nname = \"x\"\npolicy = \"other\"\n",
+    )
+    .unwrap();
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["campaign", "plan"])
+            .arg(&file),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:7") && err.contains("vmm"), "{err}");
+    // Neither a file nor a preset.
+    let out = common::run(common::rtlab(dir.path()).args(["campaign", "plan", "nosuch"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("quick"));
+}
+
+const SMALL: &str = r#"
+name = "small"
+duration = "1s"
+
+[[probe]]
+kind = "timer"
+cpus = "0"
+interval = "1ms"
+
+[[load]]
+name = "idle"
+run = []
+[[load]]
+name = "cpu"
+run = ["cpu:workers=1"]
+
+[[configuration]]
+name = "promoted"
+policy = "fifo"
+priority = 80
+[[configuration]]
+name = "not-promoted"
+policy = "other"
+"#;
+
+#[test]
+fn a_campaign_stores_every_run_and_ends_with_a_matrix() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("small.toml");
+    std::fs::write(&file, SMALL).unwrap();
+    let db = dir.path().join("results.db");
+    let json = dir.path().join("campaign.json");
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["campaign", "run"])
+            .arg(&file)
+            .arg("--db")
+            .arg(&db)
+            .arg("--json")
+            .arg(&json),
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("promoted p99.9 / max"), "{stdout}");
+    let runs = runs_in(dir.path(), &db);
+    assert_eq!(runs.len(), 4);
+    let cells: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "complete");
+            assert!(r["samples"].as_u64().unwrap() > 0);
+            (
+                r["load"].as_str().unwrap().to_string(),
+                r["configuration"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("idle", "promoted"),
+        ("idle", "not-promoted"),
+        ("cpu", "promoted"),
+        ("cpu", "not-promoted"),
+    ];
+    assert_eq!(
+        cells,
+        want.map(|(l, c)| (l.to_string(), c.to_string())).to_vec()
+    );
+    // The loaded runs carry their load's record, with work done.
+    let doc = common::read_json(&json).unwrap();
+    let loaded = &doc["runs"][2];
+    assert_eq!(loaded["loads"][0]["name"], "cpu");
+    assert!(loaded["loads"][0]["work"]
+        .as_object()
+        .unwrap()
+        .values()
+        .any(|v| v.as_u64() > Some(0)));
+    assert_eq!(
+        doc["runs"][1]["series"][0]["thread"]["requested"]["policy"],
+        "other"
+    );
+}
+
+#[test]
+fn an_interrupted_campaign_keeps_run_1_complete_and_run_2_partial() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.toml");
+    // Two runs of 4 s: idle × promoted, idle × not-promoted.
+    std::fs::write(
+        &file,
+        SMALL
+            .replace("duration = \"1s\"", "duration = \"4s\"")
+            .replace("[[load]]\nname = \"cpu\"\nrun = [\"cpu:workers=1\"]\n", ""),
+    )
+    .unwrap();
+    let db = dir.path().join("results.db");
+    let mut child = common::rtlab(dir.path())
+        .args(["campaign", "run", "--quiet"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // SIGINT only once run 1 is stored and run 2 measures.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "run 1 was never stored");
+        if db.exists() && runs_in(dir.path(), &db).len() == 1 {
+            break;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the campaign ended early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    common::signal(&child, libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let runs = runs_in(dir.path(), &db);
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["status"], "complete");
+    assert_eq!(runs[1]["status"], "partial");
+    assert!(runs[1]["samples"].as_u64().unwrap() > 0);
+}
