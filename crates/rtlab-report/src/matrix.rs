@@ -2,7 +2,6 @@
 //! maximum of each cell, and the verdict `rtlab quick` ends with.
 
 use rtlab_core::result::RunResult;
-use rtlab_core::units::Micros;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -123,8 +122,7 @@ impl Matrix {
                     None => "-".to_string(),
                     Some(cell) if cell.samples == 0 => "no samples".to_string(),
                     Some(cell) => {
-                        let mut text =
-                            format!("{} / {}", Micros(cell.p99_9_ns), Micros(cell.max_ns));
+                        let mut text = format!("{} / {}", Us1(cell.p99_9_ns), Us1(cell.max_ns));
                         if cell.missed > 0 {
                             let _ = write!(text, " ({} missed)", cell.missed);
                         }
@@ -171,9 +169,9 @@ impl Matrix {
                     let _ = writeln!(
                         out,
                         "  {load:<10} max {:>10} µs  ({}), p99.9 {} µs",
-                        Micros(cell.max_ns),
+                        Us1(cell.max_ns),
                         cell.configuration,
-                        Micros(cell.p99_9_ns)
+                        Us1(cell.p99_9_ns)
                     );
                 }
                 None => {
@@ -211,16 +209,29 @@ impl Matrix {
                 let _ = writeln!(
                     out,
                     "  {load:<10} p99.9 {} → {} µs ({}), max {} → {} µs ({})",
-                    Micros(b.p99_9_ns),
-                    Micros(a.p99_9_ns),
+                    Us1(b.p99_9_ns),
+                    Us1(a.p99_9_ns),
                     change(b.p99_9_ns, a.p99_9_ns),
-                    Micros(b.max_ns),
-                    Micros(a.max_ns),
+                    Us1(b.max_ns),
+                    Us1(a.max_ns),
                     change(b.max_ns, a.max_ns),
                 );
             }
         }
         out
+    }
+}
+
+/// µs with one decimal: a campaign's cells are read at a glance, and on
+/// these scales the tenth of a µs is the noise floor anyway.
+struct Us1(u64);
+
+impl std::fmt::Display for Us1 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Integer rounding: half a tenth rounds up, as a reader expects.
+        let tenths = self.0.saturating_add(50) / 100;
+        let text = format!("{}.{}", tenths / 10, tenths % 10);
+        f.pad(&text)
     }
 }
 
@@ -242,6 +253,101 @@ fn change(before: u64, after: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtlab_core::env::Environment;
+    use rtlab_core::result::{
+        CampaignRef, Effective, Percentiles, RunStatus, Series, SeriesStats, ThreadSettings,
+    };
+    use rtlab_core::sched::{Policy, SchedParams};
+
+    fn run(
+        load: &str,
+        configuration: &str,
+        policy: Policy,
+        p99_9_us: u64,
+        max_us: u64,
+    ) -> RunResult {
+        let series = Series {
+            name: "cpu0".into(),
+            metric: "wakeup_latency".into(),
+            cpu: Some(0),
+            interval_ns: 1_000_000,
+            thread: ThreadSettings {
+                tid: 1,
+                pinned_cpu: Some(0),
+                requested: SchedParams {
+                    policy,
+                    priority: if policy.is_realtime() { 90 } else { 0 },
+                    deadline: None,
+                },
+                actual: None,
+                timer_slack_ns: Some(1),
+            },
+            stats: SeriesStats {
+                samples: 1000,
+                missed: if max_us > 1000 { 2 } else { 0 },
+                max_ns: max_us * 1000,
+                percentiles_ns: Percentiles {
+                    p99_9: p99_9_us * 1000,
+                    ..Percentiles::default()
+                },
+                ..SeriesStats::default()
+            },
+        };
+        RunResult {
+            schema: rtlab_core::result::RUN_SCHEMA.into(),
+            id: format!("{load}-{configuration}"),
+            probe: "timer".into(),
+            status: RunStatus::Complete,
+            started_at: String::new(),
+            ended_at: None,
+            elapsed_ns: 0,
+            command: Vec::new(),
+            config: serde_json::Value::Null,
+            effective: Effective::default(),
+            environment: Environment::default(),
+            series: vec![series],
+            break_event: None,
+            loads: Vec::new(),
+            campaign: Some(CampaignRef {
+                name: "t".into(),
+                execution: "e".into(),
+                index: 1,
+                total: 4,
+                configuration: configuration.into(),
+                load: load.into(),
+                repeat: 1,
+            }),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn matrix_table_and_verdict() {
+        let results = [
+            run("idle", "promoted", Policy::Fifo, 40, 90),
+            run("idle", "plain", Policy::Other, 120, 400),
+            run("vm", "promoted", Policy::Fifo, 80, 2500),
+            run("vm", "plain", Policy::Other, 800, 2400),
+        ];
+        let matrix = Matrix::of(&results);
+        assert_eq!(matrix.loads, ["idle", "vm"]);
+        assert_eq!(matrix.configurations, ["promoted", "plain"]);
+        assert_eq!(
+            matrix.table(),
+            "load   promoted p99.9 / max µs       plain p99.9 / max µs\n\
+             idle               40.0 / 90.0              120.0 / 400.0\n\
+             vm    80.0 / 2500.0 (2 missed)  800.0 / 2400.0 (2 missed)\n"
+        );
+        assert_eq!(
+            matrix.verdict(),
+            "Worst case under each load:\n\
+             \x20 idle       max      400.0 µs  (plain), p99.9 120.0 µs\n\
+             \x20 vm         max     2500.0 µs  (promoted), p99.9 80.0 µs\n\
+             Real-time promotion (promoted against plain):\n\
+             \x20 idle       p99.9 120.0 → 40.0 µs (3.0× lower), max 400.0 → 90.0 µs (4.4× lower)\n\
+             \x20 vm         p99.9 800.0 → 80.0 µs (10.0× lower), max 2400.0 → 2500.0 µs (about the same)\n"
+        );
+    }
 
     #[test]
     fn change_names_the_direction() {
@@ -249,5 +355,11 @@ mod tests {
         assert_eq!(change(100, 250), "2.5× higher");
         assert_eq!(change(100, 102), "about the same");
         assert_eq!(change(0, 5), "n/a");
+    }
+
+    #[test]
+    fn microseconds_have_one_decimal_and_pad() {
+        assert_eq!(format!("{:>8}", Us1(7_063_417)), "  7063.4");
+        assert_eq!(Us1(950).to_string(), "1.0");
     }
 }

@@ -166,17 +166,48 @@ fn a_campaign_stores_every_run_and_ends_with_a_matrix() {
     );
 }
 
+const SYSCTL: &str = "/proc/sys/kernel/timer_migration";
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
+}
+
+/// SIGINT in run 2: run 1 stays complete, run 2 is stored as partial with
+/// what it measured, its load is reaped and the sysctl it set is back.
 #[test]
 fn an_interrupted_campaign_keeps_run_1_complete_and_run_2_partial() {
     require_realtime!();
+    if !Path::new(SYSCTL).exists() {
+        common::skip(&format!("needs {SYSCTL} to change a real sysctl"));
+        return;
+    }
+    let original = std::fs::read_to_string(SYSCTL).unwrap().trim().to_string();
+    let changed = if original == "0" { "1" } else { "0" };
     let dir = tempfile::tempdir().unwrap();
+    let marker = format!("rtlab-test-{}", std::process::id());
     let file = dir.path().join("two.toml");
-    // Two runs of 4 s: idle × promoted, idle × not-promoted.
+    // Two runs of 4 s under a command load: promoted, then not promoted.
     std::fs::write(
         &file,
-        SMALL
-            .replace("duration = \"1s\"", "duration = \"4s\"")
-            .replace("[[load]]\nname = \"cpu\"\nrun = [\"cpu:workers=1\"]\n", ""),
+        format!(
+            "name = \"two\"\nduration = \"4s\"\n\
+             [[probe]]\nkind = \"timer\"\ncpus = \"0\"\n\
+             [[load]]\nname = \"sleeper\"\nrun = [\"cmd:sleep 3600; echo {marker}\"]\n\
+             [[configuration]]\nname = \"promoted\"\npolicy = \"fifo\"\npriority = 80\n\
+             sysctl = [\"kernel.timer_migration={changed}\"]\n\
+             [[configuration]]\nname = \"not-promoted\"\npolicy = \"other\"\n\
+             sysctl = [\"kernel.timer_migration={changed}\"]\n"
+        ),
     )
     .unwrap();
     let db = dir.path().join("results.db");
@@ -201,6 +232,11 @@ fn an_interrupted_campaign_keeps_run_1_complete_and_run_2_partial() {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "run 2's load is running"
+    );
+    assert_eq!(std::fs::read_to_string(SYSCTL).unwrap().trim(), changed);
     common::signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
@@ -209,4 +245,15 @@ fn an_interrupted_campaign_keeps_run_1_complete_and_run_2_partial() {
     assert_eq!(runs[0]["status"], "complete");
     assert_eq!(runs[1]["status"], "partial");
     assert!(runs[1]["samples"].as_u64().unwrap() > 0);
+    assert_eq!(std::fs::read_to_string(SYSCTL).unwrap().trim(), original);
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    // The partial run keeps the record of its load.
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["show", runs[1]["id"].as_str().unwrap(), "--json", "--db"])
+            .arg(&db),
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["loads"][0]["name"], "cmd");
+    assert_eq!(shown["campaign"]["index"], 2);
 }
