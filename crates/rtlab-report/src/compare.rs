@@ -865,37 +865,12 @@ pub fn comparison_table(c: &Comparison) -> String {
     let mut rows = vec![header];
     rows.extend(table_rows(c));
     let columns = rows[0].len();
-    let widths: Vec<usize> = (0..columns)
-        .map(|col| {
-            rows.iter()
-                .map(|r| r[col].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(col, (cell, w))| {
-                // Text columns left, numbers right; "missing" stays left.
-                if col < 2 || col == columns - 1 || cell == "missing" {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-        if i == 0 {
-            let _ = writeln!(
-                out,
-                "{}",
-                "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
-            );
-        }
-    }
+    // Text columns left, numbers right; "missing" stays left.
+    out.push_str(&crate::table::align(
+        &rows,
+        |col, cell| col < 2 || col == columns - 1 || cell == "missing",
+        true,
+    ));
     for line in footer(c) {
         let _ = writeln!(out, "{line}");
     }

@@ -135,21 +135,7 @@ impl Matrix {
             }
             rows.push(row);
         }
-        let widths: Vec<usize> = (0..rows[0].len())
-            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-            .collect();
-        let mut out = String::new();
-        for row in &rows {
-            for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
-                if i == 0 {
-                    let _ = write!(out, "{cell:<width$}");
-                } else {
-                    let _ = write!(out, "  {cell:>width$}");
-                }
-            }
-            out.push('\n');
-        }
-        out
+        crate::table::align(&rows, |col, _| col == 0, false)
     }
 
     /// The short verdict: the worst case under each load, and what

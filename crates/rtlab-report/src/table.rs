@@ -34,10 +34,19 @@ pub fn summary_table(result: &RunResult) -> String {
                 .map_or_else(|| "-".into(), |spike| human_duration(spike.at_ns)),
         ]);
     }
-    let widths: Vec<usize> = (0..HEADERS.len())
+    align(&rows, |col, _| col == 0, true)
+}
+
+/// Lays rows out in columns two spaces apart: a cell is left-aligned where
+/// `left(column, cell)` says so and right-aligned otherwise (numbers); with
+/// `rule`, a line of dashes follows the first row (the header).
+pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: bool) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
         .map(|col| {
             rows.iter()
-                .map(|r| r[col].chars().count())
+                .filter_map(|r| r.get(col))
+                .map(|cell| cell.chars().count())
                 .max()
                 .unwrap_or(0)
         })
@@ -48,26 +57,19 @@ pub fn summary_table(result: &RunResult) -> String {
             .iter()
             .zip(&widths)
             .enumerate()
-            .map(|(col, (cell, w))| {
-                if col == 0 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
+            .map(|(col, (cell, w))| match left(col, cell) {
+                true => format!("{cell:<w$}"),
+                false => format!("{cell:>w$}"),
             })
             .collect();
         let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-        if i == 0 {
+        if rule && i == 0 {
             let _ = writeln!(
                 out,
                 "{}",
-                "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+                "-".repeat(widths.iter().sum::<usize>() + 2 * columns.saturating_sub(1))
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "latencies in µs (ns precision); missed = deadlines that passed without their own wake-up"
-    );
     out
 }

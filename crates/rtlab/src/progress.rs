@@ -21,13 +21,7 @@ impl LiveStatus {
         }
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
         let overall = multi.add(ProgressBar::new(planned_ns / 1_000_000));
-        overall.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {percent:>3}%  ETA {eta}  {msg}",
-            )
-            .expect("static template")
-            .progress_chars("=> "),
-        );
+        overall.set_style(bar_style());
         let lines = series
             .iter()
             .map(|name| {
@@ -69,4 +63,11 @@ impl LiveStatus {
         }
         self.overall.finish_and_clear();
     }
+}
+
+/// The one look of every progress bar: elapsed, bar, percent, ETA, message.
+pub fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {percent:>3}%  ETA {eta}  {msg}")
+        .expect("static template")
+        .progress_chars("=> ")
 }

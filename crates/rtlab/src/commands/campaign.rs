@@ -4,7 +4,7 @@ use crate::cli::{CampaignPlanArgs, CampaignRunArgs, QuickArgs};
 use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
 use rtlab_campaign::{Plan, PlannedRun};
 use rtlab_core::result::{RunResult, RunStatus};
@@ -186,13 +186,7 @@ impl Progress {
                 Some(plan.eta_ns() / 1_000_000),
                 ProgressDrawTarget::stderr_with_hz(10),
             );
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {percent:>3}%  ETA {eta}  {msg}",
-                )
-                .expect("static template")
-                .progress_chars("=> "),
-            );
+            bar.set_style(crate::progress::bar_style());
             bar
         });
         Progress {

@@ -355,13 +355,7 @@ fn progress_bar(planned_ns: Option<u64>, quiet: bool) -> Option<ProgressBar> {
     let bar = match planned_ns {
         Some(ns) => {
             let bar = ProgressBar::new(ns / 1_000_000);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {percent:>3}%  ETA {eta}  {msg}",
-                )
-                .expect("static template")
-                .progress_chars("=> "),
-            );
+            bar.set_style(crate::progress::bar_style());
             bar
         }
         None => {

@@ -15,9 +15,8 @@ use rtlab_report::compare::{
 use rtlab_report::export::{
     write_file, CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
 };
-use rtlab_report::table::summary_table;
+use rtlab_report::table::{align, summary_table};
 use rtlab_store::{RunFilter, Store};
-use std::fmt::Write as _;
 use std::process::ExitCode;
 
 /// A run that is not in the store is bad input (exit 2), with the store's
@@ -91,29 +90,8 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             Micros(run.worst_max_ns).to_string(),
         ]);
     }
-    print!("{}", aligned(&rows, 7));
+    print!("{}", align(&rows, |col, _| col < 7, false));
     Ok(ExitCode::SUCCESS)
-}
-
-/// Left-aligns the first `text_columns` columns and right-aligns the rest.
-fn aligned(rows: &[Vec<String>], text_columns: usize) -> String {
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (cell, &w))| match i < text_columns {
-                true => format!("{cell:<w$}"),
-                false => format!("{cell:>w$}"),
-            })
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-    }
-    out
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
