@@ -274,6 +274,17 @@ fn print_summary(out: &mut dyn Write, result: &RunResult) -> std::io::Result<()>
             .dma_latency_us
             .map_or_else(|| "not held".to_string(), |v| format!("{v} us")),
     )?;
+    for load in &result.loads {
+        let work: Vec<String> = load
+            .work
+            .iter()
+            .map(|(name, value)| format!("{name} {}", rtlab_load::counter_text(name, *value)))
+            .collect();
+        writeln!(out, "under load {}: {}", load.spec, work.join(", "))?;
+        for note in &load.notes {
+            writeln!(out, "  {note}")?;
+        }
+    }
     for warning in &result.warnings {
         writeln!(out, "warning: {warning}")?;
     }

@@ -130,7 +130,11 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         println!("loads      none");
     }
     for load in &result.loads {
-        let work: Vec<String> = load.work.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let work: Vec<String> = load
+            .work
+            .iter()
+            .map(|(k, v)| format!("{k} {}", rtlab_load::counter_text(k, *v)))
+            .collect();
         println!("load       {}: {}", load.spec, work.join(", "));
         for note in &load.notes {
             println!("             {note}");
