@@ -358,15 +358,19 @@ pub enum ExportFormat {
 #[command(after_help = "Examples:
   rtlab export last --format histfile -o hist.txt
   rtlab export 20261121T193012Z-4242 --format markdown
-  rtlab export last --format csv -o runs.csv")]
+  rtlab export last --format csv -o runs.csv
+  rtlab export last --json > run.json")]
 pub struct ExportArgs {
     /// Run id, a unique prefix of one, or `last`.
     pub run: String,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Output format.
-    #[arg(long, value_enum)]
-    pub format: ExportFormat,
+    #[arg(long, value_enum, required_unless_present = "json")]
+    pub format: Option<ExportFormat>,
+    /// The same as `--format json`: the whole result (schema rtlab.run/1).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Output file, or `-` for stdout.
     #[arg(long, short, default_value = "-", value_name = "PATH|-")]
     pub output: PathBuf,

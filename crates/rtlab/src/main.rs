@@ -15,6 +15,14 @@ fn main() -> ExitCode {
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(error) => {
+            // `rtlab export … | head`: the reader left, nothing to report.
+            let broken_pipe = error.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
             if let Some(bad) = error.downcast_ref::<input::InputError>() {
                 eprintln!("error: {bad}");
                 return ExitCode::from(2);

@@ -188,7 +188,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let store = session::open_store(args.store.db.as_deref())?;
     let result = get(&store, &args.run)?;
     let histfile;
-    let exporter: &dyn Exporter = match args.format {
+    let format = args.format.unwrap_or(ExportFormat::Json);
+    let exporter: &dyn Exporter = match format {
         ExportFormat::Json => &JsonExporter,
         ExportFormat::Csv => &CsvExporter,
         ExportFormat::Markdown => &MarkdownExporter,
