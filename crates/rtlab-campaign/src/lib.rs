@@ -19,9 +19,9 @@ pub use error::{CampaignError, Position};
 pub use parse::{parse, MAX_RUNS};
 pub use plan::{format_eta, plan, Plan, PlannedRun, PLAN_SCHEMA, RUN_OVERHEAD_NS};
 pub use spec::{
-    cpus_text, Campaign, Configuration, Exclude, LoadEntry, ProbeKind, ProbeSpec, TimerMode,
-    TimerSettings, DEFAULT_DL_RUNTIME_NS, DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS,
-    DEFAULT_PRIORITY,
+    cpus_text, Campaign, Configuration, Exclude, LoadEntry, Mechanism, NoiseSettings, ProbeKind,
+    ProbeSettings, ProbeSpec, SwitchSettings, TimerMode, TimerSettings, DEFAULT_DL_RUNTIME_NS,
+    DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS, DEFAULT_PRIORITY, DEFAULT_SWITCH_INTERVAL_NS,
 };
 
 use std::path::Path;
@@ -35,6 +35,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../examples/hallberg2017.toml"),
     ),
     ("romero", include_str!("../../../examples/romero.toml")),
+    (
+        "straumann2001",
+        include_str!("../../../examples/straumann2001.toml"),
+    ),
 ];
 
 /// The text of a built-in campaign.
@@ -45,7 +49,8 @@ pub fn preset(name: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
-/// Reads a campaign from a preset name (`quick`, `hallberg2017`, `romero`)
+/// Reads a campaign from a preset name (`quick`, `hallberg2017`, `romero`,
+/// `straumann2001`)
 /// or a file path. A preset name wins over a file of the same name in the
 /// current directory; write `./quick` for the file. Anything that is
 /// neither is an error listing the presets.

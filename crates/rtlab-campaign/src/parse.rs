@@ -29,8 +29,28 @@ const TOP_KEYS: &[&str] = &[
     "configuration",
     "exclude",
 ];
-const PROBE_KEYS: &[&str] = &[
+const TIMER_KEYS: &[&str] = &[
     "kind", "name", "cpus", "interval", "distance", "mode", "hist_max",
+];
+const SWITCH_KEYS: &[&str] = &[
+    "kind",
+    "name",
+    "mechanisms",
+    "interval",
+    "rate",
+    "cpu",
+    "cross_cpu",
+    "process",
+];
+const NOISE_KEYS: &[&str] = &[
+    "kind",
+    "name",
+    "cpus",
+    "threshold",
+    "runtime",
+    "period",
+    "window",
+    "osnoise",
 ];
 const LOAD_KEYS: &[&str] = &["name", "run"];
 const CONFIGURATION_KEYS: &[&str] = &[
@@ -100,7 +120,10 @@ pub fn parse(
         "give each probe its own `name`",
     )?;
     for (section, probe) in probe_sections.iter().zip(&probes) {
-        if duration_ns < probe.timer.interval_ns {
+        let Some(interval_ns) = probe.interval_ns() else {
+            continue;
+        };
+        if duration_ns < interval_ns {
             return Err(r.error(
                 duration_value.span(),
                 "duration",
@@ -108,7 +131,7 @@ pub fn parse(
                     "{} is shorter than the interval of probe `{}` ({}, line {})",
                     human_duration(duration_ns),
                     probe.name,
-                    human_duration(probe.timer.interval_ns),
+                    human_duration(interval_ns),
                     r.position(section.span.start).line
                 ),
             ));
@@ -170,7 +193,6 @@ pub fn parse(
 }
 
 fn probe(r: &Reader, s: &Section) -> Result<ProbeSpec, CampaignError> {
-    s.check_keys(r, PROBE_KEYS)?;
     let kind_value = s.required(r, "kind")?;
     let (kind_text, _) = r.string(kind_value, &s.field("kind"))?;
     let kind: ProbeKind = kind_text
@@ -180,11 +202,33 @@ fn probe(r: &Reader, s: &Section) -> Result<ProbeSpec, CampaignError> {
         Some(v) => r.name(v, &s.field("name"))?,
         None => kind.to_string(),
     };
+    let settings = match kind {
+        ProbeKind::Timer => ProbeSettings::Timer(timer_settings(r, s)?),
+        ProbeKind::Switch => ProbeSettings::Switch(switch_settings(r, s)?),
+        ProbeKind::Noise => ProbeSettings::Noise(noise_settings(r, s)?),
+    };
+    Ok(ProbeSpec {
+        name,
+        kind,
+        settings,
+    })
+}
+
+fn cpus(r: &Reader, s: &Section) -> Result<Option<CpuSelection>, CampaignError> {
+    let Some(v) = s.get("cpus") else {
+        return Ok(None);
+    };
+    let (text, span) = r.string(v, &s.field("cpus"))?;
+    CpuSelection::parse(&text)
+        .map(Some)
+        .map_err(|e| r.error(span, &s.field("cpus"), e.to_string()))
+}
+
+fn timer_settings(r: &Reader, s: &Section) -> Result<TimerSettings, CampaignError> {
+    s.check_keys(r, TIMER_KEYS)?;
     let mut timer = TimerSettings::default();
-    if let Some(v) = s.get("cpus") {
-        let (text, span) = r.string(v, &s.field("cpus"))?;
-        timer.cpus = CpuSelection::parse(&text)
-            .map_err(|e| r.error(span, &s.field("cpus"), e.to_string()))?;
+    if let Some(cpus) = cpus(r, s)? {
+        timer.cpus = cpus;
     }
     if let Some(v) = s.get("interval") {
         timer.interval_ns = r.positive_duration(v, &s.field("interval"))?;
@@ -209,7 +253,137 @@ fn probe(r: &Reader, s: &Section) -> Result<ProbeSpec, CampaignError> {
         }
         timer.hist_max_ns = ns;
     }
-    Ok(ProbeSpec { name, kind, timer })
+    Ok(timer)
+}
+
+fn switch_settings(r: &Reader, s: &Section) -> Result<SwitchSettings, CampaignError> {
+    s.check_keys(r, SWITCH_KEYS)?;
+    let mut switch = SwitchSettings::default();
+    if let Some(v) = s.get("mechanisms") {
+        let field = s.field("mechanisms");
+        let mut mechanisms = Vec::new();
+        if let DeValue::String(text) = v.get_ref() {
+            if text.as_ref() != "all" {
+                return Err(r.error(
+                    v.span(),
+                    &field,
+                    "give \"all\" or a list such as [\"futex\", \"pipe\"]",
+                ));
+            }
+            mechanisms = Mechanism::ALL.to_vec();
+        } else {
+            let list = r.strings(
+                v,
+                &field,
+                "mechanisms such as [\"futex\", \"pipe\"], or \"all\"",
+            )?;
+            for (i, (text, span)) in list.into_iter().enumerate() {
+                let mechanism: Mechanism = text
+                    .parse()
+                    .map_err(|e: String| r.error(span.clone(), &format!("{field}[{i}]"), e))?;
+                if mechanisms.contains(&mechanism) {
+                    return Err(r.error(
+                        span,
+                        &format!("{field}[{i}]"),
+                        format!("`{text}` is listed twice"),
+                    ));
+                }
+                mechanisms.push(mechanism);
+            }
+            if mechanisms.is_empty() {
+                return Err(r.error(v.span(), &field, "give at least one mechanism"));
+            }
+        }
+        switch.mechanisms = mechanisms;
+    }
+    match (s.get("interval"), s.get("rate")) {
+        (Some(_), Some(rate)) => {
+            return Err(r.error(
+                rate.span(),
+                &s.field("rate"),
+                "give `interval` or `rate`, not both",
+            ))
+        }
+        (Some(v), None) => switch.interval_ns = r.positive_duration(v, &s.field("interval"))?,
+        (None, Some(v)) => {
+            let (text, span) = r.string(v, &s.field("rate"))?;
+            switch.interval_ns = rtlab_core::units::parse_rate_period_ns(&text)
+                .map_err(|e| r.error(span, &s.field("rate"), e.to_string()))?;
+        }
+        (None, None) => {}
+    }
+    if let Some(v) = s.get("cpu") {
+        let n = r.integer(v, &s.field("cpu"))?;
+        let cpu = usize::try_from(n).ok().ok_or_else(|| {
+            r.error(
+                v.span(),
+                &s.field("cpu"),
+                format!("{n} is not a CPU number"),
+            )
+        })?;
+        switch.cpu = Some(cpu);
+    }
+    if let Some(v) = s.get("cross_cpu") {
+        switch.cross_cpu = r.boolean(v, &s.field("cross_cpu"))?;
+    }
+    if let Some(v) = s.get("process") {
+        switch.process = r.boolean(v, &s.field("process"))?;
+    }
+    Ok(switch)
+}
+
+fn noise_settings(r: &Reader, s: &Section) -> Result<NoiseSettings, CampaignError> {
+    s.check_keys(r, NOISE_KEYS)?;
+    let mut noise = NoiseSettings::default();
+    if let Some(cpus) = cpus(r, s)? {
+        noise.cpus = cpus;
+    }
+    if let Some(v) = s.get("threshold") {
+        noise.threshold_ns = r.positive_duration(v, &s.field("threshold"))?;
+    }
+    if let Some(v) = s.get("runtime") {
+        noise.runtime_ns = r.positive_duration(v, &s.field("runtime"))?;
+    }
+    if let Some(v) = s.get("period") {
+        noise.period_ns = r.positive_duration(v, &s.field("period"))?;
+    }
+    if let Some(v) = s.get("window") {
+        noise.window_ns = r.positive_duration(v, &s.field("window"))?;
+    }
+    if let Some(v) = s.get("osnoise") {
+        noise.osnoise = r.boolean(v, &s.field("osnoise"))?;
+    }
+    if noise.runtime_ns > noise.period_ns {
+        let v = s
+            .get("runtime")
+            .or(s.get("period"))
+            .map_or(s.span.clone(), |v| v.span());
+        return Err(r.error(
+            v,
+            &s.field("runtime"),
+            format!(
+                "runtime {} is longer than the period {}",
+                human_duration(noise.runtime_ns),
+                human_duration(noise.period_ns)
+            ),
+        ));
+    }
+    if noise.window_ns > noise.runtime_ns {
+        let v = s
+            .get("window")
+            .or(s.get("runtime"))
+            .map_or(s.span.clone(), |v| v.span());
+        return Err(r.error(
+            v,
+            &s.field("window"),
+            format!(
+                "window {} is longer than the runtime {}",
+                human_duration(noise.window_ns),
+                human_duration(noise.runtime_ns)
+            ),
+        ));
+    }
+    Ok(noise)
 }
 
 fn load(
@@ -285,9 +459,26 @@ fn configuration(
         }
         c.dl_runtime_ns = Some(ns);
     }
+    if policy == Policy::Deadline {
+        if let Some(p) = probes.iter().find(|p| p.kind != ProbeKind::Timer) {
+            let at = s.get("policy").map_or(s.span.clone(), |v| v.span());
+            return Err(r.error(
+                at,
+                &s.field("policy"),
+                format!(
+                    "policy deadline is for timer probes only; probe `{}` is a {} probe (use fifo, rr or other, or exclude the cell)",
+                    p.name, p.kind
+                ),
+            ));
+        }
+    }
     if let Some(runtime) = c.dl_runtime_ns {
         // deadline = period = the probe's interval: the runtime must fit.
-        if let Some(p) = probes.iter().find(|p| runtime > p.timer.interval_ns) {
+        if let Some((p, interval)) = probes
+            .iter()
+            .filter_map(|p| p.interval_ns().map(|i| (p, i)))
+            .find(|(_, interval)| runtime > *interval)
+        {
             let at = s
                 .get("dl_runtime")
                 .or(s.get("policy"))
@@ -303,7 +494,7 @@ fn configuration(
                 format!(
                     "deadline runtime {} is longer than the period {} of probe `{}` (deadline = period = interval)",
                     human_duration(runtime),
-                    human_duration(p.timer.interval_ns),
+                    human_duration(interval),
                     p.name
                 ),
             ));

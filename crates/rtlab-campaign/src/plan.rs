@@ -53,7 +53,10 @@ impl PlannedRun {
         SchedParams {
             policy: c.policy,
             priority: c.priority.unwrap_or(0),
-            deadline: c.deadline_params(self.probe.timer.interval_ns),
+            deadline: self
+                .probe
+                .interval_ns()
+                .and_then(|interval| c.deadline_params(interval)),
         }
     }
 

@@ -3,14 +3,19 @@
 //! whole plan of them with each result stored as soon as it ends.
 
 use crate::{Plan, PlannedRun};
+use crate::{ProbeSettings, ProbeSpec, TimerMode};
 use anyhow::Context;
+use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::{timestamp_now, CampaignRef, RunResult, RunStatus, RUN_SCHEMA};
 use rtlab_core::sched::SchedParams;
 use rtlab_load::{Launcher, LoadSpec, RunningLoads};
+use rtlab_probe::noise::NoiseConfig;
 use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
-use rtlab_probe::timer::{self, RunLength, TimerConfig, TimerRun, WaitMode};
+use rtlab_probe::switch::SwitchConfig;
+use rtlab_probe::timer::{self, RunLength, TimerConfig, WaitMode};
+use rtlab_probe::{ProbeConfig, ProbeRun};
 use rtlab_store::Store;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +29,7 @@ pub const CHECKPOINT: Duration = Duration::from_secs(2);
 
 /// Everything one run needs.
 pub struct RunRequest {
-    pub timer: TimerConfig,
+    pub probe: ProbeConfig,
     pub process: ProcessOptions,
     /// `key=value` sysctls set through the journal for the run.
     pub sysctls: Vec<String>,
@@ -47,9 +52,9 @@ pub struct RunContext {
 /// Hooks for the terminal (progress) and for files written during a run.
 pub trait RunObserver {
     /// The probe is measuring.
-    fn started(&mut self, _result: &RunResult, _run: &TimerRun) {}
+    fn started(&mut self, _result: &RunResult, _run: &dyn ProbeRun) {}
     /// Called every [`TICK`].
-    fn tick(&mut self, _run: &TimerRun) {}
+    fn tick(&mut self, _run: &dyn ProbeRun) {}
     /// Called every [`CHECKPOINT`] with the result so far (status `running`).
     fn checkpoint(&mut self, _result: &RunResult) {}
 }
@@ -88,19 +93,20 @@ pub fn execute(
     let mut result = RunResult {
         schema: RUN_SCHEMA.into(),
         id: RunResult::new_id(),
-        probe: "timer".into(),
+        probe: request.probe.kind().into(),
         status: RunStatus::Running,
         started_at: timestamp_now(),
         ended_at: None,
         elapsed_ns: 0,
         command: std::mem::take(&mut request.command),
-        config: serde_json::to_value(&request.timer)?,
+        config: serde_json::to_value(&request.probe)?,
         effective,
         environment: Environment::default(),
         series: Vec::new(),
         break_event: None,
         loads: Vec::new(),
         campaign: request.campaign.take(),
+        noise: None,
         warnings,
     };
 
@@ -117,17 +123,21 @@ pub fn execute(
     result.environment = Environment::capture();
 
     let run_stop = Arc::new(AtomicBool::new(false));
-    let run = match timer::start(&request.timer, Arc::clone(&run_stop), request.samples_csv) {
-        Ok(run) => run,
-        Err(e) => {
-            result.loads = loads.stop();
-            drop(process);
-            return Ok(fail_before_measuring(result, context, format!("{e:#}")));
-        }
-    };
-    result.warnings.extend(run.warnings().iter().cloned());
+    let run =
+        match request
+            .probe
+            .start(Arc::clone(&run_stop), request.samples_csv, &context.journal)
+        {
+            Ok(run) => run,
+            Err(e) => {
+                result.loads = loads.stop();
+                drop(process);
+                return Ok(fail_before_measuring(result, context, format!("{e:#}")));
+            }
+        };
+    result.warnings.extend(run.warnings());
     result.series = run.snapshot();
-    observer.started(&result, &run);
+    observer.started(&result, run.as_ref());
 
     let mut loads = loads;
     let mut load_failure = None;
@@ -145,7 +155,7 @@ pub fn execute(
                 run_stop.store(true, Ordering::SeqCst);
             }
         }
-        observer.tick(&run);
+        observer.tick(run.as_ref());
         if last_checkpoint.elapsed() >= CHECKPOINT {
             result.series = run.snapshot();
             result.elapsed_ns = run.elapsed_ns();
@@ -174,6 +184,7 @@ pub fn execute(
         ));
     }
     result.break_event = outcome.break_event;
+    result.noise = outcome.noise;
     for series in &result.series {
         if series.stats.dropped > 0 {
             result.warnings.push(format!(
@@ -232,12 +243,7 @@ pub fn request_for(
     execution: &str,
     command: &[String],
 ) -> anyhow::Result<RunRequest> {
-    let settings = &planned.probe.timer;
     let configuration = &planned.configuration;
-    let cpus = settings
-        .cpus
-        .resolve(&rtlab_core::cpuset::CpuSet::online())
-        .map_err(|e| anyhow::anyhow!("probe {}: cpus: {e}", planned.probe.name))?;
     let mut loads = Vec::new();
     for spec in &planned.load.run {
         loads.push(
@@ -245,26 +251,15 @@ pub fn request_for(
                 .with_context(|| format!("load {}", planned.load.name))?,
         );
     }
-    let timer = TimerConfig {
-        cpus: cpus.iter().collect(),
-        interval_ns: settings.interval_ns,
-        distance_ns: settings.distance_ns,
-        length: RunLength::DurationNs(planned.duration_ns),
-        sched: SchedParams {
-            policy: configuration.policy,
-            priority: configuration.priority.unwrap_or(0),
-            deadline: configuration.deadline_params(settings.interval_ns),
-        },
-        mode: match settings.mode {
-            crate::TimerMode::Abs => WaitMode::Abs,
-            crate::TimerMode::Rel => WaitMode::Rel,
-            crate::TimerMode::Timerfd => WaitMode::Timerfd,
-        },
-        break_at_ns: None,
-        hist_max_us: None,
-    };
+    let probe = probe_config(
+        &planned.probe,
+        planned.sched_params(),
+        planned.duration_ns,
+        &CpuSet::online(),
+    )
+    .map_err(|e| anyhow::anyhow!("probe {}: {e}", planned.probe.name))?;
     Ok(RunRequest {
-        timer,
+        probe,
         process: ProcessOptions {
             mlock: true,
             dma_latency_us: configuration.dma_latency.then_some(0),
@@ -283,6 +278,96 @@ pub fn request_for(
         }),
         samples_csv: None,
     })
+}
+
+/// The probe's config for one run of `duration_ns` with `sched`, its CPUs
+/// resolved against `online`.
+pub fn probe_config(
+    spec: &ProbeSpec,
+    sched: SchedParams,
+    duration_ns: u64,
+    online: &CpuSet,
+) -> Result<ProbeConfig, String> {
+    Ok(match &spec.settings {
+        ProbeSettings::Timer(settings) => {
+            let cpus = settings
+                .cpus
+                .resolve(online)
+                .map_err(|e| format!("cpus: {e}"))?;
+            ProbeConfig::Timer(TimerConfig {
+                cpus: cpus.iter().collect(),
+                interval_ns: settings.interval_ns,
+                distance_ns: settings.distance_ns,
+                length: RunLength::DurationNs(duration_ns),
+                sched,
+                mode: match settings.mode {
+                    TimerMode::Abs => WaitMode::Abs,
+                    TimerMode::Rel => WaitMode::Rel,
+                    TimerMode::Timerfd => WaitMode::Timerfd,
+                },
+                break_at_ns: None,
+                hist_max_us: None,
+            })
+        }
+        ProbeSettings::Switch(settings) => {
+            let (cpu, task_cpu) = switch_placement(settings.cpu, settings.cross_cpu, online)?;
+            // The run's duration is shared by its mechanisms, so that a run
+            // lasts what the plan says whatever the probe.
+            let mechanisms = settings.mechanisms.len().max(1) as u64;
+            ProbeConfig::Switch(SwitchConfig {
+                mechanisms: settings.mechanisms.clone(),
+                interval_ns: settings.interval_ns,
+                length: RunLength::DurationNs(duration_ns / mechanisms),
+                cpu,
+                task_cpu,
+                process: settings.process,
+                sched,
+                inject: None,
+            })
+        }
+        ProbeSettings::Noise(settings) => {
+            let cpus = settings
+                .cpus
+                .resolve(online)
+                .map_err(|e| format!("cpus: {e}"))?;
+            ProbeConfig::Noise(NoiseConfig {
+                cpus: cpus.iter().collect(),
+                threshold_ns: settings.threshold_ns,
+                runtime_ns: settings.runtime_ns,
+                period_ns: settings.period_ns,
+                window_ns: settings.window_ns,
+                duration_ns,
+                sched,
+                osnoise: settings.osnoise,
+            })
+        }
+    })
+}
+
+/// The timer thread's and the task's CPUs for the switch probe: `cpu` (by
+/// default the last online CPU, the one least busy with housekeeping on
+/// most machines) and, across CPUs, the next online CPU after it.
+pub fn switch_placement(
+    cpu: Option<usize>,
+    cross_cpu: bool,
+    online: &CpuSet,
+) -> Result<(usize, usize), String> {
+    let cpus: Vec<usize> = online.iter().collect();
+    let cpu = match cpu {
+        Some(cpu) if online.contains(cpu) => cpu,
+        Some(cpu) => return Err(format!("CPU {cpu} is not online (online: {online})")),
+        None => *cpus.last().ok_or("no CPU is online")?,
+    };
+    if !cross_cpu {
+        return Ok((cpu, cpu));
+    }
+    let at = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
+    match cpus.get((at + 1) % cpus.len()) {
+        Some(&other) if other != cpu => Ok((cpu, other)),
+        _ => Err(format!(
+            "a cross-CPU switch needs two online CPUs (online: {online})"
+        )),
+    }
 }
 
 /// Runs every run of the plan in order and stores each result when it

@@ -4,6 +4,7 @@
 use crate::error::Position;
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::{DeadlineParams, Policy};
+pub use rtlab_probe::switch::Mechanism;
 use serde::{Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
@@ -37,20 +38,26 @@ pub struct Campaign {
     pub origin: String,
 }
 
-/// What a probe measures. Only `timer` exists for now; `switch`, `noise`
-/// and `net` come with their probes.
+/// What a probe measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
+    /// Wake-up latency of periodic threads (`rtlab measure timer`).
     Timer,
+    /// Interrupt latency and the switch to a released task (`rtlab measure switch`).
+    Switch,
+    /// OS noise seen by a spinning thread, by source (`rtlab measure noise`).
+    Noise,
 }
 
 impl ProbeKind {
-    pub const ALL: &'static [ProbeKind] = &[ProbeKind::Timer];
+    pub const ALL: &'static [ProbeKind] = &[ProbeKind::Timer, ProbeKind::Switch, ProbeKind::Noise];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ProbeKind::Timer => "timer",
+            ProbeKind::Switch => "switch",
+            ProbeKind::Noise => "noise",
         }
     }
 }
@@ -151,24 +158,153 @@ fn cpus_as_text<S: Serializer>(cpus: &CpuSelection, s: S) -> Result<S::Ok, S::Er
     s.serialize_str(&cpus_text(cpus))
 }
 
+/// Default period of the switch probe: 4 kHz, as paper 001.
+pub const DEFAULT_SWITCH_INTERVAL_NS: u64 = 250_000;
+
+/// The switch probe's own settings (as `rtlab measure switch`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SwitchSettings {
+    pub mechanisms: Vec<Mechanism>,
+    pub interval_ns: u64,
+    /// The timer thread's CPU; None = the last online CPU.
+    pub cpu: Option<usize>,
+    /// The task on another CPU than the timer thread.
+    pub cross_cpu: bool,
+    /// The task in its own process.
+    pub process: bool,
+}
+
+impl Default for SwitchSettings {
+    fn default() -> Self {
+        SwitchSettings {
+            mechanisms: vec![Mechanism::Futex],
+            interval_ns: DEFAULT_SWITCH_INTERVAL_NS,
+            cpu: None,
+            cross_cpu: false,
+            process: false,
+        }
+    }
+}
+
+/// The noise probe's own settings (as `rtlab measure noise`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoiseSettings {
+    #[serde(serialize_with = "cpus_as_text")]
+    pub cpus: CpuSelection,
+    pub threshold_ns: u64,
+    pub runtime_ns: u64,
+    pub period_ns: u64,
+    pub window_ns: u64,
+    /// Run the kernel's osnoise tracer beside rtlab where it exists.
+    pub osnoise: bool,
+}
+
+impl Default for NoiseSettings {
+    fn default() -> Self {
+        NoiseSettings {
+            cpus: CpuSelection::All,
+            threshold_ns: 1_000,
+            runtime_ns: 900_000_000,
+            period_ns: 1_000_000_000,
+            window_ns: 10_000_000,
+            osnoise: true,
+        }
+    }
+}
+
+/// A probe's own settings, by kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ProbeSettings {
+    Timer(TimerSettings),
+    Switch(SwitchSettings),
+    Noise(NoiseSettings),
+}
+
+impl ProbeSettings {
+    /// The defaults of a probe of `kind`.
+    pub fn default_for(kind: ProbeKind) -> ProbeSettings {
+        match kind {
+            ProbeKind::Timer => ProbeSettings::Timer(TimerSettings::default()),
+            ProbeKind::Switch => ProbeSettings::Switch(SwitchSettings::default()),
+            ProbeKind::Noise => ProbeSettings::Noise(NoiseSettings::default()),
+        }
+    }
+}
+
 /// One `[[probe]]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProbeSpec {
     /// Label in tables and excludes; defaults to the kind.
     pub name: String,
     pub kind: ProbeKind,
-    pub timer: TimerSettings,
+    #[serde(flatten)]
+    pub settings: ProbeSettings,
+}
+
+fn cpus_phrase(cpus: &CpuSelection) -> String {
+    match cpus {
+        CpuSelection::All => "all CPUs".to_string(),
+        CpuSelection::List(set) if set.len() == 1 => format!("CPU {set}"),
+        CpuSelection::List(set) => format!("CPUs {set}"),
+    }
 }
 
 impl ProbeSpec {
+    /// The period of the probe's deadlines, for a periodic probe (timer,
+    /// switch); None for the noise probe.
+    pub fn interval_ns(&self) -> Option<u64> {
+        match &self.settings {
+            ProbeSettings::Timer(t) => Some(t.interval_ns),
+            ProbeSettings::Switch(s) => Some(s.interval_ns),
+            ProbeSettings::Noise(_) => None,
+        }
+    }
+
+    /// The timer settings, for a timer probe.
+    pub fn timer(&self) -> Option<&TimerSettings> {
+        match &self.settings {
+            ProbeSettings::Timer(t) => Some(t),
+            _ => None,
+        }
+    }
+
     /// The settings for humans: `every 1ms on all CPUs, mode abs`.
     pub fn describe(&self) -> String {
-        let t = &self.timer;
-        let cpus = match &t.cpus {
-            CpuSelection::All => "all CPUs".to_string(),
-            CpuSelection::List(set) if set.len() == 1 => format!("CPU {set}"),
-            CpuSelection::List(set) => format!("CPUs {set}"),
+        let t = match &self.settings {
+            ProbeSettings::Timer(t) => t,
+            ProbeSettings::Switch(s) => {
+                let mechanisms: Vec<&str> = s.mechanisms.iter().map(|m| m.as_str()).collect();
+                let cpu = s
+                    .cpu
+                    .map_or("the last CPU".to_string(), |c| format!("CPU {c}"));
+                return format!(
+                    "{} every {} on {cpu}{}{}",
+                    mechanisms.join(", "),
+                    rtlab_core::units::human_duration(s.interval_ns),
+                    if s.cross_cpu {
+                        ", task on another CPU"
+                    } else {
+                        ""
+                    },
+                    if s.process {
+                        ", task in its own process"
+                    } else {
+                        ""
+                    },
+                );
+            }
+            ProbeSettings::Noise(n) => {
+                return format!(
+                    "on {}, threshold {}, {} of every {}",
+                    cpus_phrase(&n.cpus),
+                    rtlab_core::units::human_duration(n.threshold_ns),
+                    rtlab_core::units::human_duration(n.runtime_ns),
+                    rtlab_core::units::human_duration(n.period_ns),
+                );
+            }
         };
+        let cpus = cpus_phrase(&t.cpus);
         let mut text = format!(
             "every {} on {cpus}, mode {}",
             rtlab_core::units::human_duration(t.interval_ns),

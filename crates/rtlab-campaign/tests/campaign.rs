@@ -101,7 +101,12 @@ fn valid() -> String {
 
 #[test]
 fn every_preset_parses_and_plans() {
-    let expected_runs = [("quick", 8), ("hallberg2017", 9), ("romero", 5)];
+    let expected_runs = [
+        ("quick", 8),
+        ("hallberg2017", 9),
+        ("romero", 5),
+        ("straumann2001", 2),
+    ];
     assert_eq!(PRESETS.len(), expected_runs.len());
     for (name, runs) in expected_runs {
         let campaign = read(name, &check_load).unwrap_or_else(|e| panic!("{e}"));
@@ -157,12 +162,11 @@ fn quick_takes_about_a_minute_and_compares_promotion() {
             .collect();
         assert_eq!(policies, [Policy::Fifo, Policy::Other], "{load}");
     }
-    assert!(
-        plan.runs
-            .iter()
-            .all(|r| r.probe.timer.interval_ns == 1_000_000
-                && r.probe.timer.cpus == CpuSelection::All)
-    );
+    assert!(plan
+        .runs
+        .iter()
+        .all(|r| r.probe.timer().unwrap().interval_ns == 1_000_000
+            && r.probe.timer().unwrap().cpus == CpuSelection::All));
 }
 
 #[test]
@@ -171,7 +175,7 @@ fn hallberg2017_mirrors_the_papers_cyclictest_and_loads() {
     let c = &plan.campaign;
     // cyclictest -p 30 -t -n -l 100000 -H 1000: 100 000 loops of 1 ms.
     assert_eq!(c.duration_ns, 100_000 * 1_000_000);
-    let timer = &c.probes[0].timer;
+    let timer = &c.probes[0].timer().unwrap();
     assert_eq!(timer.interval_ns, 1_000_000);
     assert_eq!(timer.hist_max_ns, 1_000_000);
     assert_eq!(timer.mode, TimerMode::Abs);
@@ -228,7 +232,7 @@ fn read_names_the_presets_when_the_source_is_neither() {
     let err = read("no-such-campaign.toml", &check_load).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, romero)"
+        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, romero, straumann2001)"
     );
     let dir = tempfile::tempdir().unwrap();
     let err = read(dir.path().to_str().unwrap(), &check_load).unwrap_err();
@@ -271,11 +275,11 @@ fn defaults_are_filled_in() {
     let p = &c.probes[0];
     assert_eq!(p.name, "timer");
     assert_eq!(p.kind, ProbeKind::Timer);
-    assert_eq!(p.timer, TimerSettings::default());
-    assert_eq!(p.timer.cpus, CpuSelection::All);
-    assert_eq!(p.timer.interval_ns, 1_000_000);
-    assert_eq!(p.timer.distance_ns, 0);
-    assert_eq!(p.timer.hist_max_ns, 1_000_000);
+    assert_eq!(p.timer(), Some(&TimerSettings::default()));
+    assert_eq!(p.timer().unwrap().cpus, CpuSelection::All);
+    assert_eq!(p.timer().unwrap().interval_ns, 1_000_000);
+    assert_eq!(p.timer().unwrap().distance_ns, 0);
+    assert_eq!(p.timer().unwrap().hist_max_ns, 1_000_000);
     // As `rtlab measure timer`: fifo 90 with /dev/cpu_dma_latency held.
     assert_eq!(
         c.configurations[0],
@@ -337,13 +341,13 @@ configuration = "dl"
         ProbeSpec {
             name: "fast".into(),
             kind: ProbeKind::Timer,
-            timer: TimerSettings {
+            settings: ProbeSettings::Timer(TimerSettings {
                 cpus: CpuSelection::List(CpuSet::parse("0,2,3").unwrap()),
                 interval_ns: 200_000,
                 distance_ns: 50_000,
                 mode: TimerMode::Timerfd,
                 hist_max_ns: 500_000,
-            },
+            }),
         }
     );
     assert_eq!(c.loads[0].run, ["vm:workers=2,bytes=64M", "io"]);
@@ -640,7 +644,7 @@ fn probes_are_checked() {
         &text,
         "kind = \"net\"",
         "probe[0].kind",
-        "unknown probe kind `net` (known kinds: timer)",
+        "unknown probe kind `net` (known kinds: timer, switch, noise)",
     );
 
     let text = file(&[HEAD, PROBE, "cpus = \"0-\"\n", LOADS, CONFIGURATIONS]);
@@ -1037,7 +1041,7 @@ fn the_plan_serializes_for_json_output() {
     assert_eq!(json["eta_ns"], 4 * 3_000_000_000u64);
     assert_eq!(json["run_overhead_ns"], 1_000_000_000u64);
     assert_eq!(json["campaign"]["name"], "t");
-    assert_eq!(json["campaign"]["probes"][0]["timer"]["cpus"], "0-1");
+    assert_eq!(json["campaign"]["probes"][0]["cpus"], "0-1");
     assert_eq!(json["runs"].as_array().unwrap().len(), 4);
     let run = &json["runs"][0];
     assert_eq!(run["index"], 1);
@@ -1064,5 +1068,186 @@ fn a_run_knows_its_place_in_the_campaign() {
             place.configuration.as_str()
         ),
         (3, 4, "vm", "promoted")
+    );
+}
+
+#[test]
+fn switch_and_noise_probes_take_their_own_settings() {
+    let text = file(&[
+        HEAD,
+        r#"
+[[probe]]
+kind = "switch"
+mechanisms = ["pipe", "mq"]
+rate = "2khz"
+cpu = 0
+cross_cpu = true
+process = true
+
+[[probe]]
+kind = "noise"
+name = "os-noise"
+cpus = "1"
+threshold = "2us"
+runtime = "400ms"
+period = "500ms"
+window = "5ms"
+osnoise = false
+"#,
+        LOADS,
+        CONFIGURATIONS,
+    ]);
+    let c = parse_ok(&text);
+    assert_eq!(c.probes[0].kind, ProbeKind::Switch);
+    assert_eq!(c.probes[0].name, "switch");
+    assert_eq!(
+        c.probes[0].settings,
+        ProbeSettings::Switch(SwitchSettings {
+            mechanisms: vec![Mechanism::Pipe, Mechanism::Mq],
+            interval_ns: 500_000,
+            cpu: Some(0),
+            cross_cpu: true,
+            process: true,
+        })
+    );
+    assert_eq!(c.probes[0].interval_ns(), Some(500_000));
+    assert_eq!(
+        c.probes[1].settings,
+        ProbeSettings::Noise(NoiseSettings {
+            cpus: CpuSelection::List(CpuSet::parse("1").unwrap()),
+            threshold_ns: 2_000,
+            runtime_ns: 400_000_000,
+            period_ns: 500_000_000,
+            window_ns: 5_000_000,
+            osnoise: false,
+        })
+    );
+    assert_eq!(c.probes[1].interval_ns(), None);
+    let plan = plan(c).unwrap();
+    assert_eq!(plan.runs.len(), 8);
+    let json = serde_json::to_value(&plan).unwrap();
+    assert_eq!(
+        json["campaign"]["probes"][0]["mechanisms"],
+        serde_json::json!(["pipe", "mq"])
+    );
+    assert_eq!(json["campaign"]["probes"][1]["cpus"], "1");
+
+    let all = file(&[
+        HEAD,
+        "\n[[probe]]\nkind = \"switch\"\nmechanisms = \"all\"\n",
+        LOADS,
+        CONFIGURATIONS,
+    ]);
+    let c = parse_ok(&all);
+    match &c.probes[0].settings {
+        ProbeSettings::Switch(s) => assert_eq!(s.mechanisms, Mechanism::ALL),
+        other => panic!("{other:?}"),
+    }
+    let defaults = file(&[
+        HEAD,
+        "\n[[probe]]\nkind = \"noise\"\n",
+        LOADS,
+        CONFIGURATIONS,
+    ]);
+    assert_eq!(
+        parse_ok(&defaults).probes[0].settings,
+        ProbeSettings::Noise(NoiseSettings::default())
+    );
+}
+
+#[test]
+fn switch_and_noise_settings_are_checked() {
+    let switch = |body: &str| {
+        file(&[
+            HEAD,
+            "\n[[probe]]\nkind = \"switch\"\n",
+            body,
+            LOADS,
+            CONFIGURATIONS,
+        ])
+    };
+    assert_error(
+        &switch("mechanisms = [\"futex\", \"smoke\"]\n"),
+        "mechanisms",
+        "probe[0].mechanisms[1]",
+        "unknown mechanism `smoke`",
+    );
+    assert_error(
+        &switch("mechanisms = [\"pipe\", \"pipe\"]\n"),
+        "mechanisms",
+        "probe[0].mechanisms[1]",
+        "`pipe` is listed twice",
+    );
+    assert_error(
+        &switch("mechanisms = \"most\"\n"),
+        "mechanisms",
+        "probe[0].mechanisms",
+        "give \"all\" or a list",
+    );
+    assert_error(
+        &switch("rate = \"4000\"\n"),
+        "rate",
+        "probe[0].rate",
+        "a unit is required",
+    );
+    assert_error(
+        &switch("rate = \"4khz\"\ninterval = \"1ms\"\n"),
+        "rate",
+        "probe[0].rate",
+        "not both",
+    );
+    assert_error(
+        &switch("cpus = \"1\"\n"),
+        "cpus",
+        "probe[0].cpus",
+        "unknown key",
+    );
+    assert_error(
+        &switch("cpu = -1\n"),
+        "cpu",
+        "probe[0].cpu",
+        "-1 is not a CPU number",
+    );
+
+    let noise = |body: &str| {
+        file(&[
+            HEAD,
+            "\n[[probe]]\nkind = \"noise\"\n",
+            body,
+            LOADS,
+            CONFIGURATIONS,
+        ])
+    };
+    assert_error(
+        &noise("runtime = \"2s\"\n"),
+        "runtime",
+        "probe[0].runtime",
+        "longer than the period",
+    );
+    assert_error(
+        &noise("window = \"950ms\"\n"),
+        "window",
+        "probe[0].window",
+        "longer than the runtime",
+    );
+    assert_error(
+        &noise("interval = \"1ms\"\n"),
+        "interval",
+        "probe[0].interval",
+        "unknown key",
+    );
+
+    // Deadline scheduling only makes sense for the timer probe.
+    let text = file(&[
+        HEAD,
+        "\n[[probe]]\nkind = \"noise\"\n",
+        LOADS,
+        "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\n",
+    ]);
+    assert_error(
+        &text,
+        "policy = \"deadline\"",
+        "configuration[0].policy",
+        "policy deadline is for timer probes only",
     );
 }

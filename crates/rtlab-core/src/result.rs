@@ -56,6 +56,9 @@ pub struct RunResult {
     /// Where the run sits in a campaign, when it was run by one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub campaign: Option<CampaignRef>,
+    /// The noise probe's attribution: noise per CPU and per source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseReport>,
     /// Things that could not be done as asked, and anything else a reader
     /// of the figures must know.
     #[serde(default)]
@@ -193,6 +196,78 @@ pub struct CampaignRef {
     pub load: String,
     /// 1-based repeat number.
     pub repeat: u32,
+}
+
+/// What the noise probe found: how much of the measured time each CPU lost,
+/// and to which sources (paper 002's Table 4.3, per CPU).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseReport {
+    /// A gap between two clock reads above this is a noise event, ns.
+    pub threshold_ns: u64,
+    /// Length of an attribution window, ns: the interrupt, softirq and
+    /// context-switch counters are read at each window's edges.
+    pub window_ns: u64,
+    /// Duty cycle: the spinner measures for `runtime_ns` of every `period_ns`.
+    pub runtime_ns: u64,
+    pub period_ns: u64,
+    pub cpus: Vec<NoiseCpu>,
+    /// Why the kernel's osnoise tracer was not run beside rtlab, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub osnoise_note: Option<String>,
+}
+
+/// The noise one CPU saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseCpu {
+    pub cpu: usize,
+    /// Name of this CPU's series of noise events.
+    pub series: String,
+    /// Time spent measuring (inside windows), ns.
+    pub measured_ns: u64,
+    /// Sum of the noise events' durations, ns.
+    pub noise_ns: u64,
+    /// `noise_ns` as a percentage of `measured_ns`.
+    pub noise_percent: f64,
+    /// Longest single noise event, ns.
+    pub max_single_ns: u64,
+    pub events: u64,
+    pub windows: u64,
+    /// One row per source, the largest total first.
+    pub sources: Vec<NoiseSource>,
+    /// The kernel osnoise tracer's summary for this CPU, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub osnoise: Option<OsnoiseSummary>,
+}
+
+/// The noise attributed to one source: `irq:NAME`, `softirq:NAME`,
+/// `preempted` or `unattributed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseSource {
+    pub source: String,
+    /// Noise events attributed to the source.
+    pub events: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub max_ns: u64,
+    /// How often the source's counter rose inside the windows, whether or
+    /// not it caused a gap above the threshold (0 for `unattributed`).
+    pub counted: u64,
+}
+
+/// One CPU's line of the kernel osnoise tracer's summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OsnoiseSummary {
+    pub runtime_us: u64,
+    pub noise_us: u64,
+    pub cpu_available_percent: f64,
+    pub max_noise_us: u64,
+    pub max_single_noise_us: u64,
+    pub hw: u64,
+    pub nmi: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub thread: u64,
 }
 
 /// The sample that stopped a run under `--break-at`.

@@ -70,6 +70,51 @@ pub fn parse_duration_ns(input: &str) -> Result<u64, DurationError> {
     Ok(ns)
 }
 
+/// A rate given on the command line or in a file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid rate '{input}': {reason} (examples: 4khz, 1000hz, 2.5khz)")]
+pub struct RateError {
+    pub input: String,
+    pub reason: &'static str,
+}
+
+/// Parses a rate (`4khz`, `1000Hz`, `2.5kHz`) into the period it means, in
+/// whole nanoseconds. The unit is required, as for durations; a rate whose
+/// period is not a whole number of ns is refused rather than rounded.
+pub fn parse_rate_period_ns(input: &str) -> Result<u64, RateError> {
+    let err = |reason| RateError {
+        input: input.to_string(),
+        reason,
+    };
+    let s = input.trim().to_ascii_lowercase();
+    let (number, scale) = if let Some(n) = s.strip_suffix("mhz") {
+        (n, 1_000_000u64)
+    } else if let Some(n) = s.strip_suffix("khz") {
+        (n, 1_000)
+    } else if let Some(n) = s.strip_suffix("hz") {
+        (n, 1)
+    } else {
+        return Err(err("a unit is required (hz, khz, mhz)"));
+    };
+    // Reuse the exact decimal reading of durations: `2.5` in "ns" units
+    // gives 2 ns and 500 ps would be refused, so scale to milli-units first.
+    let milli_hz = parse_duration_ns(&format!("{}ms", number.trim()))
+        .map_err(|_| err("it must be a positive number with at most 6 decimals"))?
+        .checked_mul(scale)
+        .ok_or_else(|| err("too large"))?;
+    // milli_hz = rate in Hz × 1e6 (the "ms" scale), so period = 1e15 / milli_hz.
+    if milli_hz == 0 {
+        return Err(err("it must be above 0"));
+    }
+    const NS_PER_S_TIMES_1E6: u64 = 1_000_000_000 * 1_000_000;
+    if !NS_PER_S_TIMES_1E6.is_multiple_of(milli_hz) {
+        return Err(err(
+            "its period is not a whole number of nanoseconds; give --interval instead",
+        ));
+    }
+    Ok(NS_PER_S_TIMES_1E6 / milli_hz)
+}
+
 /// Nanoseconds shown as microseconds with all three decimals, e.g. `12.345`.
 pub struct Micros(pub u64);
 
@@ -98,6 +143,19 @@ pub fn human_duration(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_become_exact_periods() {
+        assert_eq!(parse_rate_period_ns("4khz"), Ok(250_000));
+        assert_eq!(parse_rate_period_ns("4kHz"), Ok(250_000));
+        assert_eq!(parse_rate_period_ns("1000Hz"), Ok(1_000_000));
+        assert_eq!(parse_rate_period_ns("2.5khz"), Ok(400_000));
+        assert_eq!(parse_rate_period_ns("1MHz"), Ok(1_000));
+        assert_eq!(parse_rate_period_ns("1hz"), Ok(1_000_000_000));
+        for bad in ["4000", "0hz", "khz", "3hz", "-1hz", "1.2.3khz", "fast"] {
+            assert!(parse_rate_period_ns(bad).is_err(), "{bad} accepted");
+        }
+    }
 
     #[test]
     fn parses_every_unit() {

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use jsonschema::Validator;
 use rtlab_core::env::Environment;
 use rtlab_core::result::{
-    BreakEvent, CampaignRef, Effective, LoadRecord, Overflows, Percentiles, RunResult, RunStatus,
-    Series, SeriesStats, Spike, ThreadSettings, RUN_SCHEMA,
+    BreakEvent, CampaignRef, Effective, LoadRecord, NoiseCpu, NoiseReport, NoiseSource,
+    OsnoiseSummary, Overflows, Percentiles, RunResult, RunStatus, Series, SeriesStats, Spike,
+    ThreadSettings, RUN_SCHEMA,
 };
 use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 use serde_json::{json, Value};
@@ -235,7 +236,91 @@ fn realistic_result() -> RunResult {
              thread already had"
                 .into(),
         ],
+        noise: None,
     }
+}
+
+/// A noise run: one CPU's events and their attribution, with the kernel
+/// osnoise tracer's line beside them.
+fn noise_result() -> RunResult {
+    let mut series = busy_series();
+    series.metric = "noise".into();
+    series.interval_ns = 0;
+    series.stats.missed = 0;
+    RunResult {
+        probe: "noise".into(),
+        status: RunStatus::Complete,
+        break_event: None,
+        campaign: None,
+        loads: Vec::new(),
+        config: json!({ "cpus": [0], "threshold_ns": 1000 }),
+        series: vec![series],
+        noise: Some(NoiseReport {
+            threshold_ns: 1_000,
+            window_ns: 10_000_000,
+            runtime_ns: 900_000_000,
+            period_ns: 1_000_000_000,
+            cpus: vec![NoiseCpu {
+                cpu: 0,
+                series: "cpu0".into(),
+                measured_ns: 8_100_000_000,
+                noise_ns: 1_234_567,
+                noise_percent: 0.0152,
+                max_single_ns: 201_000,
+                events: 812,
+                windows: 810,
+                sources: vec![
+                    NoiseSource {
+                        source: "preempted".into(),
+                        events: 40,
+                        total_ns: 800_000,
+                        min_ns: 19_000,
+                        mean_ns: 20_000.5,
+                        max_ns: 201_000,
+                        counted: 40,
+                    },
+                    NoiseSource {
+                        source: "irq:LOC".into(),
+                        events: 0,
+                        total_ns: 0,
+                        min_ns: 0,
+                        mean_ns: 0.0,
+                        max_ns: 0,
+                        counted: 2_000,
+                    },
+                ],
+                osnoise: Some(OsnoiseSummary {
+                    runtime_us: 8_100_000,
+                    noise_us: 1_300,
+                    cpu_available_percent: 99.98395,
+                    max_noise_us: 210,
+                    max_single_noise_us: 199,
+                    hw: 3,
+                    nmi: 0,
+                    irq: 2_010,
+                    softirq: 12,
+                    thread: 41,
+                }),
+            }],
+            osnoise_note: None,
+        }),
+        ..realistic_result()
+    }
+}
+
+#[test]
+fn noise_result_is_valid() {
+    let validator = validator();
+    let mut result = noise_result();
+    assert_valid(&validator, &to_json(&result));
+    // Without the tracer: its note instead of its lines.
+    let report = result.noise.as_mut().unwrap();
+    report.cpus[0].osnoise = None;
+    report.osnoise_note = Some("the kernel has no osnoise tracer".into());
+    assert_valid(&validator, &to_json(&result));
+    let mut document = to_json(&result);
+    document["noise"]["cpus"][0]["sources"][0]["events"] = json!(-1);
+    assert_invalid_at(&validator, &document, "/noise/cpus/0/sources/0/events");
 }
 
 fn to_json(result: &RunResult) -> Value {
@@ -405,32 +490,33 @@ fn every_renamed_key_is_caught() {
         }
     }
     let validator = validator();
-    let document = to_json(&realistic_result());
-    let mut objects = Vec::new();
-    object_paths(&document, "", &mut objects);
     let mut uncaught = Vec::new();
     let mut checked = 0;
-    for object in &objects {
-        let keys: Vec<String> = document
-            .pointer(object)
-            .unwrap()
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-        for key in keys {
-            let mut renamed = document.clone();
-            let map = renamed
-                .pointer_mut(object)
+    for document in [to_json(&realistic_result()), to_json(&noise_result())] {
+        let mut objects = Vec::new();
+        object_paths(&document, "", &mut objects);
+        for object in &objects {
+            let keys: Vec<String> = document
+                .pointer(object)
                 .unwrap()
-                .as_object_mut()
-                .unwrap();
-            let value = map.remove(&key).unwrap();
-            map.insert(format!("{key}_renamed"), value);
-            checked += 1;
-            if validator.is_valid(&renamed) {
-                uncaught.push(format!("{object}/{key}"));
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            for key in keys {
+                let mut renamed = document.clone();
+                let map = renamed
+                    .pointer_mut(object)
+                    .unwrap()
+                    .as_object_mut()
+                    .unwrap();
+                let value = map.remove(&key).unwrap();
+                map.insert(format!("{key}_renamed"), value);
+                checked += 1;
+                if validator.is_valid(&renamed) {
+                    uncaught.push(format!("{object}/{key}"));
+                }
             }
         }
     }

@@ -1,7 +1,102 @@
 //! rtlab's probes: measuring threads that follow the hot-path rules of
 //! DESIGN.md, and the recorder that turns their samples into series.
+//!
+//! Every probe is started from its config and handed back as a
+//! [`ProbeRun`]: the runner watches it, checkpoints it and finishes it the
+//! same way whatever it measures.
 
+pub mod noise;
 pub mod recorder;
 pub mod setup;
+pub mod switch;
+pub mod thread;
 pub mod timer;
 pub mod trace;
+
+use rtlab_core::journal::Journal;
+use rtlab_core::record::LiveStats;
+use rtlab_core::result::{BreakEvent, NoiseReport, Series};
+use serde::Serialize;
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// A probe measuring in the background.
+pub trait ProbeRun {
+    /// Names of the series, in the order of [`ProbeRun::live`] and
+    /// [`ProbeRun::snapshot`].
+    fn series_names(&self) -> Vec<String>;
+    /// Live figures of every series, for a status line.
+    fn live(&self) -> Vec<LiveStats>;
+    /// Every measuring thread is done (planned end, stop flag or break).
+    fn is_finished(&self) -> bool;
+    /// Time since the measurement started, ns.
+    fn elapsed_ns(&self) -> u64;
+    /// Things the probe had to do differently from what was asked.
+    fn warnings(&self) -> Vec<String>;
+    /// The series as measured so far (for a result rewritten during the run).
+    fn snapshot(&self) -> Vec<Series>;
+    /// Waits for the measuring threads and the recorder; returns the result.
+    fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome>;
+}
+
+/// The end of a probe run.
+#[derive(Debug, Default)]
+pub struct ProbeOutcome {
+    pub series: Vec<Series>,
+    pub elapsed_ns: u64,
+    pub break_event: Option<BreakEvent>,
+    /// Stopped before its planned end (signal or break).
+    pub stopped_early: bool,
+    pub warnings: Vec<String>,
+    /// The noise probe's attribution.
+    pub noise: Option<NoiseReport>,
+}
+
+/// The settings of one run of any probe; serialized (untagged) as the
+/// result's `config`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ProbeConfig {
+    Timer(timer::TimerConfig),
+    Switch(switch::SwitchConfig),
+    Noise(noise::NoiseConfig),
+}
+
+impl ProbeConfig {
+    /// The probe's name as recorded in `RunResult::probe`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProbeConfig::Timer(_) => "timer",
+            ProbeConfig::Switch(_) => "switch",
+            ProbeConfig::Noise(_) => "noise",
+        }
+    }
+
+    /// Planned length of the run, ns (for progress and ETAs).
+    pub fn planned_ns(&self) -> u64 {
+        match self {
+            ProbeConfig::Timer(config) => config.planned_ns(),
+            ProbeConfig::Switch(config) => config.planned_ns(),
+            ProbeConfig::Noise(config) => config.planned_ns(),
+        }
+    }
+
+    /// Starts the probe. `stop` ends it early when set; `samples_csv`
+    /// receives every sample as CSV; system changes a probe makes itself
+    /// (the noise probe's osnoise tracer settings) go through `journal`.
+    pub fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(match self {
+            ProbeConfig::Timer(config) => Box::new(timer::start(config, stop, samples_csv)?),
+            ProbeConfig::Switch(config) => switch::start(config, stop, samples_csv)?,
+            ProbeConfig::Noise(config) => {
+                noise::start(config, stop, samples_csv, Some(Arc::clone(journal)))?
+            }
+        })
+    }
+}

@@ -23,7 +23,7 @@ pub struct Sample {
 
 /// The consuming side of one measuring thread.
 pub struct SeriesInput {
-    /// Value of the CSV `cpu` column.
+    /// Value of the CSV's first column (see [`SamplesCsv::label_column`]).
     pub csv_label: String,
     pub consumer: rtrb::Consumer<Sample>,
     /// Samples the producer could not push.
@@ -38,6 +38,14 @@ pub fn ring_capacity(interval_ns: u64) -> usize {
 }
 
 const DRAIN_PERIOD: Duration = Duration::from_millis(5);
+
+/// Where every sample is streamed as CSV: `LABEL,t_ns,latency_ns`.
+pub struct SamplesCsv {
+    pub out: Box<dyn Write + Send>,
+    /// Header of the first column: `cpu` for the timer probe, `series` for
+    /// probes with several series per thread.
+    pub label_column: &'static str,
+}
 
 pub struct Recorder {
     series: Arc<Mutex<Vec<SeriesRecorder>>>,
@@ -55,7 +63,7 @@ impl Recorder {
     pub fn spawn(
         inputs: Vec<SeriesInput>,
         histfile_limit_us: Option<u64>,
-        samples_csv: Option<Box<dyn Write + Send>>,
+        samples_csv: Option<SamplesCsv>,
     ) -> io::Result<Recorder> {
         let series = Arc::new(Mutex::new(
             inputs
@@ -101,11 +109,18 @@ impl Recorder {
 fn record_loop(
     mut inputs: Vec<SeriesInput>,
     series: &Mutex<Vec<SeriesRecorder>>,
-    mut csv: Option<Box<dyn Write + Send>>,
+    csv: Option<SamplesCsv>,
 ) -> io::Result<()> {
-    if let Some(out) = csv.as_mut() {
-        writeln!(out, "cpu,t_ns,latency_ns")?;
-    }
+    let mut csv = match csv {
+        Some(SamplesCsv {
+            mut out,
+            label_column,
+        }) => {
+            writeln!(out, "{label_column},t_ns,latency_ns")?;
+            Some(out)
+        }
+        None => None,
+    };
     let mut csv_error = None;
     loop {
         // Check before draining: a producer that is gone has pushed its last

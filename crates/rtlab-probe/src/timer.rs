@@ -2,8 +2,9 @@
 //! stamps how late it woke up (cyclictest's measurement), counting every
 //! deadline that passed without its own wake-up.
 
-use crate::recorder::{ring_capacity, Recorder, Sample, SeriesInput};
+use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use crate::trace::TraceMarker;
+use crate::{ProbeOutcome, ProbeRun};
 use rtlab_core::clock::{self, PeriodicTimer};
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
@@ -117,16 +118,6 @@ pub struct TimerRun {
     warnings: Vec<String>,
 }
 
-/// The end of a timer probe run.
-pub struct TimerOutcome {
-    pub series: Vec<Series>,
-    pub elapsed_ns: u64,
-    pub break_event: Option<BreakEvent>,
-    /// Stopped before every thread met all its deadlines (signal or break).
-    pub stopped_early: bool,
-    pub warnings: Vec<String>,
-}
-
 /// Margin between the threads being ready and their first deadline, so
 /// that every thread starts on the same grid.
 const START_MARGIN_NS: u64 = 50_000_000;
@@ -211,7 +202,11 @@ pub fn start(
     }
     drop(ready_tx);
 
-    let recorder = Recorder::spawn(inputs, config.hist_max_us, samples_csv)?;
+    let csv = samples_csv.map(|out| SamplesCsv {
+        out,
+        label_column: "cpu",
+    });
+    let recorder = Recorder::spawn(inputs, config.hist_max_us, csv)?;
 
     ready.wait();
     let mut reports: Vec<ThreadReady> = ready_rx.iter().take(n).collect();
@@ -246,30 +241,30 @@ pub fn dedup_keep_order(items: &mut Vec<String>) {
     items.retain(|item| seen.insert(item.clone()));
 }
 
-impl TimerRun {
-    pub fn series_names(&self) -> &[String] {
-        &self.names
+impl ProbeRun for TimerRun {
+    fn series_names(&self) -> Vec<String> {
+        self.names.clone()
     }
 
-    pub fn live(&self) -> Vec<LiveStats> {
+    fn live(&self) -> Vec<LiveStats> {
         self.recorder.live()
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.threads.iter().all(JoinHandle::is_finished)
     }
 
     /// Time since the first deadline's grid started, ns.
-    pub fn elapsed_ns(&self) -> u64 {
+    fn elapsed_ns(&self) -> u64 {
         clock::now_ns().saturating_sub(self.shared.start_ns.load(Ordering::Acquire))
     }
 
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     /// Series as measured so far (for a result file rewritten during the run).
-    pub fn snapshot(&self) -> Vec<Series> {
+    fn snapshot(&self) -> Vec<Series> {
         build_series(
             &self.names,
             &self.cpus,
@@ -280,38 +275,34 @@ impl TimerRun {
     }
 
     /// Waits for every thread and the recorder, and returns the result.
-    pub fn finish(mut self) -> anyhow::Result<TimerOutcome> {
+    fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
+        let mut run = *self;
         let mut stopped_early = false;
-        for thread in std::mem::take(&mut self.threads) {
+        for thread in std::mem::take(&mut run.threads) {
             let end = thread
                 .join()
                 .map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
             stopped_early |= end.deadlines < end.planned;
             if let Some(warning) = end.warning {
-                self.warnings.push(warning);
+                run.warnings.push(warning);
             }
         }
-        let elapsed_ns = self.elapsed_ns();
-        let break_event = self
+        let elapsed_ns = run.elapsed_ns();
+        let break_event = run
             .shared
             .break_event
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        let stats = self.recorder.finish()?;
-        let series = build_series(
-            &self.names,
-            &self.cpus,
-            &self.intervals,
-            &self.settings,
-            stats,
-        );
-        Ok(TimerOutcome {
+        let stats = run.recorder.finish()?;
+        let series = build_series(&run.names, &run.cpus, &run.intervals, &run.settings, stats);
+        Ok(ProbeOutcome {
             series,
             elapsed_ns,
             break_event,
             stopped_early,
-            warnings: self.warnings,
+            warnings: run.warnings,
+            noise: None,
         })
     }
 }
@@ -350,42 +341,8 @@ struct ThreadPlan {
 }
 
 impl ThreadPlan {
-    /// Pins, promotes and prepares the calling thread; what is refused is
-    /// a warning, and the thread measures with what it got.
     fn set_up(&self) -> (ThreadSettings, Vec<String>) {
-        let mut warnings = Vec::new();
-        let mut pinned_cpu = None;
-        if let Some(cpu) = self.pinned_cpu {
-            match sched::pin_current_thread(cpu) {
-                Ok(()) => pinned_cpu = Some(cpu),
-                Err(e) => warnings.push(format!("could not pin a thread to CPU {cpu}: {e}")),
-            }
-        }
-        if let Err(e) = sched::set_current_thread(&self.sched) {
-            let hint = if e.raw_os_error() == Some(libc::EPERM) {
-                format!("; to allow it, {}", sched::RT_PRIVILEGE_HINT)
-            } else if e.raw_os_error() == Some(libc::EBUSY) {
-                "; SCHED_DEADLINE admission control refused the bandwidth".into()
-            } else {
-                String::new()
-            };
-            warnings.push(format!(
-                "could not set {} ({e}): measuring with the policy the thread already had{hint}",
-                self.sched
-            ));
-        }
-        if let Err(e) = sched::set_timer_slack(1) {
-            warnings.push(format!("could not set the timer slack to 1 ns: {e}"));
-        }
-        sched::prefault_stack();
-        let settings = ThreadSettings {
-            tid: sched::gettid(),
-            pinned_cpu,
-            requested: self.sched,
-            actual: sched::current_thread().ok(),
-            timer_slack_ns: Some(sched::timer_slack()),
-        };
-        (settings, warnings)
+        crate::thread::set_up_measuring_thread(self.pinned_cpu, &self.sched)
     }
 
     /// The measuring loop. Hot-path rules: no allocation, lock, formatting

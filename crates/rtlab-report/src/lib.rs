@@ -7,4 +7,5 @@ pub mod compare;
 pub mod export;
 pub mod import;
 pub mod matrix;
+pub mod probe_tables;
 pub mod table;

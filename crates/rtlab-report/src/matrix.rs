@@ -304,6 +304,7 @@ mod tests {
                 repeat: 1,
             }),
             warnings: Vec::new(),
+            noise: None,
         }
     }
 

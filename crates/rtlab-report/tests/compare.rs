@@ -87,6 +87,7 @@ fn run(id: &str, series: Vec<Series>) -> RunResult {
         break_event: None,
         loads: Vec::new(),
         campaign: None,
+        noise: None,
         warnings: vec![],
     }
 }

@@ -116,6 +116,7 @@ fn campaign_run() -> RunResult {
             repeat: 1,
         }),
         warnings: vec!["cpu1: no sample recorded".into()],
+        noise: None,
     }
 }
 

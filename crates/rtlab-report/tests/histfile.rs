@@ -54,6 +54,7 @@ fn result(series: Vec<Series>) -> RunResult {
         break_event: None,
         loads: Vec::new(),
         campaign: None,
+        noise: None,
         warnings: vec![],
     }
 }

@@ -64,6 +64,10 @@ what a SIGKILL or a power loss left behind."
 pub enum Measure {
     /// Timer wake-up latency per CPU, as cyclictest measures it.
     Timer(Box<TimerArgs>),
+    /// Interrupt latency and the switch to a task released through a futex, semaphore, pipe, ...
+    Switch(Box<SwitchArgs>),
+    /// OS noise per CPU, attributed to interrupts, softirqs and preemption.
+    Noise(Box<NoiseArgs>),
 }
 
 #[derive(Args)]
@@ -132,6 +136,33 @@ pub struct TimerArgs {
     #[arg(long, value_enum, default_value = "abs")]
     pub mode: ModeArg,
 
+    /// Write a histogram in cyclictest's --histfile layout.
+    #[arg(long, value_name = "PATH")]
+    pub histfile: Option<PathBuf>,
+
+    /// Range of the histfile: 1 µs bins up to this latency (cyclictest -h).
+    #[arg(long, default_value = "1000us", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub hist_max: u64,
+
+    /// Add the histfile's all-threads summary column (cyclictest -H).
+    #[arg(long)]
+    pub histofall: bool,
+
+    /// Stop at the first wake-up later than this, mark the ftrace trace and report it.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub break_at: Option<u64>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// What every measuring command shares: loads, system settings, outputs.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Run loads beside the measurement, e.g. `vm,io` or `cpu:workers=4` (see `rtlab load --help`).
+    #[arg(long, value_name = "LOADS")]
+    pub load: Option<String>,
+
     /// Do not hold /dev/cpu_dma_latency at 0 during the run.
     #[arg(long)]
     pub no_dma_latency: bool,
@@ -146,25 +177,10 @@ pub struct TimerArgs {
     #[arg(long, value_name = "PATH|-")]
     pub json: Option<PathBuf>,
 
-    /// Write a histogram in cyclictest's --histfile layout.
-    #[arg(long, value_name = "PATH")]
-    pub histfile: Option<PathBuf>,
-
-    /// Range of the histfile: 1 µs bins up to this latency (cyclictest -h).
-    #[arg(long, default_value = "1000us", value_parser = input::positive_duration, value_name = "DURATION")]
-    pub hist_max: u64,
-
-    /// Add the histfile's all-threads summary column (cyclictest -H).
-    #[arg(long)]
-    pub histofall: bool,
-
-    /// Write every sample as CSV (cpu,t_ns,latency_ns).
+    /// Write every sample as CSV (timer: cpu,t_ns,latency_ns; switch:
+    /// series,t_ns,latency_ns; noise: cpu,start_ns,duration_ns,source).
     #[arg(long, value_name = "PATH")]
     pub samples: Option<PathBuf>,
-
-    /// Run loads beside the measurement, e.g. `vm,io` or `cpu:workers=4` (see `rtlab load --help`).
-    #[arg(long, value_name = "LOADS")]
-    pub load: Option<String>,
 
     #[command(flatten)]
     pub store: StoreArgs,
@@ -173,10 +189,6 @@ pub struct TimerArgs {
     #[arg(long)]
     pub no_store: bool,
 
-    /// Stop at the first wake-up later than this, mark the ftrace trace and report it.
-    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
-    pub break_at: Option<u64>,
-
     /// No live status and no table (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
@@ -184,6 +196,137 @@ pub struct TimerArgs {
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab measure switch                                  # futex, 4 kHz, 10 s, timer thread FIFO 90, task FIFO 89
+  rtlab measure switch --all --events 20000             # every mechanism in turn, paper 001's Table 1
+  rtlab measure switch --mechanism posix-sem --events 2000000 --rate 4khz
+                                                        # paper 001's run: 2 000 000 events at 4 kHz
+  rtlab measure switch --mechanism pipe,mq --cross-cpu --process --load cpu
+
+A timer thread (the \"interrupt\") wakes on absolute periodic deadlines and stamps its
+wake-up latency, then releases a task blocked one priority below; the task stamps the
+delay from the release to its running. Both series count every event: samples + missed
+= events. Same CPU (default) measures a true context switch; --cross-cpu a wake-up on
+another CPU. Exit code: 0 done, 1 failure, 2 bad input, 130 stopped by a signal.")]
+pub struct SwitchArgs {
+    /// Mechanisms to measure, one after the other: futex, pthread-mutex, pthread-cond,
+    /// posix-sem, sysv-sem, pipe, eventfd, mq, signal.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "futex",
+        conflicts_with = "all"
+    )]
+    pub mechanism: Vec<String>,
+
+    /// Every mechanism in turn.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Rate of the timer thread's deadlines [default: 4khz].
+    #[arg(long, value_parser = input::rate_period, value_name = "RATE", conflicts_with = "interval")]
+    pub rate: Option<u64>,
+
+    /// Period of the timer thread's deadlines, instead of --rate.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub interval: Option<u64>,
+
+    /// Events per mechanism (deadlines: samples + missed = N).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
+    pub events: Option<u64>,
+
+    /// How long to measure each mechanism [default: 10s].
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: Option<u64>,
+
+    /// The timer thread's CPU [default: the last online CPU].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Put the task on the next online CPU instead of the timer thread's.
+    #[arg(long)]
+    pub cross_cpu: bool,
+
+    /// Run the task in its own process (sharing memory) instead of a thread.
+    #[arg(long)]
+    pub process: bool,
+
+    /// Scheduling policy of both threads: fifo, rr or other.
+    #[arg(long, default_value = "fifo", value_parser = parse_policy)]
+    pub policy: Policy,
+
+    /// The timer thread's priority 2-99 (fifo, rr); the task runs one below [default: 90].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=99))]
+    pub priority: Option<u32>,
+
+    /// Testing the probe: spin this long between the release stamp and the release,
+    /// every --inject-every events; it must show in the switch series only.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub inject_delay: Option<u64>,
+
+    /// With --inject-delay: every N-th event.
+    #[arg(long, value_name = "N", default_value = "100", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
+    pub inject_every: u64,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab measure noise                                   # every CPU, 10 s, threshold 1 µs, 900 ms of every 1 s
+  rtlab measure noise --cpus 1 --duration 1m --load net
+  rtlab measure noise --threshold 5us --window 1ms --json noise.json
+
+On each CPU a FIFO thread spins reading the clock; every gap above --threshold is a
+noise event. The CPU's /proc/interrupts and /proc/softirqs lines and the thread's
+involuntary context switches are read at the edges of every --window and assign the
+window's noise to irq:NAME, softirq:NAME, preempted or unattributed (what the kernel
+does not count: the hypervisor, SMIs, firmware). The duty cycle (--runtime of every
+--period) keeps the machine usable. Exit code: 0 done, 1 failure, 2 bad input, 130 signal.")]
+pub struct NoiseArgs {
+    /// CPUs to measure on, one spinning thread each: `all` or a list like 0,2-3.
+    #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]
+    pub cpus: CpuSelection,
+
+    /// A gap between two clock reads above this is noise.
+    #[arg(long, default_value = "1us", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub threshold: u64,
+
+    /// Measuring time in every period.
+    #[arg(long, default_value = "900ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub runtime: u64,
+
+    /// Period of the duty cycle.
+    #[arg(long, default_value = "1s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub period: u64,
+
+    /// Attribution window: the counters are read at its edges.
+    #[arg(long, default_value = "10ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub window: u64,
+
+    /// How long to run.
+    #[arg(long, default_value = "10s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: u64,
+
+    /// Scheduling policy of the spinning threads: fifo, rr or other.
+    #[arg(long, default_value = "fifo", value_parser = parse_policy)]
+    pub policy: Policy,
+
+    /// Real-time priority 1-99 for fifo and rr [default: 90].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: Option<u32>,
+
+    /// Do not run the kernel's osnoise tracer after rtlab's measurement, where it exists.
+    #[arg(long)]
+    pub no_osnoise: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Where results are kept.
@@ -222,7 +365,7 @@ pub enum CampaignCommand {
   rtlab campaign plan examples/hallberg2017.toml --json -
 
 SOURCE is a campaign file (TOML, see docs/campaign.md) or a built-in preset:
-quick, hallberg2017, romero.")]
+quick, hallberg2017, romero, straumann2001.")]
     Plan(CampaignPlanArgs),
     /// Run a campaign; every run is stored when it ends.
     #[command(after_help = "Examples:

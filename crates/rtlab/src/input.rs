@@ -35,6 +35,11 @@ pub fn positive_duration(s: &str) -> Result<u64, String> {
     }
 }
 
+/// clap value parser for a rate (`4khz`): the period it means, ns.
+pub fn rate_period(s: &str) -> Result<u64, String> {
+    rtlab_core::units::parse_rate_period_ns(s).map_err(|e| e.to_string())
+}
+
 /// clap value parser for `--cpus`.
 pub fn cpus(s: &str) -> Result<rtlab_core::cpuset::CpuSelection, String> {
     rtlab_core::cpuset::CpuSelection::parse(s).map_err(|e| e.to_string())

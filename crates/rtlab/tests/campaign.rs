@@ -24,7 +24,12 @@ fn runs_in(state: &Path, db: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn presets_plan_with_an_eta() {
     let dir = tempfile::tempdir().unwrap();
-    for (preset, runs) in [("quick", 8), ("hallberg2017", 9), ("romero", 5)] {
+    for (preset, runs) in [
+        ("quick", 8),
+        ("hallberg2017", 9),
+        ("romero", 5),
+        ("straumann2001", 2),
+    ] {
         let out = common::run(
             common::rtlab(dir.path()).args(["campaign", "plan", preset, "--json", "-"]),
         );

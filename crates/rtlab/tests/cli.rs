@@ -6,17 +6,7 @@ mod common;
 use std::os::unix::process::CommandExt;
 
 fn refused(args: &[&str], must_mention: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let out = common::run(common::rtlab(&state).args(["measure", "timer"]).args(args));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    for word in must_mention {
-        assert!(stderr.contains(word), "{args:?}: '{word}' not in: {stderr}");
-    }
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    // Refused before anything was changed: no journal was ever written.
-    assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
+    common::assert_refused(&[&["measure", "timer"], args].concat(), must_mention);
 }
 
 #[test]

@@ -430,6 +430,7 @@ pub(crate) fn imported_run(
         break_event: None,
         loads: Vec::new(),
         campaign: None,
+        noise: None,
         warnings,
     }
 }

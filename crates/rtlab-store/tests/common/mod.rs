@@ -154,6 +154,7 @@ pub fn run(id: &str, started_at: &str, host: &str) -> RunResult {
         break_event: None,
         loads: Vec::new(),
         campaign: None,
+        noise: None,
         warnings: Vec::new(),
     }
 }

@@ -9,7 +9,7 @@ use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
 use rtlab_campaign::{Plan, PlannedRun};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::{human_duration, Micros};
-use rtlab_probe::timer::TimerRun;
+use rtlab_probe::ProbeRun;
 use rtlab_report::export::write_with;
 use rtlab_report::matrix::Matrix;
 use std::io::{IsTerminal, Write};
@@ -209,7 +209,7 @@ impl Progress {
 }
 
 impl RunObserver for Progress {
-    fn tick(&mut self, run: &TimerRun) {
+    fn tick(&mut self, run: &dyn ProbeRun) {
         if let Some(bar) = &self.bar {
             let live = run.live();
             let worst = live.iter().map(|s| s.max_ns).max().unwrap_or(0);

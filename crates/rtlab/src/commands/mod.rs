@@ -2,6 +2,9 @@
 
 mod campaign;
 pub mod load;
+mod measure;
+mod measure_noise;
+mod measure_switch;
 mod measure_timer;
 mod restore;
 mod stored;
@@ -12,6 +15,8 @@ use std::process::ExitCode;
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Measure(Measure::Timer(args)) => measure_timer::run(*args),
+        Command::Measure(Measure::Switch(args)) => measure_switch::run(*args),
+        Command::Measure(Measure::Noise(args)) => measure_noise::run(*args),
         Command::Restore(args) => restore::run(&args),
         Command::Quick(args) => campaign::quick(args),
         Command::Campaign(CampaignCommand::Plan(args)) => campaign::plan(args),

@@ -15,6 +15,7 @@ use rtlab_report::compare::{
 use rtlab_report::export::{
     write_file, CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
 };
+use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
 use rtlab_store::{RunFilter, Store};
 use std::process::ExitCode;
@@ -142,6 +143,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     }
     println!();
     print!("{}", summary_table(&result));
+    print!("{}", probe_tables(&result));
     for warning in &result.warnings {
         println!("warning: {warning}");
     }

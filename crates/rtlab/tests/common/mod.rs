@@ -150,3 +150,19 @@ pub fn start_timer(state: &Path, args: &[&str], json: &Path) -> Child {
     wait_until_running(json, &mut child);
     child
 }
+
+/// Runs `rtlab ARGS` and checks it is refused as bad input: exit code 2, a
+/// message with every word of `must_mention`, no panic, and nothing changed
+/// (no journal was ever written).
+pub fn assert_refused(args: &[&str], must_mention: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out = run(rtlab(&state).args(args));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    for word in must_mention {
+        assert!(stderr.contains(word), "{args:?}: '{word}' not in: {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
+}

@@ -1,0 +1,341 @@
+//! The noise probe's recorder: a plain SCHED_OTHER thread, kept off the
+//! measured CPUs where there is another one, that drains every spinner's
+//! ring every few milliseconds. It groups each window's events, attributes
+//! them ([`super::attribution`]) once the window's deltas arrive, and
+//! aggregates per CPU (a [`SeriesRecorder`] over the events) and per
+//! source. It reuses its buffers, so it does not keep mapping and
+//! unmapping memory (an munmap sends TLB shootdowns to every CPU running
+//! this process, the spinners' included).
+
+use super::attribution::{attribute, NoiseEvent, Sources, UNATTRIBUTED};
+use super::ring::{flags, Record};
+use rtlab_core::record::{LiveStats, SeriesRecorder};
+use rtlab_core::result::SeriesStats;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+const DRAIN_PERIOD: Duration = Duration::from_millis(5);
+
+/// The consuming side of one spinner.
+pub(super) struct CpuInput {
+    pub cpu: usize,
+    pub consumer: rtrb::Consumer<Record>,
+    /// Records the spinner could not push.
+    pub dropped: Arc<AtomicU64>,
+}
+
+/// What one source did on one CPU.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SourceTotals {
+    pub events: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub counted: u64,
+}
+
+/// What one CPU saw so far.
+pub(super) struct CpuTotals {
+    pub cpu: usize,
+    pub series: SeriesRecorder,
+    pub sources: Vec<SourceTotals>,
+    pub measured_ns: u64,
+    pub windows: u64,
+    pub events: u64,
+    pub noise_ns: u64,
+    pub max_single_ns: u64,
+    /// Windows whose /proc/interrupts lines changed (irq added/removed).
+    pub irqs_changed: u64,
+    pub softirqs_changed: u64,
+    /// Windows with a counter that could not be read.
+    pub unreadable: u64,
+    pub dropped: u64,
+}
+
+impl CpuTotals {
+    fn new(cpu: usize, sources: usize) -> CpuTotals {
+        CpuTotals {
+            cpu,
+            series: SeriesRecorder::new(None),
+            sources: vec![SourceTotals::default(); sources],
+            measured_ns: 0,
+            windows: 0,
+            events: 0,
+            noise_ns: 0,
+            max_single_ns: 0,
+            irqs_changed: 0,
+            softirqs_changed: 0,
+            unreadable: 0,
+            dropped: 0,
+        }
+    }
+
+    fn record(&mut self, event: &NoiseEvent) {
+        let duration = event.duration_ns;
+        self.series.record(duration, event.start_ns, 0);
+        self.events += 1;
+        self.noise_ns += duration;
+        self.max_single_ns = self.max_single_ns.max(duration);
+        let index = usize::from(event.source).min(self.sources.len() - 1);
+        let source = &mut self.sources[index];
+        source.min_ns = if source.events == 0 {
+            duration
+        } else {
+            source.min_ns.min(duration)
+        };
+        source.events += 1;
+        source.total_ns += duration;
+        source.max_ns = source.max_ns.max(duration);
+    }
+}
+
+/// A window being received.
+struct Pending {
+    events: Vec<NoiseEvent>,
+    counts: Vec<u64>,
+    tokens: Vec<u64>,
+}
+
+fn lock(totals: &Mutex<Vec<CpuTotals>>) -> MutexGuard<'_, Vec<CpuTotals>> {
+    totals
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// CSV field for a source name (names may hold commas: `irq:16 a, b`).
+fn csv_field(name: &str) -> String {
+    if name.contains([',', '"', '\n']) {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    } else {
+        name.to_string()
+    }
+}
+
+pub(super) struct Collector {
+    totals: Arc<Mutex<Vec<CpuTotals>>>,
+    handle: JoinHandle<io::Result<()>>,
+}
+
+impl Collector {
+    /// Starts the recorder thread; `samples_csv` gets
+    /// `cpu,start_ns,duration_ns,source`, one line per event.
+    pub(super) fn spawn(
+        inputs: Vec<CpuInput>,
+        sources: Arc<Sources>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        measured_cpus: &[usize],
+    ) -> io::Result<Collector> {
+        let totals = Arc::new(Mutex::new(
+            inputs
+                .iter()
+                .map(|input| CpuTotals::new(input.cpu, sources.len()))
+                .collect::<Vec<_>>(),
+        ));
+        let shared = Arc::clone(&totals);
+        let avoid = measured_cpus.to_vec();
+        let handle = std::thread::Builder::new()
+            .name("rtlab-noise-rec".into())
+            .spawn(move || {
+                avoid_cpus(&avoid);
+                collect_loop(inputs, &sources, &shared, samples_csv)
+            })?;
+        Ok(Collector { totals, handle })
+    }
+
+    pub(super) fn live(&self) -> Vec<LiveStats> {
+        lock(&self.totals).iter().map(|t| t.series.live()).collect()
+    }
+
+    pub(super) fn stats(&self) -> Vec<SeriesStats> {
+        lock(&self.totals)
+            .iter()
+            .map(|t| t.series.stats())
+            .collect()
+    }
+
+    /// Waits until every spinner is gone and every ring is drained.
+    pub(super) fn finish(self) -> io::Result<Vec<CpuTotals>> {
+        let written = self
+            .handle
+            .join()
+            .map_err(|_| io::Error::other("the noise recorder thread panicked"))?;
+        let totals = std::mem::take(&mut *lock(&self.totals));
+        written.map(|()| totals)
+    }
+}
+
+/// Moves the calling thread off `cpus` when some other allowed CPU is
+/// left; otherwise it stays where it may run (the spinners' sleeps leave
+/// it room).
+pub(super) fn avoid_cpus(cpus: &[usize]) {
+    // SAFETY: cpu_set_t is plain data, filled by the kernel.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut set) != 0 {
+            return;
+        }
+        for &cpu in cpus {
+            if cpu < 8 * size {
+                libc::CPU_CLR(cpu, &mut set);
+            }
+        }
+        if libc::CPU_COUNT(&set) > 0 {
+            libc::sched_setaffinity(0, size, &set);
+        }
+    }
+}
+
+fn collect_loop(
+    mut inputs: Vec<CpuInput>,
+    sources: &Sources,
+    totals: &Mutex<Vec<CpuTotals>>,
+    csv: Option<Box<dyn Write + Send>>,
+) -> io::Result<()> {
+    let names: Vec<String> = sources.names().iter().map(|n| csv_field(n)).collect();
+    let mut csv = match csv {
+        Some(mut out) => {
+            writeln!(out, "cpu,start_ns,duration_ns,source")?;
+            Some(out)
+        }
+        None => None,
+    };
+    let mut csv_error = None;
+    let mut pending: Vec<Pending> = inputs
+        .iter()
+        .map(|_| Pending {
+            events: Vec::with_capacity(4096),
+            counts: vec![0; sources.len()],
+            tokens: vec![0; sources.len()],
+        })
+        .collect();
+    loop {
+        // A producer that is gone has pushed its last record: one more
+        // drain after this check sees everything.
+        let all_done = inputs.iter().all(|input| input.consumer.is_abandoned());
+        {
+            let mut totals = lock(totals);
+            for ((input, cpu), window) in inputs
+                .iter_mut()
+                .zip(totals.iter_mut())
+                .zip(pending.iter_mut())
+            {
+                while let Ok(record) = input.consumer.pop() {
+                    match record {
+                        Record::Event {
+                            start_ns,
+                            duration_ns,
+                        } => window.events.push(NoiseEvent {
+                            start_ns,
+                            duration_ns,
+                            source: UNATTRIBUTED,
+                        }),
+                        Record::Counts {
+                            len,
+                            sources: indices,
+                            counts,
+                        } => {
+                            for (&source, &count) in
+                                indices.iter().zip(&counts).take(usize::from(len))
+                            {
+                                if let Some(slot) = window.counts.get_mut(usize::from(source)) {
+                                    *slot += u64::from(count);
+                                }
+                            }
+                        }
+                        Record::Window {
+                            measured_ns,
+                            flags: window_flags,
+                            ..
+                        } => {
+                            close_window(cpu, window, sources, measured_ns, window_flags);
+                            if let (Some(out), None) = (csv.as_mut(), &csv_error) {
+                                if let Err(e) = write_csv(out, cpu.cpu, &window.events, &names) {
+                                    // Keep measuring; report the broken file at the end.
+                                    csv_error = Some(e);
+                                }
+                            }
+                            window.events.clear();
+                        }
+                    }
+                }
+                cpu.dropped = input.dropped.load(Ordering::Relaxed);
+                cpu.series.set_dropped(cpu.dropped);
+            }
+            if all_done {
+                // Events of a window that was never closed (cannot happen
+                // with the ring's reserve, but must not be lost).
+                for (cpu, window) in totals.iter_mut().zip(pending.iter_mut()) {
+                    if !window.events.is_empty() {
+                        window.counts.iter_mut().for_each(|c| *c = 0);
+                        record_events(cpu, window, sources);
+                        window.events.clear();
+                    }
+                }
+            }
+        }
+        if all_done {
+            break;
+        }
+        std::thread::sleep(DRAIN_PERIOD);
+    }
+    if let Some(mut out) = csv {
+        out.flush()?;
+    }
+    csv_error.map_or(Ok(()), Err)
+}
+
+/// Attributes and records the pending events with the pending deltas,
+/// and adds the deltas to the sources' `counted`.
+fn record_events(cpu: &mut CpuTotals, window: &mut Pending, sources: &Sources) {
+    window.tokens.copy_from_slice(&window.counts);
+    attribute(&mut window.events, &mut window.tokens, sources);
+    for event in &window.events {
+        cpu.record(event);
+    }
+    for (source, count) in cpu.sources.iter_mut().zip(window.counts.iter_mut()) {
+        source.counted += *count;
+        *count = 0;
+    }
+}
+
+/// Closes one window: its events and deltas, its time and its flags.
+fn close_window(
+    cpu: &mut CpuTotals,
+    window: &mut Pending,
+    sources: &Sources,
+    measured_ns: u64,
+    window_flags: u8,
+) {
+    record_events(cpu, window, sources);
+    cpu.measured_ns += measured_ns;
+    cpu.windows += 1;
+    if window_flags & flags::IRQS_CHANGED != 0 {
+        cpu.irqs_changed += 1;
+    }
+    if window_flags & flags::SOFTIRQS_CHANGED != 0 {
+        cpu.softirqs_changed += 1;
+    }
+    let unreadable = flags::IRQS_UNREADABLE | flags::SOFTIRQS_UNREADABLE | flags::RUSAGE_UNREADABLE;
+    if window_flags & unreadable != 0 {
+        cpu.unreadable += 1;
+    }
+}
+
+fn write_csv(
+    out: &mut dyn Write,
+    cpu: usize,
+    events: &[NoiseEvent],
+    names: &[String],
+) -> io::Result<()> {
+    for event in events {
+        let name = names
+            .get(usize::from(event.source))
+            .map_or("unattributed", String::as_str);
+        writeln!(out, "{cpu},{},{},{name}", event.start_ns, event.duration_ns)?;
+    }
+    Ok(())
+}

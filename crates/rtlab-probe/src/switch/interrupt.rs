@@ -1,0 +1,232 @@
+//! The timer thread T: it wakes on absolute periodic deadlines (the
+//! "interrupt"), stamps its own lateness, and releases the task; at its
+//! next wake-up it collects the task's acknowledgement and pushes the
+//! switch sample. T does all the ring pushing.
+//!
+//! Accounting, per mechanism, over its `events` deadlines:
+//! - interrupt series: a wake-up late by L counts floor(L / interval)
+//!   missed deadlines (bounded by what is left), which the grid skips, so
+//!   `samples + missed == events`;
+//! - switch series: every deadline the timer missed is missed here too,
+//!   and so is every deadline at which the task had not yet run since the
+//!   previous release (T does not release again: that would post a
+//!   counting mechanism twice); the late run is recorded when it comes. So
+//!   `samples + missed == events` as well.
+
+use super::release::Releaser;
+use super::shared::{Block, TaskSide};
+use super::InjectDelay;
+use crate::recorder::Sample;
+use rtlab_core::clock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// What T measures for one mechanism.
+pub struct TimerPlan<'a> {
+    pub interval_ns: u64,
+    /// Deadlines to meet or miss.
+    pub events: u64,
+    pub inject: Option<InjectDelay>,
+    pub stop: &'a AtomicBool,
+    /// The run's origin (the first mechanism's start): samples' `at_ns`
+    /// count from it.
+    pub origin_ns: u64,
+}
+
+/// The producing side of the mechanism's two series.
+pub struct Rings {
+    pub interrupt: rtrb::Producer<Sample>,
+    pub switch: rtrb::Producer<Sample>,
+    pub interrupt_dropped: std::sync::Arc<AtomicU64>,
+    pub switch_dropped: std::sync::Arc<AtomicU64>,
+}
+
+impl Rings {
+    /// Writes every slot once without publishing anything, so the ring's
+    /// pages are resident and (after a fork) no longer copy-on-write before
+    /// the first deadline.
+    pub fn prefault(&mut self) {
+        for ring in [&mut self.interrupt, &mut self.switch] {
+            let slots = ring.slots();
+            if let Ok(mut chunk) = ring.write_chunk_uninit(slots) {
+                let (first, second) = chunk.as_mut_slices();
+                for slot in first.iter_mut().chain(second.iter_mut()) {
+                    slot.write(Sample::default());
+                }
+                std::hint::black_box(&mut chunk);
+                // Dropped without commit: the consumer sees nothing.
+            }
+        }
+    }
+
+    #[inline]
+    fn push_interrupt(&mut self, sample: Sample) {
+        if self.interrupt.push(sample).is_err() {
+            self.interrupt_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn push_switch(&mut self, sample: Sample) {
+        if self.switch.push(sample).is_err() {
+            self.switch_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// How T's measuring ended.
+#[derive(Debug, Default)]
+pub struct TimerEnd {
+    /// Deadlines met or missed.
+    pub deadlines: u64,
+    pub planned: u64,
+    /// `stop` was set.
+    pub stopped: bool,
+    /// The task left (failed wait) or its process died before the end.
+    pub task_gone: bool,
+    /// The last release was not acknowledged within the bound: its event
+    /// and the missed ones before it are not in the switch series.
+    pub unacked: u64,
+    /// errno of the first failed release call.
+    pub release_errno: i32,
+}
+
+/// How long T waits for the last acknowledgement (outside the measuring
+/// span), in 1 ms steps.
+const LAST_ACK_WAIT_NS: u64 = 1_000_000_000;
+
+/// A release waiting for the task's acknowledgement.
+#[derive(Clone, Copy)]
+struct Pending {
+    release_ns: u64,
+    at_ns: u64,
+}
+
+/// Pushes the switch sample of the release `p` (carrying `missed`) if the
+/// task has acknowledged all `releases`; false if it has not run yet.
+#[inline]
+fn collect(task: &TaskSide, releases: u64, p: Pending, missed: u64, rings: &mut Rings) -> bool {
+    if task.ack.load(Ordering::Acquire) != releases {
+        return false;
+    }
+    let run = task.run_ns.load(Ordering::Relaxed);
+    rings.push_switch(Sample {
+        at_ns: p.at_ns,
+        latency_ns: run.saturating_sub(p.release_ns),
+        missed,
+    });
+    true
+}
+
+/// The measuring loop. Hot path: no allocation, lock (other than the
+/// mechanism under test), formatting or syscall besides the clock, the
+/// deadline sleep, the release and the ring push.
+pub fn measure(
+    plan: &TimerPlan<'_>,
+    start_ns: u64,
+    releaser: &mut Releaser<'_>,
+    block: &Block,
+    rings: &mut Rings,
+) -> TimerEnd {
+    let interval = plan.interval_ns;
+    let planned = plan.events;
+    let task = &block.task;
+    let control = &block.control;
+    let mut end = TimerEnd {
+        planned,
+        ..TimerEnd::default()
+    };
+    let mut next = start_ns + interval;
+    let mut done: u64 = 0;
+    let mut releases: u64 = 0;
+    let mut pending: Option<Pending> = None;
+    // Missed switch events not yet carried by a pushed sample.
+    let mut switch_missed: u64 = 0;
+    while done < planned {
+        if plan.stop.load(Ordering::Relaxed) {
+            end.stopped = true;
+            break;
+        }
+        clock::sleep_until(next);
+        let wake = clock::now_ns();
+        let latency = wake.saturating_sub(next);
+        let missed = (latency / interval).min(planned - done - 1);
+        let at_ns = next.saturating_sub(plan.origin_ns);
+
+        // The previous release: has the task run since?
+        let task_ready = match pending {
+            None => true,
+            Some(p) => {
+                let acked = collect(task, releases, p, switch_missed, rings);
+                if acked {
+                    switch_missed = 0;
+                    pending = None;
+                }
+                acked
+            }
+        };
+        rings.push_interrupt(Sample {
+            at_ns,
+            latency_ns: latency,
+            missed,
+        });
+        done += 1 + missed;
+        switch_missed += missed;
+
+        if task_ready {
+            let inject = plan
+                .inject
+                .is_some_and(|inject| releases.is_multiple_of(inject.every.max(1)));
+            releases += 1;
+            releaser.prepare();
+            let release = clock::now_ns();
+            if inject {
+                let until = release + plan.inject.map_or(0, |inject| inject.delay_ns);
+                while clock::now_ns() < until {
+                    std::hint::spin_loop();
+                }
+            }
+            releaser.fire();
+            pending = Some(Pending {
+                release_ns: release,
+                at_ns,
+            });
+        } else {
+            // Still blocked or running late: releasing again would post a
+            // counting mechanism twice. This event is missed.
+            switch_missed += 1;
+            if task.gone.load(Ordering::Relaxed) != 0 || control.abort.load(Ordering::Relaxed) != 0
+            {
+                end.task_gone = true;
+                break;
+            }
+        }
+        next += (1 + missed) * interval;
+    }
+    end.deadlines = done;
+
+    // Off the measuring span: the last release's acknowledgement.
+    if let Some(p) = pending {
+        let give_up = clock::now_ns() + LAST_ACK_WAIT_NS;
+        loop {
+            if collect(task, releases, p, switch_missed, rings) {
+                break;
+            }
+            if clock::now_ns() >= give_up
+                || task.gone.load(Ordering::Acquire) != 0
+                || control.abort.load(Ordering::Relaxed) != 0
+            {
+                end.unacked = switch_missed + 1;
+                end.task_gone |= task.gone.load(Ordering::Acquire) != 0
+                    || control.abort.load(Ordering::Relaxed) != 0;
+                break;
+            }
+            clock::sleep_for(1_000_000);
+        }
+    }
+
+    // Let the task leave its loop.
+    control.quit.store(1, Ordering::Release);
+    releaser.finish();
+    end.release_errno = releaser.failed_errno;
+    end
+}

@@ -1,0 +1,328 @@
+//! The switch probe (paper 001, Table 1): a timer thread (the
+//! "interrupt") wakes on absolute periodic deadlines, stamps its own
+//! wake-up latency, and releases a task blocked one priority below on a
+//! synchronization mechanism; the task stamps the delay from the release
+//! to its running.
+//!
+//! Per mechanism two series: `{mechanism}.interrupt` (metric
+//! `interrupt_latency`: the timer thread's wake-up minus its deadline) and
+//! `{mechanism}.switch` (metric `switch_latency`: the task's first
+//! instruction after its wait returns minus the timer thread's release
+//! stamp). In both, `samples + missed` is the number of events: see
+//! the `interrupt` module for how the missed ones are counted.
+//!
+//! With `process`, the task is a forked child sharing one
+//! `MAP_SHARED|MAP_ANONYMOUS` region with the timer thread (threads use the
+//! same region, so both modes run the same code). The child does not
+//! inherit memory locks: when the parent has its memory locked, the child
+//! locks its own (mlockall copies the pages it shares copy-on-write with
+//! the parent, before the first deadline). Process-shared pthread mutexes
+//! are robust in process mode, so a task killed while holding one cannot
+//! hang the timer thread. The futex mechanism always uses non-private
+//! futex operations.
+//!
+//! Modules: `shared` (the shared mapping), `mechanism` (set-up and
+//! teardown), `release` and `wait` (the two sides of each mechanism),
+//! `interrupt` (the timer thread), `task` (the task, thread or forked
+//! process), `driver` (one mechanism after the other), `run` (the
+//! [`ProbeRun`]), `sys` (system-call helpers).
+
+mod driver;
+mod interrupt;
+mod mechanism;
+mod release;
+mod run;
+mod shared;
+mod sys;
+mod task;
+mod wait;
+
+use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
+use crate::timer::RunLength;
+use crate::ProbeRun;
+use anyhow::{bail, ensure, Context};
+use rtlab_core::result::ThreadSettings;
+use rtlab_core::sched::{Policy, SchedParams};
+use serde::Serialize;
+use std::fmt;
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+/// How the timer thread releases the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    Futex,
+    PthreadMutex,
+    PthreadCond,
+    PosixSem,
+    SysvSem,
+    Pipe,
+    Eventfd,
+    Mq,
+    Signal,
+}
+
+impl Mechanism {
+    /// Every mechanism, in the order `--all` runs them.
+    pub const ALL: &'static [Mechanism] = &[
+        Mechanism::Futex,
+        Mechanism::PthreadMutex,
+        Mechanism::PthreadCond,
+        Mechanism::PosixSem,
+        Mechanism::SysvSem,
+        Mechanism::Pipe,
+        Mechanism::Eventfd,
+        Mechanism::Mq,
+        Mechanism::Signal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mechanism::Futex => "futex",
+            Mechanism::PthreadMutex => "pthread-mutex",
+            Mechanism::PthreadCond => "pthread-cond",
+            Mechanism::PosixSem => "posix-sem",
+            Mechanism::SysvSem => "sysv-sem",
+            Mechanism::Pipe => "pipe",
+            Mechanism::Eventfd => "eventfd",
+            Mechanism::Mq => "mq",
+            Mechanism::Signal => "signal",
+        }
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for Mechanism {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mechanism, String> {
+        Mechanism::ALL
+            .iter()
+            .copied()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Mechanism::ALL.iter().map(|m| m.as_str()).collect();
+                format!("unknown mechanism `{s}` (known: {})", known.join(", "))
+            })
+    }
+}
+
+/// A delay spun between the release stamp and the release itself, to
+/// prove that the switch series sees what happens on the release path
+/// (and the interrupt series does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct InjectDelay {
+    pub delay_ns: u64,
+    /// Every `every`-th event (1 = every event), counting from the first.
+    /// Events are counted by release: an event the timer thread missed, or
+    /// whose release it skipped because the task had not run yet, has no
+    /// release path to delay and is not counted. At least 1.
+    pub every: u64,
+}
+
+/// Everything the switch probe needs; serialized into the result as the
+/// run's `config`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwitchConfig {
+    /// Run one after the other, each for `length`.
+    pub mechanisms: Vec<Mechanism>,
+    /// Period of the timer thread's deadlines (4 kHz = 250 µs).
+    pub interval_ns: u64,
+    /// Per mechanism: events (`Loops`: deadlines met or missed) or time.
+    pub length: RunLength,
+    /// The timer thread's CPU.
+    pub cpu: usize,
+    /// The task's CPU: `cpu` for a true context switch, another for `--cross-cpu`.
+    pub task_cpu: usize,
+    /// The task runs in its own forked process sharing memory with the timer.
+    pub process: bool,
+    /// The timer thread's scheduling; the task runs one priority below
+    /// (fifo/rr), or at the same policy (other/batch).
+    pub sched: SchedParams,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inject: Option<InjectDelay>,
+}
+
+impl SwitchConfig {
+    /// Planned length of the whole run (every mechanism), ns.
+    pub fn planned_ns(&self) -> u64 {
+        let per_mechanism = match self.length {
+            RunLength::Loops(n) => n.saturating_mul(self.interval_ns),
+            RunLength::DurationNs(d) => d,
+        };
+        per_mechanism.saturating_mul(self.mechanisms.len() as u64)
+    }
+
+    /// Deadlines (events) each mechanism meets or misses: `n` for
+    /// `Loops(n)`, `d / interval` (at least 1) for `DurationNs(d)`.
+    fn events_per_mechanism(&self) -> u64 {
+        match self.length {
+            RunLength::Loops(n) => n,
+            RunLength::DurationNs(d) => (d / self.interval_ns.max(1)).max(1),
+        }
+    }
+
+    /// The task's scheduling: one priority below the timer thread for
+    /// fifo/rr (the same priority, with a warning, when there is none
+    /// below), the same parameters for other/batch/idle.
+    fn task_sched(&self) -> (SchedParams, Option<String>) {
+        let sched = self.sched;
+        if !sched.policy.takes_priority() {
+            return (sched, None);
+        }
+        if sched.priority > 1 {
+            let task = SchedParams {
+                priority: sched.priority - 1,
+                ..sched
+            };
+            return (task, None);
+        }
+        let warning = format!(
+            "the switch task runs at the timer thread's priority ({sched}): there is no lower {} priority",
+            sched.policy
+        );
+        (sched, Some(warning))
+    }
+}
+
+/// Name of the interrupt series of `mechanism`.
+fn interrupt_series(mechanism: Mechanism) -> String {
+    format!("{mechanism}.interrupt")
+}
+
+/// Name of the switch series of `mechanism`.
+fn switch_series(mechanism: Mechanism) -> String {
+    format!("{mechanism}.switch")
+}
+
+/// Starts the switch probe: the mechanisms run one after the other in a
+/// driver thread. The first mechanism is set up here, so a mechanism that
+/// cannot work on this system is an error; a later one that cannot is a
+/// warning naming it, and its series stay empty.
+pub fn start(
+    config: &SwitchConfig,
+    stop: Arc<AtomicBool>,
+    samples_csv: Option<Box<dyn Write + Send>>,
+) -> anyhow::Result<Box<dyn ProbeRun>> {
+    ensure!(!config.mechanisms.is_empty(), "no mechanism to measure");
+    ensure!(config.interval_ns > 0, "the interval must be above 0");
+    for (i, mechanism) in config.mechanisms.iter().enumerate() {
+        ensure!(
+            !config.mechanisms[..i].contains(mechanism),
+            "mechanism `{mechanism}` is listed twice"
+        );
+    }
+    if config.sched.policy == Policy::Deadline {
+        bail!(
+            "the switch probe needs a fifo, rr, other, batch or idle policy: \
+             its task runs one priority below the timer thread, which SCHED_DEADLINE has not"
+        );
+    }
+    if let Some(inject) = config.inject {
+        ensure!(
+            inject.every >= 1,
+            "the injected delay's `every` must be at least 1"
+        );
+    }
+    let (task_sched, sched_warning) = config.task_sched();
+
+    let region = shared::Region::new().context("switch probe: cannot map its shared memory")?;
+    let first = mechanism::Setup::new(config.mechanisms[0], region.block(), config.process)
+        .with_context(|| format!("switch probe: cannot set up {}", config.mechanisms[0]))?;
+
+    let mut inputs = Vec::new();
+    let mut lanes = Vec::new();
+    let mut series = Vec::new();
+    let capacity = ring_capacity(config.interval_ns);
+    for &mechanism in &config.mechanisms {
+        let (interrupt, interrupt_consumer) = rtrb::RingBuffer::new(capacity);
+        let (switch, switch_consumer) = rtrb::RingBuffer::new(capacity);
+        let interrupt_dropped = Arc::new(AtomicU64::new(0));
+        let switch_dropped = Arc::new(AtomicU64::new(0));
+        for (name, metric, cpu, consumer, dropped) in [
+            (
+                interrupt_series(mechanism),
+                "interrupt_latency",
+                config.cpu,
+                interrupt_consumer,
+                &interrupt_dropped,
+            ),
+            (
+                switch_series(mechanism),
+                "switch_latency",
+                config.task_cpu,
+                switch_consumer,
+                &switch_dropped,
+            ),
+        ] {
+            inputs.push(SeriesInput {
+                csv_label: name.clone(),
+                consumer,
+                dropped: Arc::clone(dropped),
+            });
+            series.push(run::SeriesInfo { name, metric, cpu });
+        }
+        lanes.push(interrupt::Rings {
+            interrupt,
+            switch,
+            interrupt_dropped,
+            switch_dropped,
+        });
+    }
+
+    let placeholder = |requested: SchedParams| ThreadSettings {
+        tid: 0,
+        pinned_cpu: None,
+        requested,
+        actual: None,
+        timer_slack_ns: None,
+    };
+    let settings = config
+        .mechanisms
+        .iter()
+        .flat_map(|_| [placeholder(config.sched), placeholder(task_sched)])
+        .collect();
+    let state = Arc::new(driver::RunState {
+        origin_ns: AtomicU64::new(0),
+        end_ns: AtomicU64::new(0),
+        settings: Mutex::new(settings),
+        warnings: Mutex::new(sched_warning.into_iter().collect()),
+    });
+
+    let csv = samples_csv.map(|out| SamplesCsv {
+        out,
+        label_column: "series",
+    });
+    let recorder = Recorder::spawn(inputs, None, csv)?;
+    let plan = driver::DriverPlan {
+        mechanisms: config.mechanisms.clone(),
+        cpu: config.cpu,
+        task_cpu: config.task_cpu,
+        process: config.process,
+        sched: config.sched,
+        task_sched,
+        interval_ns: config.interval_ns,
+        events: config.events_per_mechanism(),
+        inject: config.inject,
+        stop,
+        state: Arc::clone(&state),
+    };
+    let driver = std::thread::Builder::new()
+        .name("rtlab-switch".into())
+        .stack_size(driver::STACK_BYTES)
+        .spawn(move || driver::drive(plan, region, first, lanes))?;
+    Ok(Box::new(run::SwitchRun {
+        driver,
+        recorder,
+        state,
+        series,
+        interval_ns: config.interval_ns,
+    }))
+}

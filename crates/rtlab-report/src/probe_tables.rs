@@ -1,0 +1,152 @@
+//! Tables that only some probes have: the switch probe's paper-001 layout
+//! (interrupt latency and context switch per mechanism, max and avg ± σ)
+//! and the noise probe's sources (paper 002's Table 4.3, per CPU).
+
+use crate::table::align;
+use rtlab_core::result::{NoiseReport, RunResult, Series};
+use rtlab_core::units::{human_duration, Micros};
+use std::fmt::Write;
+
+/// The tables of `result`'s probe beyond the summary table; empty for a
+/// probe that has none.
+pub fn probe_tables(result: &RunResult) -> String {
+    let mut out = String::new();
+    if result.series.iter().any(|s| s.metric == "switch_latency") {
+        out += &switch_table(&result.series);
+    }
+    if let Some(noise) = &result.noise {
+        out += &noise_tables(noise);
+    }
+    out
+}
+
+/// One value in µs with one decimal, as the papers print them.
+fn us1(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+fn avg_sigma(series: &Series) -> String {
+    format!(
+        "{} ± {}",
+        us1(series.stats.mean_ns),
+        us1(series.stats.stdev_ns)
+    )
+}
+
+/// Paper 001's Table 1: per mechanism, interrupt latency and context
+/// switch, each max and avg ± σ in µs; with the events and what was missed.
+pub fn switch_table(series: &[Series]) -> String {
+    let mut rows = vec![vec![
+        "mechanism".to_string(),
+        "events".to_string(),
+        "interrupt max".to_string(),
+        "interrupt avg ± σ".to_string(),
+        "switch max".to_string(),
+        "switch avg ± σ".to_string(),
+        "missed".to_string(),
+    ]];
+    for switch in series.iter().filter(|s| s.metric == "switch_latency") {
+        let mechanism = switch.name.strip_suffix(".switch").unwrap_or(&switch.name);
+        let interrupt = series.iter().find(|s| {
+            s.metric == "interrupt_latency" && s.name == format!("{mechanism}.interrupt")
+        });
+        let events = interrupt.map_or(0, |i| i.stats.samples + i.stats.missed);
+        let (irq_max, irq_avg, irq_missed) = match interrupt {
+            Some(i) => (us1(i.stats.max_ns as f64), avg_sigma(i), i.stats.missed),
+            None => ("-".into(), "-".into(), 0),
+        };
+        let missed = if irq_missed == switch.stats.missed {
+            irq_missed.to_string()
+        } else {
+            format!("{irq_missed} / {}", switch.stats.missed)
+        };
+        rows.push(vec![
+            mechanism.to_string(),
+            events.to_string(),
+            irq_max,
+            irq_avg,
+            us1(switch.stats.max_ns as f64),
+            avg_sigma(switch),
+            missed,
+        ]);
+    }
+    let mut out = String::from("\ninterrupt latency and switch to the released task (µs):\n");
+    out += &align(&rows, |col, _| col == 0, true);
+    out +=
+        "missed: deadlines the timer thread missed, then (when different) events the task missed\n";
+    out
+}
+
+/// Per CPU: the noise share and one row per source, the largest first.
+pub fn noise_tables(noise: &NoiseReport) -> String {
+    let mut out = String::new();
+    for cpu in &noise.cpus {
+        let _ = writeln!(
+            out,
+            "\ncpu{}: noise {:.4} % of {} measured ({} in {} events), max single {} µs",
+            cpu.cpu,
+            cpu.noise_percent,
+            human_duration(cpu.measured_ns),
+            human_duration(cpu.noise_ns),
+            cpu.events,
+            Micros(cpu.max_single_ns),
+        );
+        let mut rows = vec![[
+            "source", "events", "min", "mean", "max", "total", "share", "counted",
+        ]
+        .iter()
+        .map(|h| h.to_string())
+        .collect::<Vec<_>>()];
+        for source in &cpu.sources {
+            let share = if cpu.noise_ns > 0 {
+                format!(
+                    "{:.1} %",
+                    100.0 * source.total_ns as f64 / cpu.noise_ns as f64
+                )
+            } else {
+                "-".into()
+            };
+            let (min, mean, max) = match source.events {
+                0 => ("-".into(), "-".into(), "-".into()),
+                _ => (
+                    Micros(source.min_ns).to_string(),
+                    Micros(source.mean_ns.round() as u64).to_string(),
+                    Micros(source.max_ns).to_string(),
+                ),
+            };
+            rows.push(vec![
+                source.source.clone(),
+                source.events.to_string(),
+                min,
+                mean,
+                max,
+                Micros(source.total_ns).to_string(),
+                share,
+                source.counted.to_string(),
+            ]);
+        }
+        out += &align(&rows, |col, _| col == 0, true);
+        if let Some(os) = &cpu.osnoise {
+            let _ = writeln!(
+                out,
+                "kernel osnoise: noise {} µs of {} µs ({:.4} % available), max single {} µs; hw {} nmi {} irq {} softirq {} thread {}",
+                os.noise_us,
+                os.runtime_us,
+                os.cpu_available_percent,
+                os.max_single_noise_us,
+                os.hw,
+                os.nmi,
+                os.irq,
+                os.softirq,
+                os.thread
+            );
+        }
+    }
+    if noise.cpus.iter().any(|c| !c.sources.is_empty()) {
+        out += "times in µs; counted: how often the source's counter rose while measuring, with or without a gap above the threshold\n";
+    }
+    if let Some(note) = &noise.osnoise_note {
+        let _ = writeln!(out, "kernel osnoise tracer: {note}");
+    }
+    out
+}

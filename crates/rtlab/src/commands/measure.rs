@@ -1,0 +1,242 @@
+//! What every `rtlab measure PROBE` command does around its probe: check
+//! the shared flags, open the outputs before measuring, run the probe
+//! through the runner (loads, journal, store), print the tables and pick
+//! the exit code.
+
+use crate::cli::RunArgs;
+use crate::input::InputError;
+use crate::progress::LiveStatus;
+use crate::session;
+use anyhow::Context;
+use rtlab_campaign::runner::{self, RunObserver, RunRequest};
+use rtlab_core::journal;
+use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::units::human_duration;
+use rtlab_probe::setup::ProcessOptions;
+use rtlab_probe::{ProbeConfig, ProbeRun};
+use rtlab_report::export::{write_file, JsonExporter};
+use rtlab_report::probe_tables::probe_tables;
+use rtlab_report::table::summary_table;
+use rtlab_store::Store;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// A finished measurement, before its exit code is decided.
+pub struct Measured {
+    pub result: RunResult,
+    /// Where the human-readable output goes (stderr when --json - is given).
+    pub human: Box<dyn Write>,
+    pub stored: bool,
+}
+
+/// Opens an output file before measuring, so a bad path fails in the first
+/// second and not after a ten-minute run.
+pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(path).map_err(|e| {
+        anyhow::Error::new(InputError(format!(
+            "{what} {}: cannot create: {e}",
+            path.display()
+        )))
+    })
+}
+
+/// Runs `probe` with the shared flags of `args`; `extra_outputs` are
+/// (path, flag) pairs of the command's own files, created before measuring.
+pub fn measure(
+    probe: ProbeConfig,
+    args: &RunArgs,
+    extra_outputs: &[(&Path, &str)],
+) -> anyhow::Result<Measured> {
+    for assignment in &args.sysctl {
+        journal::parse_sysctl(assignment).map_err(|e| InputError(format!("--sysctl: {e}")))?;
+    }
+    let loads = match &args.load {
+        Some(list) => {
+            rtlab_load::parse_list(list).map_err(|e| InputError(format!("--load: {e}")))?
+        }
+        None => Vec::new(),
+    };
+    let json_path = args.json.as_deref();
+    let to_stdout = json_path == Some(Path::new("-"));
+    // With --json - the table goes to stderr, so stdout is JSON only.
+    let human: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let json_file = json_path.filter(|p| *p != Path::new("-"));
+    for (path, what) in extra_outputs
+        .iter()
+        .copied()
+        .chain(json_file.map(|p| (p, "--json")))
+    {
+        create_output(path, what)?;
+    }
+    let samples_csv: Option<Box<dyn Write + Send>> = match &args.samples {
+        Some(path) => Some(Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            create_output(path, "--samples")?,
+        ))),
+        None => None,
+    };
+    let mut store = open_store(args)?;
+
+    let context = session::begin()?;
+    let mut observer = LiveObserver {
+        status: None,
+        planned_ns: probe.planned_ns(),
+        quiet: args.quiet,
+        json_file,
+    };
+    let request = RunRequest {
+        probe,
+        process: ProcessOptions {
+            mlock: true,
+            dma_latency_us: (!args.no_dma_latency).then_some(0),
+        },
+        sysctls: args.sysctl.clone(),
+        loads,
+        command: std::env::args().collect(),
+        campaign: None,
+        samples_csv,
+    };
+    let result = runner::execute(request, &context, &mut observer)?;
+    if let Some(status) = observer.status.take() {
+        status.finish();
+    }
+    if let Some(path) = json_path {
+        write_file(&JsonExporter, &result, path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(store) = &mut store {
+        store
+            .save(&result)
+            .with_context(|| format!("storing the run in {}", store.path().display()))?;
+    }
+    Ok(Measured {
+        result,
+        human,
+        stored: store.is_some(),
+    })
+}
+
+/// An explicit --db that cannot be opened is bad input; the default store
+/// being unusable (no writable home) only costs the stored copy.
+fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
+    Ok(match (args.no_store, args.store.db.as_deref()) {
+        (true, _) => None,
+        (false, Some(db)) => Some(session::open_store(Some(db))?),
+        (false, None) => match session::open_store(None) {
+            Ok(store) => Some(store),
+            Err(e) => {
+                eprintln!("warning: the run will not be stored: {e:#}");
+                None
+            }
+        },
+    })
+}
+
+impl Measured {
+    /// Prints the tables (unless quiet) and returns the exit code of the
+    /// run's status: 0 complete, 1 failed, 130 stopped by a signal.
+    pub fn report(mut self, quiet: bool) -> anyhow::Result<ExitCode> {
+        if !quiet {
+            print_summary(&mut self.human, &self.result)?;
+            if self.stored {
+                writeln!(self.human, "stored as run {}", self.result.id)?;
+            }
+        }
+        Ok(exit_code(&self.result))
+    }
+}
+
+pub fn exit_code(result: &RunResult) -> ExitCode {
+    match result.status {
+        RunStatus::Failed => {
+            eprintln!("error: the run failed: see the warnings above");
+            ExitCode::from(1)
+        }
+        RunStatus::Break => ExitCode::from(1),
+        RunStatus::Partial => {
+            eprintln!("stopped by a signal: the partial result was kept");
+            ExitCode::from(130)
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Live status on the terminal and the --json file rewritten during the run.
+struct LiveObserver<'a> {
+    status: Option<LiveStatus>,
+    planned_ns: u64,
+    quiet: bool,
+    json_file: Option<&'a Path>,
+}
+
+impl RunObserver for LiveObserver<'_> {
+    fn started(&mut self, result: &RunResult, run: &dyn ProbeRun) {
+        for warning in &result.warnings {
+            eprintln!("warning: {warning}");
+        }
+        self.checkpoint(result);
+        self.status = LiveStatus::new(&run.series_names(), self.planned_ns, self.quiet);
+    }
+
+    fn tick(&mut self, run: &dyn ProbeRun) {
+        if let Some(status) = &self.status {
+            status.update(&run.series_names(), &run.live(), run.elapsed_ns());
+        }
+    }
+
+    fn checkpoint(&mut self, result: &RunResult) {
+        if let Some(path) = self.json_file {
+            if let Err(e) = write_file(&JsonExporter, result, path) {
+                eprintln!("warning: rewriting {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// The summary table, the probe's own tables, what was in effect, the
+/// loads and the warnings.
+pub fn print_summary(out: &mut dyn Write, result: &RunResult) -> std::io::Result<()> {
+    writeln!(out)?;
+    write!(out, "{}", summary_table(result))?;
+    write!(out, "{}", probe_tables(result))?;
+    let sched = result
+        .series
+        .first()
+        .and_then(|s| s.thread.actual)
+        .map_or_else(|| "unknown".to_string(), |p| p.to_string());
+    writeln!(
+        out,
+        "status {}, {} measured, policy in effect: {sched}, mlockall {}, cpu_dma_latency {}",
+        serde_json::to_value(result.status)?.as_str().unwrap_or("?"),
+        human_duration(result.elapsed_ns),
+        if result.effective.mlockall {
+            "on"
+        } else {
+            "OFF"
+        },
+        result
+            .effective
+            .dma_latency_us
+            .map_or_else(|| "not held".to_string(), |v| format!("{v} us")),
+    )?;
+    for load in &result.loads {
+        let work: Vec<String> = load
+            .work
+            .iter()
+            .map(|(name, value)| format!("{name} {}", rtlab_load::counter_text(name, *value)))
+            .collect();
+        writeln!(out, "under load {}: {}", load.spec, work.join(", "))?;
+        for note in &load.notes {
+            writeln!(out, "  {note}")?;
+        }
+    }
+    for warning in &result.warnings {
+        writeln!(out, "warning: {warning}")?;
+    }
+    Ok(())
+}
