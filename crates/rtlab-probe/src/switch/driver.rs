@@ -534,6 +534,11 @@ fn report_end(plan: &DriverPlan, mechanism: Mechanism, end: &TimerEnd, block: &B
             describe_errno(end.release_errno)
         ));
     }
+    if !end.timerfd && end.deadlines > 0 {
+        state.warn(format!(
+            "{mechanism}: no timerfd, the timer thread slept with clock_nanosleep: the switch series also holds the arming of its next deadline"
+        ));
+    }
 }
 
 /// A wait status in words.
