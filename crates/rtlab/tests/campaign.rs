@@ -262,3 +262,80 @@ fn an_interrupted_campaign_keeps_run_1_complete_and_run_2_partial() {
     assert_eq!(shown["loads"][0]["name"], "cmd");
     assert_eq!(shown["campaign"]["index"], 2);
 }
+
+const SWITCH_AND_NOISE: &str = r#"
+name = "probes"
+duration = "2s"
+
+[[probe]]
+kind = "switch"
+mechanisms = ["futex", "pipe"]
+rate = "2khz"
+
+[[probe]]
+kind = "noise"
+cpus = "1"
+runtime = "400ms"
+period = "500ms"
+
+[[load]]
+name = "idle"
+run = []
+
+[[configuration]]
+name = "promoted"
+policy = "fifo"
+priority = 80
+"#;
+
+#[test]
+fn switch_and_noise_probes_run_in_a_campaign() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probes.toml");
+    std::fs::write(&file, SWITCH_AND_NOISE).unwrap();
+    let db = dir.path().join("results.db");
+    let json = dir.path().join("campaign.json");
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["campaign", "run"])
+            .arg(&file)
+            .arg("--db")
+            .arg(&db)
+            .arg("--json")
+            .arg(&json),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let runs = runs_in(dir.path(), &db);
+    let probes: Vec<&str> = runs.iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    assert_eq!(probes, ["switch", "noise"]);
+    let doc = common::read_json(&json).unwrap();
+    let switch = &doc["runs"][0];
+    assert_eq!(switch["status"], "complete");
+    // The run's 2 s are shared by its two mechanisms: 1 s at 2 kHz each.
+    for name in [
+        "futex.interrupt",
+        "futex.switch",
+        "pipe.interrupt",
+        "pipe.switch",
+    ] {
+        let series = switch["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        let events = series["samples"].as_u64().unwrap() + series["missed"].as_u64().unwrap();
+        assert_eq!(events, 2000, "{name}");
+        assert_eq!(
+            series["thread"]["requested"]["priority"],
+            if name.ends_with("interrupt") { 80 } else { 79 }
+        );
+    }
+    let noise = &doc["runs"][1];
+    assert_eq!(noise["status"], "complete");
+    assert_eq!(noise["noise"]["cpus"][0]["cpu"], 1);
+    assert!(noise["noise"]["cpus"][0]["windows"].as_u64().unwrap() > 0);
+    assert_eq!(noise["series"][0]["thread"]["requested"]["priority"], 80);
+}
