@@ -307,10 +307,23 @@ fn switch_and_noise_probes_run_in_a_campaign() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // One matrix per probe kind: their figures are not one quantity.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("probe switch:") && stdout.contains("probe noise:"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("run 1: switch / idle × promoted"),
+        "{stderr}"
+    );
     let runs = runs_in(dir.path(), &db);
     let probes: Vec<&str> = runs.iter().map(|r| r["probe"].as_str().unwrap()).collect();
     assert_eq!(probes, ["switch", "noise"]);
     let doc = common::read_json(&json).unwrap();
+    assert!(doc["matrix"].is_null());
+    assert_eq!(doc["matrices"][1]["probe"], "noise");
+    assert_eq!(doc["matrices"][0]["matrix"]["cells"][0]["runs"], 1);
     let switch = &doc["runs"][0];
     assert_eq!(switch["status"], "complete");
     // The run's 2 s are shared by its two mechanisms: 1 s at 2 kHz each.

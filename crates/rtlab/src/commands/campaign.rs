@@ -97,8 +97,13 @@ fn run_plan(
     let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer)?;
     observer.finish();
 
-    let matrix = Matrix::of(&outcome.results);
-    let verdict_text = matrix.verdict();
+    let matrices = per_probe(&outcome.results);
+    // The verdict compares configurations of one probe; with several probe
+    // kinds (whose figures mean different things) there is none.
+    let verdict_text = match matrices.as_slice() {
+        [(_, matrix)] => matrix.verdict(),
+        _ => String::new(),
+    };
     if let Some(path) = json {
         let text = campaign_json(
             &plan,
@@ -114,9 +119,14 @@ fn run_plan(
         Box::new(std::io::stdout())
     };
     if !quiet {
-        writeln!(out)?;
-        write!(out, "{}", matrix.table())?;
-        if verdict {
+        for (probe, matrix) in &matrices {
+            writeln!(out)?;
+            if matrices.len() > 1 {
+                writeln!(out, "probe {probe}:")?;
+            }
+            write!(out, "{}", matrix.table())?;
+        }
+        if verdict && !verdict_text.is_empty() {
             writeln!(out)?;
             write!(out, "{verdict_text}")?;
         }
@@ -155,10 +165,51 @@ fn campaign_json(
         "origin": plan.campaign.origin,
         "execution": execution,
         "planned_runs": plan.runs.len(),
-        "matrix": Matrix::of(results),
+        "matrix": single_matrix(results),
+        "matrices": matrices_json(results),
         "verdict": verdict,
         "runs": results,
     }))? + "\n")
+}
+
+/// One matrix per probe kind, in the order the kinds first ran: a switch
+/// probe's latencies and a noise probe's gap lengths are not one figure.
+fn per_probe(results: &[RunResult]) -> Vec<(String, Matrix)> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for result in results {
+        if !kinds.contains(&result.probe.as_str()) {
+            kinds.push(&result.probe);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let runs: Vec<RunResult> = results
+                .iter()
+                .filter(|r| r.probe == kind)
+                .cloned()
+                .collect();
+            (kind.to_string(), Matrix::of(&runs))
+        })
+        .collect()
+}
+
+/// The campaign JSON's `matrix`: the matrix when every run is of one probe
+/// kind, null otherwise (see `matrices`).
+fn single_matrix(results: &[RunResult]) -> serde_json::Value {
+    match per_probe(results).as_slice() {
+        [(_, matrix)] => serde_json::json!(matrix),
+        [] => serde_json::json!(Matrix::of(results)),
+        _ => serde_json::Value::Null,
+    }
+}
+
+/// The campaign JSON's `matrices`: `[{"probe": KIND, "matrix": …}]`.
+fn matrices_json(results: &[RunResult]) -> serde_json::Value {
+    per_probe(results)
+        .into_iter()
+        .map(|(probe, matrix)| serde_json::json!({ "probe": probe, "matrix": matrix }))
+        .collect()
 }
 
 /// Writes `text` to a file atomically, or to stdout for `-`.
@@ -176,10 +227,21 @@ struct Progress {
     eta_ns: u64,
     json: Option<PathBuf>,
     plan_name: String,
+    /// The plan has several probes: name the probe in each run's line.
+    several_probes: bool,
     results: Vec<RunResult>,
 }
 
 impl Progress {
+    /// `load × configuration`, after `probe / ` when the plan has several.
+    fn cell(&self, planned: &PlannedRun) -> String {
+        let cell = format!("{} × {}", planned.load.name, planned.configuration.name);
+        match self.several_probes {
+            true => format!("{} / {cell}", planned.probe.name),
+            false => cell,
+        }
+    }
+
     fn new(plan: &Plan, quiet: bool) -> Progress {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::with_draw_target(
@@ -197,6 +259,7 @@ impl Progress {
             eta_ns: plan.eta_ns(),
             json: None,
             plan_name: plan.campaign.name.clone(),
+            several_probes: plan.campaign.probes.len() > 1,
             results: Vec::new(),
         }
     }
@@ -221,10 +284,7 @@ impl RunObserver for Progress {
 
 impl CampaignObserver for Progress {
     fn run_starting(&mut self, planned: &PlannedRun, total: usize, remaining_ns: u64) {
-        self.current = format!(
-            "run {}/{total}: {} × {}",
-            planned.index, planned.load.name, planned.configuration.name
-        );
+        self.current = format!("run {}/{total}: {}", planned.index, self.cell(planned));
         self.done_ns = self.eta_ns.saturating_sub(remaining_ns);
         match &self.bar {
             Some(bar) => bar.set_message(self.current.clone()),
@@ -251,10 +311,9 @@ impl CampaignObserver for Progress {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         let line = format!(
-            "run {}: {} × {}: {status}, p99.9 {} µs, max {} µs ({})",
+            "run {}: {}: {status}, p99.9 {} µs, max {} µs ({})",
             planned.index,
-            planned.load.name,
-            planned.configuration.name,
+            self.cell(planned),
             Micros(worst_p999),
             Micros(worst_max),
             result.id
@@ -282,7 +341,8 @@ impl CampaignObserver for Progress {
                 "schema": "rtlab.campaign/1",
                 "name": self.plan_name,
                 "execution": execution,
-                "matrix": Matrix::of(&self.results),
+                "matrix": single_matrix(&self.results),
+                "matrices": matrices_json(&self.results),
                 "verdict": null,
                 "runs": self.results,
             }));
