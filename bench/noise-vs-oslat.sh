@@ -35,12 +35,13 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 NAME=noise-vs-oslat
+# shellcheck source=bench/lib.sh
+source "$SCRIPT_DIR/lib.sh"
 
-ONLINE=$(cat /sys/devices/system/cpu/online 2>/dev/null || echo 0)
-LAST_CPU=$(awk -F'[-,]' '{print $NF}' <<<"$ONLINE")
+ONLINE=$(online_cpus 0)
 PAIRS=${PAIRS:-3}
 DURATION=${DURATION:-10}
-CPU=${CPU:-$LAST_CPU}
+CPU=${CPU:-$(last_online_cpu)}
 PRIO=${PRIO:-90}
 THRESHOLD_US=${THRESHOLD_US:-1}
 PERIOD_MS=${PERIOD_MS:-1000}
@@ -51,14 +52,8 @@ WAIT_IDLE=${WAIT_IDLE:-0}
 KEEP_RAW=${KEEP_RAW:-}
 RESULTS_DIR=${RESULTS_DIR:-$SCRIPT_DIR/results}
 
-log() { printf '[%s] %s\n' "$NAME" "$*" >&2; }
-die() { printf '[%s] error: %s\n' "$NAME" "$*" >&2; exit 1; }
-
 # ---------------------------------------------------------------- settings
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-for var in PAIRS DURATION CPU PRIO THRESHOLD_US PERIOD_MS WINDOW_MS OSLAT_BUCKETS SETTLE WAIT_IDLE; do
-    is_uint "${!var}" || die "$var=${!var}: expected a non-negative whole number"
-done
+require_whole_numbers PAIRS DURATION CPU PRIO THRESHOLD_US PERIOD_MS WINDOW_MS OSLAT_BUCKETS SETTLE WAIT_IDLE
 (( PAIRS >= 1 )) || die "PAIRS must be at least 1"
 (( DURATION >= 1 )) || die "DURATION must be at least 1 (seconds)"
 (( PRIO >= 1 && PRIO <= 99 )) || die "PRIO=$PRIO: SCHED_FIFO priorities are 1-99"
@@ -70,20 +65,8 @@ done
 (( PAIRS >= 3 )) || log "warning: PAIRS=$PAIRS; at least 3 pairs are recommended for a median"
 
 # ---------------------------------------------------------------- root
-if [[ $(id -u) -ne 0 ]]; then
-    echo "SKIP: $NAME needs root: both tools spin at SCHED_FIFO $PRIO and lock memory" \
-         "(rerun with sudo)."
-    exit 0
-fi
-if command -v chrt >/dev/null 2>&1 && ! chrt -f "$PRIO" true 2>/dev/null; then
-    echo "SKIP: running as root, but SCHED_FIFO $PRIO is refused here (no CAP_SYS_NICE in" \
-         "this container?); a noise comparison without real-time priority is meaningless."
-    exit 0
-fi
-[[ -d /sys/devices/system/cpu/cpu$CPU ]] || die "CPU=$CPU: no such CPU (online: $ONLINE)"
-if [[ -r /sys/devices/system/cpu/cpu$CPU/online ]] && [[ $(cat "/sys/devices/system/cpu/cpu$CPU/online") != 1 ]]; then
-    die "CPU=$CPU is offline"
-fi
+skip_unless_root_with_fifo "both tools spin at SCHED_FIFO $PRIO and lock memory" noise
+require_online_cpu "$CPU" "$ONLINE"
 # oslat's main thread sleeps on another CPU (-C), as it does by default on CPU 0.
 MAIN_CPU=
 for c in /sys/devices/system/cpu/cpu[0-9]*; do
@@ -96,39 +79,11 @@ done
 [[ -n $MAIN_CPU ]] || die "only CPU $CPU is online: the spinner would starve both tools' other threads"
 
 # ---------------------------------------------------------------- tools
-apt_install() {
-    command -v apt-get >/dev/null 2>&1 || die "$1 is missing and there is no apt-get to install it"
-    log "installing $1 with apt-get"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "$1"; then
-        log "apt-get install $1 failed; running apt-get update and retrying"
-        apt-get update || die "apt-get update failed"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y "$1" || die "apt-get install -y $1 failed"
-    fi
-}
 command -v python3 >/dev/null 2>&1 || apt_install python3
-command -v oslat >/dev/null 2>&1 || apt_install rt-tests
-command -v oslat >/dev/null 2>&1 || die "rt-tests is installed but oslat is not on PATH"
+ensure_rt_tests_tool oslat
 OSLAT=$(command -v oslat)
-command -v cargo >/dev/null 2>&1 || die "cargo is not on PATH: cannot build rtlab"
-
-log "building rtlab (cargo build --release -p rtlab)"
-(cd "$REPO_ROOT" && cargo build --release -p rtlab) || die "cargo build --release -p rtlab failed"
-TARGET_DIR=$(cd "$REPO_ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])') ||
-    TARGET_DIR=$REPO_ROOT/target
-RTLAB=$TARGET_DIR/release/rtlab
-[[ -x $RTLAB ]] || die "built rtlab not found at $RTLAB"
-
-RTLAB_VERSION=$("$RTLAB" --version 2>/dev/null || echo "rtlab ?")
-if GIT_REV=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null); then
-    if [[ -n $(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-        GIT_REV="$GIT_REV, uncommitted changes"
-    fi
-    RTLAB_VERSION="$RTLAB_VERSION (git $GIT_REV)"
-fi
-OSLAT_VERSION=$( { "$OSLAT" --version 2>&1 || true; } | sed -n '1{s/^oslat //;p;q}')
-PKG_VERSION=$(dpkg-query -W -f='${Version}' rt-tests 2>/dev/null || true)
-OSLAT_VERSION="oslat ${OSLAT_VERSION:-?}${PKG_VERSION:+ (rt-tests $PKG_VERSION)}"
+build_rtlab
+OSLAT_VERSION=$(rt_tests_version oslat "$OSLAT" --version)
 RT_RUNTIME=$(cat /proc/sys/kernel/sched_rt_runtime_us 2>/dev/null || echo '?')
 RT_PERIOD=$(cat /proc/sys/kernel/sched_rt_period_us 2>/dev/null || echo '?')
 if [[ $RT_RUNTIME == -1 ]]; then
@@ -137,44 +92,9 @@ else
     RT_THROTTLING="kernel.sched_rt_runtime_us = $RT_RUNTIME of sched_rt_period_us = $RT_PERIOD"
 fi
 
-# ---------------------------------------------------------------- temp + traps
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/$NAME.XXXXXX")
-CHILD=
-cleanup() {
-    local rc=$?
-    if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then
-        kill -TERM "$CHILD" 2>/dev/null || true
-        wait "$CHILD" 2>/dev/null || true
-    fi
-    if [[ -n $KEEP_RAW && -d $TMP ]]; then
-        mkdir -p "$KEEP_RAW" && cp -a "$TMP"/. "$KEEP_RAW"/ && log "raw files kept in $KEEP_RAW"
-    fi
-    rm -rf "$TMP"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT TERM HUP
-
-busy_builds() { pgrep -c -x 'cargo|rustc' 2>/dev/null || true; }
-# Whole-machine CPU ticks from /proc/stat: "busy idle steal" (busy excludes steal).
-cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $9; exit}' /proc/stat; }
-# Busy and steal % of all CPUs between two cpu_ticks readings.
-cpu_pct() {
-    awk -v a="$1" -v b="$2" 'BEGIN{split(a,x," "); split(b,y," ");
-        bu=y[1]-x[1]; id=y[2]-x[2]; st=y[3]-x[3]; t=bu+id+st; if (t<=0) t=1;
-        printf "%.1f\t%.1f", 100*bu/t, 100*st/t}'
-}
-
-if (( WAIT_IDLE > 0 )); then
-    waited=0
-    while [[ $(busy_builds) -gt 0 ]] && (( waited < WAIT_IDLE )); do
-        (( waited % 30 == 0 )) && log "cargo/rustc running; waiting for them (up to ${WAIT_IDLE}s)"
-        sleep 5; waited=$(( waited + 5 ))
-    done
-fi
-if [[ $(busy_builds) -gt 0 ]]; then
-    log "warning: cargo/rustc processes are running; they may disturb the noise (recorded per run)"
-fi
+# ---------------------------------------------------------------- temp + quiet
+make_temp_dir
+wait_for_idle_builds noise
 
 # ---------------------------------------------------------------- commands
 # Exact argv of each tool; $1 = run number.
@@ -187,12 +107,10 @@ oslat_cmd() {
     CMD=("$OSLAT" --cpu-list "$CPU" -C "$MAIN_CPU" -f "$PRIO" -D "$DURATION" -b "$OSLAT_BUCKETS" -z
          "--json=$TMP/run$1-oslat.json")
 }
-quote() { local out= a; for a in "$@"; do out+="${out:+ }$(printf '%q' "$a")"; done; printf '%s' "$out"; }
-rtlab_cmd N; RTLAB_TEMPLATE=$(quote "${CMD[@]}" | sed "s#$TMP#\$TMP#g")
-oslat_cmd N; OSLAT_TEMPLATE=$(quote "${CMD[@]}" | sed "s#$TMP#\$TMP#g")
+rtlab_cmd N; RTLAB_TEMPLATE=$(cmd_template "${CMD[@]}")
+oslat_cmd N; OSLAT_TEMPLATE=$(cmd_template "${CMD[@]}")
 
-MANIFEST=$TMP/runs.tsv
-printf '# pair\tseq\ttool\tjson\tlog\tstarted_at\tended_at\telapsed_s\trc\tloadavg\tbusy\tcpu_busy_pct\tcpu_steal_pct\tcommand\n' >"$MANIFEST"
+start_manifest pair seq tool json log
 
 # A short rtlab run first, so a probe that does not work yet fails in seconds.
 log "checking that rtlab measure noise works (1 s)"
@@ -205,32 +123,14 @@ if ! "$RTLAB" measure noise --cpus "$CPU" --duration 1s --threshold "${THRESHOLD
 fi
 
 run_one() {  # pair seq tool
-    local pair=$1 seq=$2 tool=$3 rc=0 started ended t0 t1 load busy ticks0 ticks1
+    local pair=$1 seq=$2 tool=$3
     "${tool}_cmd" "$seq"
     local json=$TMP/run$seq-$tool.json logf=$TMP/run$seq-$tool.log
-    (( SETTLE > 0 )) && sleep "$SETTLE"
-    load=$(cut -d' ' -f1-3 /proc/loadavg)
-    busy=$(busy_builds)
-    log "run $seq/$(( 2 * PAIRS )) (pair $pair): $tool, ${DURATION}s spinning on CPU $CPU (load $load)"
-    started=$(date -u +%Y-%m-%dT%H:%M:%SZ); t0=$(date +%s.%N); ticks0=$(cpu_ticks)
-    "${CMD[@]}" >"$logf" 2>&1 &
-    CHILD=$!
-    wait "$CHILD" || rc=$?
-    CHILD=
-    ticks1=$(cpu_ticks); t1=$(date +%s.%N); ended=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    if (( rc != 0 )) || [[ ! -s $json ]]; then
-        log "$tool failed (exit code $rc); command: $(quote "${CMD[@]}")"
-        log "its output:"; sed 's/^/    /' "$logf" >&2 || true
-        [[ -s $json ]] || log "no JSON was written"
-        exit 1
-    fi
-    if [[ -s $logf ]] && grep -qiE 'warn|error' "$logf"; then
-        log "$tool said:"; sed 's/^/    /' "$logf" >&2
-    fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "$pair" "$seq" "$tool" "${json##*/}" "${logf##*/}" "$started" "$ended" \
-        "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')" "$rc" "$load" "${busy:-0}" \
-        "$(cpu_pct "$ticks0" "$ticks1")" "$(quote "${CMD[@]}")" >>"$MANIFEST"
+    settle_and_sample
+    log "run $seq/$(( 2 * PAIRS )) (pair $pair): $tool, ${DURATION}s spinning on CPU $CPU (load $RUN_LOAD)"
+    run_timed "$logf"
+    check_run_output "$tool" "$logf" "$json"
+    append_manifest_row "$pair" "$seq" "$tool" "${json##*/}" "${logf##*/}"
 }
 
 log "$PAIRS pairs x 2 runs x ${DURATION}s: about $(( PAIRS * 2 * (DURATION + SETTLE + 2) ))s"
@@ -243,36 +143,28 @@ for (( pair = 1; pair <= PAIRS; pair++ )); do
 done
 
 # ---------------------------------------------------------------- report
-export BENCH_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) BENCH_HOST=$(hostname 2>/dev/null || uname -n)
-export BENCH_KERNEL=$(uname -r) BENCH_UNAME_V=$(uname -v)
-export BENCH_CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-export BENCH_ONLINE=$ONLINE
-export BENCH_CLOCKSOURCE=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || true)
+export_host_environment "$ONLINE"
 export BENCH_RT_THROTTLING=$RT_THROTTLING
 export BENCH_RTLAB_VERSION=$RTLAB_VERSION BENCH_OSLAT_VERSION=$OSLAT_VERSION
 export BENCH_RTLAB_CMD=$RTLAB_TEMPLATE BENCH_OSLAT_CMD=$OSLAT_TEMPLATE
 export PAIRS DURATION CPU PRIO THRESHOLD_US PERIOD_MS WINDOW_MS OSLAT_BUCKETS SETTLE MAIN_CPU
-python3 - "$TMP/meta.json" <<'EOF'
-import json, os, sys
+python3 - "$TMP/meta.json" "$SCRIPT_DIR" <<'EOF'
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from benchlib import write_meta
 e = os.environ
-meta = {
-    "date": e["BENCH_DATE"],
-    "host": e["BENCH_HOST"],
-    "kernel": e["BENCH_KERNEL"],
-    "versions": {"rtlab": e["BENCH_RTLAB_VERSION"], "oslat": e["BENCH_OSLAT_VERSION"]},
-    "config": {"pairs": int(e["PAIRS"]), "duration_s": int(e["DURATION"]), "cpu": int(e["CPU"]),
-               "priority": int(e["PRIO"]), "policy": "SCHED_FIFO",
-               "threshold_us": int(e["THRESHOLD_US"]), "period_ms": int(e["PERIOD_MS"]),
-               "window_ms": int(e["WINDOW_MS"]),
-               "oslat_buckets": int(e["OSLAT_BUCKETS"]), "main_cpu": int(e["MAIN_CPU"]),
-               "settle_s": int(e["SETTLE"]), "order": "rtlab, oslat per pair"},
-    "commands": {"rtlab": e["BENCH_RTLAB_CMD"], "oslat": e["BENCH_OSLAT_CMD"]},
-    "environment": {"uname_v": e["BENCH_UNAME_V"], "cpu_model": e["BENCH_CPU_MODEL"],
-                    "online_cpus": e["BENCH_ONLINE"], "clocksource": e["BENCH_CLOCKSOURCE"],
-                    "rt_throttling": e["BENCH_RT_THROTTLING"]},
-}
-with open(sys.argv[1], "w") as f:
-    json.dump(meta, f, indent=2)
+write_meta(
+    sys.argv[1],
+    versions={"rtlab": e["BENCH_RTLAB_VERSION"], "oslat": e["BENCH_OSLAT_VERSION"]},
+    config={"pairs": int(e["PAIRS"]), "duration_s": int(e["DURATION"]), "cpu": int(e["CPU"]),
+            "priority": int(e["PRIO"]), "policy": "SCHED_FIFO",
+            "threshold_us": int(e["THRESHOLD_US"]), "period_ms": int(e["PERIOD_MS"]),
+            "window_ms": int(e["WINDOW_MS"]),
+            "oslat_buckets": int(e["OSLAT_BUCKETS"]), "main_cpu": int(e["MAIN_CPU"]),
+            "settle_s": int(e["SETTLE"]), "order": "rtlab, oslat per pair"},
+    commands={"rtlab": e["BENCH_RTLAB_CMD"], "oslat": e["BENCH_OSLAT_CMD"]},
+    extra_environment={"rt_throttling": e["BENCH_RT_THROTTLING"]},
+)
 EOF
 
 mkdir -p "$RESULTS_DIR"

@@ -31,12 +31,16 @@ It can also be run on its own over the files a previous run kept:
         --md out.md [--json out.json]
 """
 
-import argparse
 import json
-import os
 import re
-import statistics
 import sys
+
+from benchlib import (
+    HOST_LOAD_HEADER, HOST_LOAD_LEGEND, RUN_COLUMNS, BenchError, command_lines, console_table,
+    disturbance_notes, disturbed_runs, fmt, host_load_cells, host_rows, load_json, md_table,
+    med, note_lines, pairs_of, ratio, read_text, results_document, run_cli, run_record,
+    rtlab_warnings,
+)
 
 SCHEMA = "rtlab.bench.noise-vs-oslat/1"
 BUSY_PCT_WARN = 60.0  # whole-machine busy % above which a run is flagged (one spinning CPU of 2 = 50 %)
@@ -50,30 +54,9 @@ METRICS = (
     ("short_noise_us", "noise in the shorter gaps (us)"),
     ("measured_s", "measured time (s)"),
 )
-MANIFEST_COLUMNS = (
-    "pair", "seq", "tool", "json", "log", "started_at", "ended_at",
-    "elapsed_s", "rc", "loadavg", "busy", "cpu_busy_pct", "cpu_steal_pct", "command",
-)
-
-
-class BenchError(Exception):
-    pass
-
-
-def load_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise BenchError(f"cannot read JSON {path}: {e}") from e
-
-
-def read_text(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError as e:
-        raise BenchError(f"cannot read {path}: {e}") from e
+OWN_COLUMNS = ("pair", "seq", "tool")
+FILE_COLUMNS = ("json", "log")  # relative to the manifest
+MANIFEST_COLUMNS = OWN_COLUMNS + FILE_COLUMNS + RUN_COLUMNS
 
 
 # --------------------------------------------------------------------------
@@ -242,54 +225,11 @@ def rtlab_figures(path, cpu, buckets):
 # Assembly
 # --------------------------------------------------------------------------
 
-def read_manifest(path):
-    runs = []
-    base = os.path.dirname(os.path.abspath(path))
-    try:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line or line.startswith("#"):
-                    continue
-                fields = line.split("\t")
-                if len(fields) != len(MANIFEST_COLUMNS):
-                    raise BenchError(f"{path}:{lineno}: {len(fields)} columns, "
-                                     f"expected {len(MANIFEST_COLUMNS)}")
-                run = dict(zip(MANIFEST_COLUMNS, fields))
-                for key in ("json", "log"):  # relative to the manifest
-                    run[key] = os.path.join(base, run[key])
-                for key in ("pair", "seq", "rc", "busy"):
-                    run[key] = int(run[key])
-                for key in ("elapsed_s", "cpu_busy_pct", "cpu_steal_pct"):
-                    run[key] = float(run[key])
-                runs.append(run)
-    except OSError as e:
-        raise BenchError(f"cannot read manifest {path}: {e}") from e
-    if not runs:
-        raise BenchError(f"{path}: no runs listed")
-    return runs
-
-
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def analyse(runs, meta):
     cfg = meta["config"]
     out_runs = []
     for run in runs:
-        rec = {k: run[k] for k in ("pair", "seq", "tool", "started_at", "ended_at", "elapsed_s",
-                                   "rc", "loadavg", "busy", "cpu_busy_pct", "cpu_steal_pct",
-                                   "command")}
-        rec["busy_build_processes"] = rec.pop("busy")
-        rec["loadavg_before"] = rec.pop("loadavg")
+        rec = run_record(run, OWN_COLUMNS)
         if run["tool"] == "rtlab":
             f = rtlab_figures(run["json"], cfg["cpu"], cfg["oslat_buckets"])
         elif run["tool"] == "oslat":
@@ -304,12 +244,7 @@ def analyse(runs, meta):
         out_runs.append(rec)
 
     pairs = []
-    for p in sorted({r["pair"] for r in out_runs}):
-        a = [r for r in out_runs if r["pair"] == p and r["tool"] == "rtlab"]
-        b = [r for r in out_runs if r["pair"] == p and r["tool"] == "oslat"]
-        if len(a) != 1 or len(b) != 1:
-            raise BenchError(f"pair {p}: expected one rtlab and one oslat run")
-        a, b = a[0], b[0]
+    for p, a, b in pairs_of(out_runs, "oslat"):
         pairs.append({
             "pair": p, "rtlab_seq": a["seq"], "oslat_seq": b["seq"],
             "ratios_rtlab_over_oslat": {m: ratio(a["figures"][m], b["figures"][m])
@@ -332,55 +267,25 @@ def analyse(runs, meta):
                                               for m, _ in METRICS},
         "all_runs_consistent": all(r["consistent"] for r in out_runs),
         "inconsistent_runs": {r["seq"]: r["problems"] for r in out_runs if not r["consistent"]},
-        "failed_runs": [r["seq"] for r in out_runs if r["rc"] != 0],
-        "runs_with_build_processes": [r["seq"] for r in out_runs if r["busy_build_processes"]],
-        "runs_with_busy_machine": [r["seq"] for r in out_runs if r["cpu_busy_pct"] >= BUSY_PCT_WARN],
-        "rtlab_warnings": sorted({w for r in out_runs if r["tool"] == "rtlab"
-                                  for w in r["figures"]["warnings"]}),
+        **disturbed_runs(out_runs, BUSY_PCT_WARN),
+        "rtlab_warnings": rtlab_warnings(out_runs),
     }
-    return {
-        "schema": SCHEMA,
-        **{k: meta[k] for k in ("date", "host", "kernel", "versions", "config",
-                                "commands", "environment") if k in meta},
-        "method": {
-            "rtlab": "noise.cpus[CPU]: measured_ns, noise_ns, noise_percent, max_single_ns, events",
-            "oslat": "--json histogram: events = buckets with label >= threshold+1; noise = "
-                     "sum(count * (label - 0.5)) + overflow excess (avg * N - sum(label * count)); "
-                     "noise % = noise / Duration; max = its Maximum",
-            "ratios": "rtlab / oslat per pair; summary = median over pairs, and ratio of medians",
-        },
-        "runs": out_runs,
-        "pairs": pairs,
-        "summary": summary,
+    method = {
+        "rtlab": "noise.cpus[CPU]: measured_ns, noise_ns, noise_percent, max_single_ns, events",
+        "oslat": "--json histogram: events = buckets with label >= threshold+1; noise = "
+                 "sum(count * (label - 0.5)) + overflow excess (avg * N - sum(label * count)); "
+                 "noise % = noise / Duration; max = its Maximum",
+        "ratios": "rtlab / oslat per pair; summary = median over pairs, and ratio of medians",
     }
+    return results_document(SCHEMA, meta, method, out_runs, pairs, summary)
 
 
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
 
-def fmt(v, digits=3):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        if v.is_integer() and digits == 0:
-            return str(int(v))
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
 DIGITS = {"max_single_us": 1, "noise_us": 0, "noise_percent": 3, "events": 0, "measured_s": 3,
           "long_gaps": 0, "short_noise_us": 0}
-
-
-def md_table(header, rows, numeric=True, text_cols=1):
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" if i < text_cols or not numeric else "---:"
-                            for i in range(len(header))) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def summary_rows(res):
@@ -405,14 +310,8 @@ def render_md(res):
     thr = cfg["threshold_us"]
     out = ["# rtlab measure noise vs oslat\n"]
     out.append(f"Generated by `bench/noise-vs-oslat.sh` on {res['date']}.\n")
-    out.append(md_table(["", ""], [
-        ["host", res.get("host", "-")],
-        ["kernel (uname -r)", res["kernel"]],
-        ["kernel version (uname -v)", env.get("uname_v", "-")],
-        ["CPU model", env.get("cpu_model", "-")],
-        ["online CPUs", env.get("online_cpus", "-")],
-        ["clocksource", env.get("clocksource", "-")],
-        ["RT throttling", env.get("rt_throttling", "-")],
+    out.append(md_table(["", ""], host_rows(res, [("clocksource", "clocksource"),
+                                                  ("RT throttling", "rt_throttling")]) + [
         ["rtlab", res["versions"]["rtlab"]],
         ["oslat", res["versions"]["oslat"]],
         ["setup", f"{cfg['pairs']} pair(s) (rtlab then oslat), {cfg['duration_s']} s each, "
@@ -423,11 +322,7 @@ def render_md(res):
                   f"{cfg['settle_s']} s pause before each run"],
     ], numeric=False))
     out.append("")
-    out.append("Commands (`$TMP` = a temporary directory, removed afterwards; `N` = run number):\n")
-    out.append("```sh")
-    out.append(res["commands"]["rtlab"])
-    out.append(res["commands"]["oslat"])
-    out.append("```\n")
+    out += command_lines([res["commands"]["rtlab"], res["commands"]["oslat"]])
 
     out.append("## Summary\n")
     out.append("Ratios are rtlab / oslat: 1 = both saw the same. `ratio of medians` = median of "
@@ -457,21 +352,9 @@ def render_md(res):
     notes = []
     for seq, probs in s["inconsistent_runs"].items():
         notes.append(f"run {seq}: " + "; ".join(probs))
-    if s["failed_runs"]:
-        notes.append(f"runs {s['failed_runs']} exited non-zero")
-    if s["runs_with_build_processes"]:
-        notes.append(f"cargo/rustc processes were running at the start of runs "
-                     f"{s['runs_with_build_processes']}: those figures may be disturbed")
-    if s["runs_with_busy_machine"]:
-        notes.append(f"the machine was more than {BUSY_PCT_WARN:g} % busy during runs "
-                     f"{s['runs_with_busy_machine']} (the spinner alone is one CPU): those "
-                     f"figures may be disturbed")
-    for w in s["rtlab_warnings"]:
-        notes.append(f"rtlab warned: {w}")
-    for n in notes:
-        out.append(f"- Note: {n}.")
-    if notes:
-        out.append("")
+    notes += disturbance_notes(s, BUSY_PCT_WARN, busy_why="the spinner alone is one CPU")
+    notes += [f"rtlab warned: {w}" for w in s["rtlab_warnings"]]
+    out += note_lines(notes)
 
     out.append("## What is compared, and the settings chosen\n")
     out.append(
@@ -535,13 +418,10 @@ def render_md(res):
     out.append("")
 
     out.append("## Per pair\n")
-    out.append("`load before` = 1-min load average at the start; `CPU busy %` / `steal %` = share "
-               "of all CPUs' time busy / stolen by the hypervisor during the run (the spinner "
-               "alone keeps one CPU busy).\n")
+    out.append(HOST_LOAD_LEGEND + " (the spinner alone keeps one CPU busy).\n")
     long_label = f"gaps >= {cfg['oslat_buckets'] - 1} us"
     header = ["run", "tool", "measured (s)", "events", "total noise (us)", "noise %",
-              "longest gap (us)", long_label, "shorter-gap noise (us)", "load before",
-              "CPU busy %", "steal %"]
+              "longest gap (us)", long_label, "shorter-gap noise (us)", *HOST_LOAD_HEADER]
     by_seq = {r["seq"]: r for r in res["runs"]}
     for p in res["pairs"]:
         rows = []
@@ -553,8 +433,7 @@ def render_md(res):
                 noise += f" ({fmt(f['noise_low_us'], 0)}-{fmt(f['noise_high_us'], 0)})"
             rows.append([r["seq"], r["tool"], fmt(f["measured_s"]), f["events"], noise,
                          fmt(f["noise_percent"]), fmt(f["max_single_us"], 1), f["long_gaps"],
-                         fmt(f["short_noise_us"], 0), r["loadavg_before"].split()[0] if r["loadavg_before"] else "-",
-                         fmt(r["cpu_busy_pct"], 1), fmt(r["cpu_steal_pct"], 1)])
+                         fmt(f["short_noise_us"], 0), *host_load_cells(r)])
         ra = p["ratios_rtlab_over_oslat"]
         rows.append(["", "**ratio**", fmt(ra["measured_s"]), fmt(ra["events"]), fmt(ra["noise_us"]),
                      fmt(ra["noise_percent"]), fmt(ra["max_single_us"]), fmt(ra["long_gaps"]),
@@ -566,10 +445,7 @@ def render_md(res):
 
 
 def render_console(res):
-    header, rows = summary_rows(res)
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths))
-    out = [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    out = console_table(*summary_rows(res))
     s = res["summary"]
     m = s["median_per_tool"]["oslat"]
     out.append("")
@@ -581,29 +457,9 @@ def render_console(res):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--manifest", required=True, help="runs.tsv written by the bench script")
-    ap.add_argument("--meta", required=True, help="meta.json written by the bench script")
-    ap.add_argument("--md", required=True, help="Markdown report to write")
-    ap.add_argument("--json", help="JSON results to write (optional)")
-    args = ap.parse_args(argv)
-    try:
-        meta = load_json(args.meta)
-        res = analyse(read_manifest(args.manifest), meta)
-        outputs = [(args.md, render_md(res) + "\n")]
-        if args.json:
-            outputs.append((args.json, json.dumps(res, indent=2) + "\n"))
-        for path, text in outputs:
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(text)
-        for path, _ in outputs:
-            os.replace(path + ".tmp", path)
-    except BenchError as e:
-        print(f"noise_compare: {e}", file=sys.stderr)
-        return 1
-    print(render_console(res))
-    return 0
+    return run_cli("noise_compare", __doc__, argv,
+                   columns=MANIFEST_COLUMNS, file_columns=FILE_COLUMNS,
+                   analyse=analyse, render_md=render_md, render_console=render_console)
 
 
 if __name__ == "__main__":

@@ -24,12 +24,16 @@ It can also be run on its own over the files a previous run kept:
         --md out.md [--json out.json]
 """
 
-import argparse
 import json
-import os
 import re
-import statistics
 import sys
+
+from benchlib import (
+    HOST_LOAD_HEADER, HOST_LOAD_LEGEND, RUN_COLUMNS, BenchError, command_lines, console_table,
+    disturbance_notes, disturbed_runs, fmt, host_load_cells, host_rows, load_json, md_table,
+    med, note_lines, pairs_of, ratio, read_text, results_document, run_cli, run_record,
+    rtlab_warnings,
+)
 
 SCHEMA = "rtlab.bench.switch-vs-rt-tests/1"
 BUSY_PCT_WARN = 5.0  # whole-machine busy % during a run above which it is flagged
@@ -47,30 +51,9 @@ WHAT = {
     "sysv-sem": "semop(+1) -> semop(-1) returns",
 }
 RATIO_METRICS = ("mean_us", "min_us", "max_us")
-MANIFEST_COLUMNS = (
-    "pair", "seq", "tool", "mechanism", "json", "log", "started_at", "ended_at",
-    "elapsed_s", "rc", "loadavg", "busy", "cpu_busy_pct", "cpu_steal_pct", "command",
-)
-
-
-class BenchError(Exception):
-    pass
-
-
-def load_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise BenchError(f"cannot read JSON {path}: {e}") from e
-
-
-def read_text(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError as e:
-        raise BenchError(f"cannot read {path}: {e}") from e
+OWN_COLUMNS = ("pair", "seq", "tool", "mechanism")
+FILE_COLUMNS = ("json", "log")  # relative to the manifest
+MANIFEST_COLUMNS = OWN_COLUMNS + FILE_COLUMNS + RUN_COLUMNS
 
 
 # --------------------------------------------------------------------------
@@ -218,54 +201,11 @@ def rtlab_figures(path, mechanism):
 # Assembly
 # --------------------------------------------------------------------------
 
-def read_manifest(path):
-    runs = []
-    base = os.path.dirname(os.path.abspath(path))
-    try:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line or line.startswith("#"):
-                    continue
-                fields = line.split("\t")
-                if len(fields) != len(MANIFEST_COLUMNS):
-                    raise BenchError(f"{path}:{lineno}: {len(fields)} columns, "
-                                     f"expected {len(MANIFEST_COLUMNS)}")
-                run = dict(zip(MANIFEST_COLUMNS, fields))
-                for key in ("json", "log"):  # relative to the manifest
-                    run[key] = os.path.join(base, run[key])
-                for key in ("pair", "seq", "rc", "busy"):
-                    run[key] = int(run[key])
-                for key in ("elapsed_s", "cpu_busy_pct", "cpu_steal_pct"):
-                    run[key] = float(run[key])
-                runs.append(run)
-    except OSError as e:
-        raise BenchError(f"cannot read manifest {path}: {e}") from e
-    if not runs:
-        raise BenchError(f"{path}: no runs listed")
-    return runs
-
-
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def analyse(runs, meta):
     cfg = meta["config"]
     out_runs = []
     for run in runs:
-        rec = {k: run[k] for k in ("pair", "seq", "tool", "mechanism", "started_at", "ended_at",
-                                   "elapsed_s", "rc", "loadavg", "busy", "cpu_busy_pct",
-                                   "cpu_steal_pct", "command")}
-        rec["busy_build_processes"] = rec.pop("busy")
-        rec["loadavg_before"] = rec.pop("loadavg")
+        rec = run_record(run, OWN_COLUMNS)
         mech = run["mechanism"]
         if mech not in TOOL_FOR:
             raise BenchError(f"unknown mechanism {mech!r} in the manifest")
@@ -316,14 +256,8 @@ def analyse(runs, meta):
     pairs = []
     for mech in mechanisms:
         tool = TOOL_FOR[mech]
-        for p in sorted({r["pair"] for r in out_runs if r["mechanism"] == mech}):
-            a = [r for r in out_runs if r["pair"] == p and r["mechanism"] == mech
-                 and r["tool"] == "rtlab"]
-            b = [r for r in out_runs if r["pair"] == p and r["mechanism"] == mech
-                 and r["tool"] == tool]
-            if len(a) != 1 or len(b) != 1:
-                raise BenchError(f"pair {p}, {mech}: expected one rtlab and one {tool} run")
-            a, b = a[0], b[0]
+        for p, a, b in pairs_of([r for r in out_runs if r["mechanism"] == mech], tool,
+                                where=f", {mech}"):
             pairs.append({
                 "pair": p, "mechanism": mech, "tool": tool,
                 "rtlab_seq": a["seq"], "tool_seq": b["seq"],
@@ -356,51 +290,21 @@ def analyse(runs, meta):
         "per_mechanism": per_mechanism,
         "all_runs_clean": all(r["consistent"] for r in out_runs),
         "flagged_runs": {r["seq"]: r["problems"] for r in out_runs if not r["consistent"]},
-        "failed_runs": [r["seq"] for r in out_runs if r["rc"] != 0],
-        "runs_with_build_processes": [r["seq"] for r in out_runs if r["busy_build_processes"]],
-        "runs_with_busy_machine": [r["seq"] for r in out_runs if r["cpu_busy_pct"] >= BUSY_PCT_WARN],
-        "rtlab_warnings": sorted({w for r in out_runs if r["tool"] == "rtlab"
-                                  for w in r["figures"]["warnings"]}),
+        **disturbed_runs(out_runs, BUSY_PCT_WARN),
+        "rtlab_warnings": rtlab_warnings(out_runs),
     }
-    return {
-        "schema": SCHEMA,
-        **{k: meta[k] for k in ("date", "host", "kernel", "versions", "config",
-                                "commands", "environment") if k in meta},
-        "method": {
-            "rtlab": "`<mechanism>.switch` series of the JSON: release stamp -> task running, ns",
-            "rt-tests": "--json receiver min/avg/max (us; avg to 0.01 us), cross-checked with the "
-                        "printed '#1 -> #0' line",
-            "ratios": "rtlab / tool per pair; summary = median over pairs, and ratio of medians",
-        },
-        "runs": out_runs,
-        "pairs": pairs,
-        "summary": summary,
+    method = {
+        "rtlab": "`<mechanism>.switch` series of the JSON: release stamp -> task running, ns",
+        "rt-tests": "--json receiver min/avg/max (us; avg to 0.01 us), cross-checked with the "
+                    "printed '#1 -> #0' line",
+        "ratios": "rtlab / tool per pair; summary = median over pairs, and ratio of medians",
     }
+    return results_document(SCHEMA, meta, method, out_runs, pairs, summary)
 
 
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
-
-def fmt(v, digits=3):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        if v.is_integer() and digits == 0:
-            return str(int(v))
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def md_table(header, rows, numeric=True, text_cols=1):
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" if i < text_cols or not numeric else "---:"
-                            for i in range(len(header))) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
 
 def summary_rows(res):
     rows = []
@@ -419,16 +323,9 @@ def summary_rows(res):
 def render_md(res):
     cfg = res["config"]
     s = res["summary"]
-    env = res.get("environment", {})
     out = ["# rtlab measure switch vs rt-tests (ptsematest, pmqtest, sigwaittest, svsematest)\n"]
     out.append(f"Generated by `bench/switch-vs-rt-tests.sh` on {res['date']}.\n")
-    out.append(md_table(["", ""], [
-        ["host", res.get("host", "-")],
-        ["kernel (uname -r)", res["kernel"]],
-        ["kernel version (uname -v)", env.get("uname_v", "-")],
-        ["CPU model", env.get("cpu_model", "-")],
-        ["online CPUs", env.get("online_cpus", "-")],
-        ["clocksource", env.get("clocksource", "-")],
+    out.append(md_table(["", ""], host_rows(res, [("clocksource", "clocksource")]) + [
         ["rtlab", res["versions"]["rtlab"]],
         ["rt-tests", res["versions"]["rt_tests"]],
         ["setup", f"{cfg['pairs']} pair(s) per mechanism (rtlab then the rt-tests tool), "
@@ -437,12 +334,8 @@ def render_md(res):
                   f"before each run"],
     ], numeric=False))
     out.append("")
-    out.append("Commands (`$TMP` = a temporary directory, removed afterwards; `N` = run number; "
-               "`M` = the mechanism, `TOOL` = its rt-tests tool):\n")
-    out.append("```sh")
-    out.append(res["commands"]["rtlab"])
-    out.append(res["commands"]["rt_tests"])
-    out.append("```\n")
+    out += command_lines([res["commands"]["rtlab"], res["commands"]["rt_tests"]],
+                         extra_legend="; `M` = the mechanism, `TOOL` = its rt-tests tool")
 
     out.append("## Summary\n")
     out.append("Release-to-running latency of the woken thread, same CPU. rtlab = mean/min/max of "
@@ -472,20 +365,9 @@ def render_md(res):
     if not s["all_runs_clean"]:
         for seq, probs in s["flagged_runs"].items():
             notes.append(f"run {seq}: " + "; ".join(probs))
-    if s["failed_runs"]:
-        notes.append(f"runs {s['failed_runs']} exited non-zero")
-    if s["runs_with_build_processes"]:
-        notes.append(f"cargo/rustc processes were running at the start of runs "
-                     f"{s['runs_with_build_processes']}: those figures may be disturbed")
-    if s["runs_with_busy_machine"]:
-        notes.append(f"the machine was more than {BUSY_PCT_WARN:g} % busy during runs "
-                     f"{s['runs_with_busy_machine']} (other work): those figures may be disturbed")
-    for w in s["rtlab_warnings"]:
-        notes.append(f"rtlab warned: {w}")
-    for n in notes:
-        out.append(f"- Note: {n}.")
-    if notes:
-        out.append("")
+    notes += disturbance_notes(s, BUSY_PCT_WARN)
+    notes += [f"rtlab warned: {w}" for w in s["rtlab_warnings"]]
+    out += note_lines(notes)
 
     out.append("## What is compared, and the settings chosen\n")
     out.append(
@@ -561,11 +443,9 @@ def render_md(res):
                f"(both plan {cfg['events']} x {cfg['interval_us']} us = "
                f"{cfg['events'] * cfg['interval_us'] / 1e6:g} s, plus start-up): an rt-tests run "
                "that took much longer was stalled without its figures showing it, while rtlab "
-               "counts the stalled periods as missed. `load before` = 1-min load average at the "
-               "start; `CPU busy %` / `steal %` = share of all CPUs' time busy / stolen by the "
-               "hypervisor during the run.\n")
+               "counts the stalled periods as missed. " + HOST_LOAD_LEGEND + ".\n")
     header = ["run", "tool", "events", "samples", "missed", "mean", "min", "max",
-              "wall (s)", "load before", "CPU busy %", "steal %"]
+              "wall (s)", *HOST_LOAD_HEADER]
     by_seq = {r["seq"]: r for r in res["runs"]}
     for mech in s["per_mechanism"]:
         out.append(f"### {mech} vs {TOOL_FOR[mech]}\n")
@@ -581,8 +461,7 @@ def render_md(res):
                     row = [f["samples"], "-", "-", fmt(f["mean_us"], 2), fmt(f["min_us"], 0),
                            fmt(f["max_us"], 0)]
                 rows.append([r["seq"], r["tool"], *row, fmt(r["elapsed_s"], 1),
-                             r["loadavg_before"].split()[0] if r["loadavg_before"] else "-",
-                             fmt(r["cpu_busy_pct"], 1), fmt(r["cpu_steal_pct"], 1)])
+                             *host_load_cells(r)])
             ra = p["ratios_rtlab_over_tool"]
             rows.append(["", f"**ratio (pair {p['pair']})**", "", "", "", fmt(ra["mean_us"]),
                          fmt(ra["min_us"]), fmt(ra["max_us"]), "", "", "", ""])
@@ -592,10 +471,7 @@ def render_md(res):
 
 
 def render_console(res):
-    header, rows = summary_rows(res)
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths))
-    out = [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    out = console_table(*summary_rows(res))
     s = res["summary"]
     out.append("")
     for mech, m in s["per_mechanism"].items():
@@ -607,29 +483,9 @@ def render_console(res):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--manifest", required=True, help="runs.tsv written by the bench script")
-    ap.add_argument("--meta", required=True, help="meta.json written by the bench script")
-    ap.add_argument("--md", required=True, help="Markdown report to write")
-    ap.add_argument("--json", help="JSON results to write (optional)")
-    args = ap.parse_args(argv)
-    try:
-        meta = load_json(args.meta)
-        res = analyse(read_manifest(args.manifest), meta)
-        outputs = [(args.md, render_md(res) + "\n")]
-        if args.json:
-            outputs.append((args.json, json.dumps(res, indent=2) + "\n"))
-        for path, text in outputs:
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(text)
-        for path, _ in outputs:
-            os.replace(path + ".tmp", path)
-    except BenchError as e:
-        print(f"switch_compare: {e}", file=sys.stderr)
-        return 1
-    print(render_console(res))
-    return 0
+    return run_cli("switch_compare", __doc__, argv,
+                   columns=MANIFEST_COLUMNS, file_columns=FILE_COLUMNS,
+                   analyse=analyse, render_md=render_md, render_console=render_console)
 
 
 if __name__ == "__main__":

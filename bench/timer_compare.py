@@ -13,26 +13,23 @@ It can also be run on its own over the files a previous run kept:
         --md out.md --json out.json
 """
 
-import argparse
-import json
-import os
-import statistics
 import sys
 from fractions import Fraction
+
+from benchlib import (
+    HOST_LOAD_HEADER, HOST_LOAD_LEGEND, RUN_COLUMNS, BenchError, command_lines, console_table,
+    disturbance_notes, disturbed_runs, fmt, host_load_cells, host_rows, load_json, md_table,
+    med, note_lines, pairs_of, ratio, results_document, run_cli, run_record,
+)
 
 SCHEMA = "rtlab.bench.timer-vs-cyclictest/1"
 TOLERANCE = Fraction(5, 100)  # the 5 % target for p50 and p99
 BUSY_PCT_WARN = 5.0  # whole-machine busy % during a run above which it is flagged
 QUANTILES = {"p50": "0.5", "p99": "0.99"}
 RATIO_METRICS = ("samples", "p50_us", "p99_us", "max_us")
-MANIFEST_COLUMNS = (
-    "pair", "seq", "tool", "hist", "json", "log", "started_at", "ended_at",
-    "elapsed_s", "rc", "loadavg", "busy", "cpu_busy_pct", "cpu_steal_pct", "command",
-)
-
-
-class BenchError(Exception):
-    pass
+OWN_COLUMNS = ("pair", "seq", "tool")
+FILE_COLUMNS = ("hist", "json", "log")  # relative to the manifest
+MANIFEST_COLUMNS = OWN_COLUMNS + FILE_COLUMNS + RUN_COLUMNS
 
 
 # --------------------------------------------------------------------------
@@ -140,14 +137,6 @@ def hist_stats(path):
 # Each tool's own JSON: only for figures the histfile cannot give
 # --------------------------------------------------------------------------
 
-def load_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise BenchError(f"cannot read JSON {path}: {e}") from e
-
-
 def rtlab_json_figures(path):
     doc = load_json(path)
     if doc.get("schema") != "rtlab.run/1":
@@ -195,44 +184,6 @@ def cyclictest_json_figures(path):
 # Assembly
 # --------------------------------------------------------------------------
 
-def read_manifest(path):
-    runs = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line or line.startswith("#"):
-                    continue
-                fields = line.split("\t")
-                if len(fields) != len(MANIFEST_COLUMNS):
-                    raise BenchError(
-                        f"{path}:{lineno}: {len(fields)} columns, expected {len(MANIFEST_COLUMNS)}"
-                    )
-                run = dict(zip(MANIFEST_COLUMNS, fields))
-                base = os.path.dirname(os.path.abspath(path))
-                for key in ("hist", "json", "log"):  # relative to the manifest
-                    run[key] = os.path.join(base, run[key])
-                run["pair"] = int(run["pair"])
-                run["seq"] = int(run["seq"])
-                run["rc"] = int(run["rc"])
-                run["elapsed_s"] = float(run["elapsed_s"])
-                run["busy"] = int(run["busy"])
-                run["cpu_busy_pct"] = float(run["cpu_busy_pct"])
-                run["cpu_steal_pct"] = float(run["cpu_steal_pct"])
-                runs.append(run)
-    except OSError as e:
-        raise BenchError(f"cannot read manifest {path}: {e}") from e
-    if not runs:
-        raise BenchError(f"{path}: no runs listed")
-    return runs
-
-
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
 def within(r, tol=TOLERANCE):
     return r is not None and abs(r - 1) <= float(tol) + 1e-12
 
@@ -241,11 +192,7 @@ def analyse(runs, meta):
     expected = (meta["duration_s"] * 1_000_000) // meta["interval_us"]
     out_runs = []
     for run in runs:
-        rec = {k: run[k] for k in ("pair", "seq", "tool", "started_at", "ended_at",
-                                   "elapsed_s", "rc", "loadavg", "busy", "cpu_busy_pct",
-                                   "cpu_steal_pct", "command")}
-        rec["busy_build_processes"] = rec.pop("busy")
-        rec["loadavg_before"] = rec.pop("loadavg")
+        rec = run_record(run, OWN_COLUMNS)
         rec["expected_periods"] = expected
         rec["hist"] = hist_stats(run["hist"])
         if run["tool"] == "rtlab":
@@ -272,12 +219,7 @@ def analyse(runs, meta):
         out_runs.append(rec)
 
     pairs = []
-    for p in sorted({r["pair"] for r in out_runs}):
-        a = [r for r in out_runs if r["pair"] == p and r["tool"] == "rtlab"]
-        b = [r for r in out_runs if r["pair"] == p and r["tool"] == "cyclictest"]
-        if len(a) != 1 or len(b) != 1:
-            raise BenchError(f"pair {p}: expected one rtlab and one cyclictest run")
-        a, b = a[0], b[0]
+    for p, a, b in pairs_of(out_runs, "cyclictest"):
         ratios = {m: ratio(a["hist"][m], b["hist"][m]) for m in RATIO_METRICS}
         pairs.append({
             "pair": p,
@@ -287,10 +229,6 @@ def analyse(runs, meta):
             "p50_within_5pct": within(ratios["p50_us"]),
             "p99_within_5pct": within(ratios["p99_us"]),
         })
-
-    def med(values):
-        values = [v for v in values if v is not None]
-        return statistics.median(values) if values else None
 
     median_ratios = {m: med(p["ratios_rtlab_over_cyclictest"][m] for p in pairs)
                      for m in RATIO_METRICS}
@@ -328,57 +266,27 @@ def analyse(runs, meta):
         "target_met": p50_ok and p99_ok,
         "median_per_tool": medians,
         "all_runs_consistent": all(r["consistent"] for r in out_runs),
-        "failed_runs": [r["seq"] for r in out_runs if r["rc"] != 0],
-        "runs_with_build_processes": [r["seq"] for r in out_runs if r["busy_build_processes"]],
-        "runs_with_busy_machine": [r["seq"] for r in out_runs
-                                   if r["cpu_busy_pct"] >= BUSY_PCT_WARN],
+        **disturbed_runs(out_runs, BUSY_PCT_WARN),
     }
-    return {
-        "schema": SCHEMA,
-        **{k: meta[k] for k in ("date", "host", "kernel", "versions", "config",
-                                "commands", "environment") if k in meta},
-        "method": {
-            "histfile": "both tools' --histfile read by the same parser: 1 us bins, "
-                        "latency truncated to whole us",
-            "percentile": "smallest bin b with cumulative count (incl. b) >= q * total; "
-                          "total includes overflows; max if q falls in the overflow region",
-            "samples": "histfile in-range rows + '# Histogram Overflows'",
-            "expected_periods": "duration / interval",
-            "ratios": "rtlab / cyclictest per pair; summary = median over pairs",
-            "target": "median p50 and p99 ratios within 5 % of 1",
-        },
-        "runs": out_runs,
-        "pairs": pairs,
-        "summary": summary,
+    method = {
+        "histfile": "both tools' --histfile read by the same parser: 1 us bins, "
+                    "latency truncated to whole us",
+        "percentile": "smallest bin b with cumulative count (incl. b) >= q * total; "
+                      "total includes overflows; max if q falls in the overflow region",
+        "samples": "histfile in-range rows + '# Histogram Overflows'",
+        "expected_periods": "duration / interval",
+        "ratios": "rtlab / cyclictest per pair; summary = median over pairs",
+        "target": "median p50 and p99 ratios within 5 % of 1",
     }
+    return results_document(SCHEMA, meta, method, out_runs, pairs, summary)
 
 
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
 
-def fmt(v, digits=3):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        if v.is_integer() and digits == 0:
-            return str(int(v))
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
 def us(ns):
     return "-" if ns is None else f"{ns / 1000:.3f}"
-
-
-def md_table(header, rows, numeric=True):
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" if i == 0 or not numeric else "---:"
-                            for i in range(len(header))) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def summary_rows(res):
@@ -406,12 +314,7 @@ def render_md(res):
     out = []
     out.append("# rtlab measure timer vs cyclictest\n")
     out.append(f"Generated by `bench/timer-vs-cyclictest.sh` on {res['date']}.\n")
-    out.append(md_table(["", ""], [
-        ["host", res.get("host", "-")],
-        ["kernel (uname -r)", res["kernel"]],
-        ["kernel version (uname -v)", res.get("environment", {}).get("uname_v", "-")],
-        ["CPU model", res.get("environment", {}).get("cpu_model", "-")],
-        ["online CPUs", res.get("environment", {}).get("online_cpus", "-")],
+    out.append(md_table(["", ""], host_rows(res) + [
         ["rtlab", res["versions"]["rtlab"]],
         ["cyclictest", res["versions"]["cyclictest"]],
         ["setup", f"{cfg['pairs']} pair(s) (rtlab then cyclictest), {cfg['duration_s']} s each, "
@@ -419,11 +322,7 @@ def render_md(res):
                   f"histogram range {cfg['hist_max_us']} us, {cfg['settle_s']} s pause before each run"],
     ], numeric=False))
     out.append("")
-    out.append("Commands (`$TMP` = a temporary directory, removed afterwards; `N` = run number):\n")
-    out.append("```sh")
-    out.append(res["commands"]["rtlab"])
-    out.append(res["commands"]["cyclictest"])
-    out.append("```\n")
+    out += command_lines([res["commands"]["rtlab"], res["commands"]["cyclictest"]])
 
     verdict = "**met**" if s["target_met"] else "**not met**"
     out.append("## Summary\n")
@@ -453,29 +352,18 @@ def render_md(res):
     if not s["all_runs_consistent"]:
         notes.append("some run's histfile sample count differs from the count in its own JSON "
                      "(see `consistent` in the JSON file)")
-    if s["failed_runs"]:
-        notes.append(f"runs {s['failed_runs']} exited non-zero")
-    if s["runs_with_build_processes"]:
-        notes.append(f"cargo/rustc processes were running at the start of runs "
-                     f"{s['runs_with_build_processes']}: those figures may be disturbed")
-    if s["runs_with_busy_machine"]:
-        notes.append(f"the machine was more than {BUSY_PCT_WARN:g} % busy during runs "
-                     f"{s['runs_with_busy_machine']} (other work): those figures may be disturbed")
-    for n in notes:
-        out.append(f"- Note: {n}.")
-    if notes:
-        out.append("")
+    notes += disturbance_notes(s, BUSY_PCT_WARN)
+    out += note_lines(notes)
 
     out.append("## Per pair\n")
     out.append("All us figures come from each tool's histfile, parsed by the same code (1 us bins, "
                "truncated); rtlab's ns columns come from its JSON. `periods` = duration / interval; "
                "for rtlab `missed` = deadlines it counted as missed, for cyclictest "
                "`missed` = periods minus reported samples (cyclictest skips late periods silently). "
-               "`load before` = 1-min load average at the start; `CPU busy %` / `steal %` = share of "
-               "all CPUs' time busy / stolen by the hypervisor during the run (the measured tool "
-               "itself uses about 1 % of one CPU), to spot runs disturbed by other work.\n")
+               + HOST_LOAD_LEGEND + " (the measured tool itself uses about 1 % of one CPU), to spot "
+               "runs disturbed by other work.\n")
     header = ["run", "tool", "samples", "periods", "missed", "overflows", "min", "p50", "p99", "max",
-              "p50 ns", "p99 ns", "max ns", "load before", "CPU busy %", "steal %"]
+              "p50 ns", "p99 ns", "max ns", *HOST_LOAD_HEADER]
     by_seq = {r["seq"]: r for r in res["runs"]}
     for p in res["pairs"]:
         rows = []
@@ -489,8 +377,7 @@ def render_md(res):
                 missed, extra = r["unreported_periods"], ["-", "-", "-"]
             rows.append([r["seq"], r["tool"], h["samples"], r["expected_periods"], missed,
                          h["overflows"], fmt(h["min_us"]), h["p50_us"], h["p99_us"], h["max_us"],
-                         *extra, r["loadavg_before"].split()[0] if r["loadavg_before"] else "-",
-                         fmt(r["cpu_busy_pct"], 1), fmt(r["cpu_steal_pct"], 1)])
+                         *extra, *host_load_cells(r)])
         ra = p["ratios_rtlab_over_cyclictest"]
         rows.append(["", "**ratio**", fmt(ra["samples"]), "", "", "", "",
                      fmt(ra["p50_us"]), fmt(ra["p99_us"]), fmt(ra["max_us"]), "", "", "", "", "", ""])
@@ -503,12 +390,9 @@ def render_md(res):
 
 
 def render_console(res):
-    header, rows = summary_rows(res)
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths))
     s = res["summary"]
     med = s["median_per_tool"]
-    out = [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    out = console_table(*summary_rows(res))
     out.append("")
     out.append(f"periods per run: {s['expected_periods_per_run']}; rtlab median missed: "
                f"{fmt(med['rtlab']['missed'], 0)}; cyclictest median unreported periods: "
@@ -520,28 +404,11 @@ def render_console(res):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--manifest", required=True, help="runs.tsv written by the bench script")
-    ap.add_argument("--meta", required=True, help="meta.json written by the bench script")
-    ap.add_argument("--md", required=True, help="Markdown report to write")
-    ap.add_argument("--json", required=True, help="JSON results to write")
-    args = ap.parse_args(argv)
-    try:
-        meta = load_json(args.meta)
-        res = analyse(read_manifest(args.manifest), meta)
-        with open(args.json + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=2)
-            f.write("\n")
-        with open(args.md + ".tmp", "w", encoding="utf-8") as f:
-            f.write(render_md(res))
-        os.replace(args.json + ".tmp", args.json)
-        os.replace(args.md + ".tmp", args.md)
-    except BenchError as e:
-        print(f"timer_compare: {e}", file=sys.stderr)
-        return 1
-    print(render_console(res))
-    return 0
+    return run_cli("timer_compare", __doc__, argv,
+                   columns=MANIFEST_COLUMNS, file_columns=FILE_COLUMNS,
+                   analyse=analyse, render_md=render_md, render_console=render_console,
+                   # This report has always been written without a final newline.
+                   json_required=True, md_final_newline=False)
 
 
 if __name__ == "__main__":
