@@ -15,7 +15,7 @@ use rtlab_probe::noise::NoiseConfig;
 use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
 use rtlab_probe::switch::SwitchConfig;
 use rtlab_probe::timer::{self, RunLength, TimerConfig, WaitMode};
-use rtlab_probe::{ProbeConfig, ProbeRun};
+use rtlab_probe::{ProbeConfig, ProbeOutcome, ProbeRun};
 use rtlab_store::Store;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,7 +163,17 @@ pub fn execute(
             last_checkpoint = Instant::now();
         }
     }
-    let outcome = run.finish()?;
+    // A probe that cannot finish (a thread that panicked, a samples file
+    // that could not be written) must not cost what it measured: keep the
+    // last snapshot and fail the run.
+    let snapshot = run.snapshot();
+    let elapsed_ns = run.elapsed_ns();
+    let outcome = run.finish().unwrap_or_else(|e| ProbeOutcome {
+        series: snapshot,
+        elapsed_ns,
+        failure: Some(format!("the probe did not finish cleanly: {e:#}")),
+        ..ProbeOutcome::default()
+    });
     result.loads = loads.stop();
     drop(process);
 
@@ -171,9 +181,13 @@ pub fn execute(
     result.elapsed_ns = outcome.elapsed_ns;
     result.ended_at = Some(timestamp_now());
     result.warnings.extend(outcome.warnings);
+    if let Some(failure) = &outcome.failure {
+        result.warnings.push(failure.clone());
+    }
     result.status = match (&outcome.break_event, &load_failure, outcome.stopped_early) {
         (Some(_), _, _) => RunStatus::Break,
         (None, Some(_), _) => RunStatus::Failed,
+        _ if outcome.failure.is_some() => RunStatus::Failed,
         (None, None, true) => RunStatus::Partial,
         (None, None, false) => RunStatus::Complete,
     };

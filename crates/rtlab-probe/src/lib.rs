@@ -48,6 +48,10 @@ pub struct ProbeOutcome {
     pub break_event: Option<BreakEvent>,
     /// Stopped before its planned end (signal or break).
     pub stopped_early: bool,
+    /// Why the probe could not measure to its planned end although nobody
+    /// stopped it (e.g. the switch probe's task process died): the run is
+    /// then `failed`, with this in its warnings.
+    pub failure: Option<String>,
     pub warnings: Vec<String>,
     /// The noise probe's attribution.
     pub noise: Option<NoiseReport>,

@@ -303,6 +303,7 @@ impl ProbeRun for TimerRun {
             stopped_early,
             warnings: run.warnings,
             noise: None,
+            failure: None,
         })
     }
 }

@@ -505,6 +505,7 @@ impl ProbeRun for NoiseRun {
             stopped_early,
             warnings,
             noise: Some(noise),
+            failure: None,
         })
     }
 }

@@ -131,6 +131,7 @@ impl ProbeRun for SwitchRun {
             stopped_early: driver.stopped_early,
             warnings,
             noise: None,
+            failure: None,
         })
     }
 }
