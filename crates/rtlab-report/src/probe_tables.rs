@@ -25,7 +25,18 @@ fn us1(ns: f64) -> String {
     format!("{:.1}", ns / 1000.0)
 }
 
+/// `max` of a series, or `-` without samples (0.0 would read as perfect).
+fn max_of(series: &Series) -> String {
+    match series.stats.samples {
+        0 => "-".into(),
+        _ => us1(series.stats.max_ns as f64),
+    }
+}
+
 fn avg_sigma(series: &Series) -> String {
+    if series.stats.samples == 0 {
+        return "-".into();
+    }
     format!(
         "{} ± {}",
         us1(series.stats.mean_ns),
@@ -52,7 +63,7 @@ pub fn switch_table(series: &[Series]) -> String {
         });
         let events = interrupt.map_or(0, |i| i.stats.samples + i.stats.missed);
         let (irq_max, irq_avg, irq_missed) = match interrupt {
-            Some(i) => (us1(i.stats.max_ns as f64), avg_sigma(i), i.stats.missed),
+            Some(i) => (max_of(i), avg_sigma(i), i.stats.missed),
             None => ("-".into(), "-".into(), 0),
         };
         let missed = if irq_missed == switch.stats.missed {
@@ -65,7 +76,7 @@ pub fn switch_table(series: &[Series]) -> String {
             events.to_string(),
             irq_max,
             irq_avg,
-            us1(switch.stats.max_ns as f64),
+            max_of(switch),
             avg_sigma(switch),
             missed,
         ]);
@@ -149,4 +160,140 @@ pub fn noise_tables(noise: &NoiseReport) -> String {
         let _ = writeln!(out, "kernel osnoise tracer: {note}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::result::{NoiseCpu, NoiseSource, SeriesStats, ThreadSettings};
+    use rtlab_core::sched::{Policy, SchedParams};
+
+    fn series(name: &str, metric: &str, samples: u64, missed: u64, mean: f64, max: u64) -> Series {
+        let sched = SchedParams {
+            policy: Policy::Fifo,
+            priority: 90,
+            deadline: None,
+        };
+        Series {
+            name: name.into(),
+            metric: metric.into(),
+            cpu: Some(1),
+            interval_ns: 250_000,
+            thread: ThreadSettings {
+                tid: 1,
+                pinned_cpu: Some(1),
+                requested: sched,
+                actual: Some(sched),
+                timer_slack_ns: Some(1),
+            },
+            stats: SeriesStats {
+                samples,
+                missed,
+                mean_ns: mean,
+                stdev_ns: if samples > 0 { 500.0 } else { 0.0 },
+                max_ns: max,
+                ..SeriesStats::default()
+            },
+        }
+    }
+
+    #[test]
+    fn switch_table_has_paper_001_layout_and_no_fake_zeros() {
+        let table = switch_table(&[
+            series(
+                "futex.interrupt",
+                "interrupt_latency",
+                998,
+                2,
+                14_560.0,
+                1_012_165,
+            ),
+            series("futex.switch", "switch_latency", 998, 2, 3_600.0, 14_500),
+            series(
+                "mq.interrupt",
+                "interrupt_latency",
+                1000,
+                0,
+                14_000.0,
+                40_000,
+            ),
+            series("mq.switch", "switch_latency", 0, 1000, 0.0, 0),
+        ]);
+        let rows: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            rows[4].split_whitespace().collect::<Vec<_>>(),
+            ["futex", "1000", "1012.2", "14.6", "±", "0.5", "14.5", "3.6", "±", "0.5", "2"]
+        );
+        // A mechanism whose task never ran shows dashes, not 0.0 ± 0.0.
+        assert_eq!(
+            rows[5].split_whitespace().collect::<Vec<_>>(),
+            ["mq", "1000", "40.0", "14.0", "±", "0.5", "-", "-", "0", "/", "1000"]
+        );
+    }
+
+    #[test]
+    fn noise_table_lists_sources_with_share_and_counted() {
+        let report = NoiseReport {
+            threshold_ns: 1_000,
+            window_ns: 10_000_000,
+            runtime_ns: 900_000_000,
+            period_ns: 1_000_000_000,
+            cpus: vec![NoiseCpu {
+                cpu: 1,
+                series: "cpu1".into(),
+                measured_ns: 900_000_000,
+                noise_ns: 40_000,
+                noise_percent: 0.00444,
+                max_single_ns: 30_000,
+                events: 3,
+                windows: 90,
+                sources: vec![
+                    NoiseSource {
+                        source: "irq:LOC".into(),
+                        events: 2,
+                        total_ns: 30_000,
+                        min_ns: 10_000,
+                        mean_ns: 15_000.0,
+                        max_ns: 20_000,
+                        counted: 90,
+                    },
+                    NoiseSource {
+                        source: "irq:CAL".into(),
+                        counted: 4,
+                        ..NoiseSource::default()
+                    },
+                ],
+                osnoise: None,
+            }],
+            osnoise_note: Some("tracefs is not mounted".into()),
+        };
+        let text = noise_tables(&report);
+        assert!(
+            text.contains(
+                "cpu1: noise 0.0044 % of 900ms measured (40us in 3 events), max single 30.000 µs"
+            ),
+            "{text}"
+        );
+        let loc: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with("irq:LOC"))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            loc,
+            ["irq:LOC", "2", "10.000", "15.000", "20.000", "30.000", "75.0", "%", "90"]
+        );
+        let cal: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with("irq:CAL"))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            cal,
+            ["irq:CAL", "0", "-", "-", "-", "0.000", "0.0", "%", "4"]
+        );
+        assert!(text.contains("kernel osnoise tracer: tracefs is not mounted"));
+    }
 }
