@@ -349,6 +349,17 @@ fn noise_settings(r: &Reader, s: &Section) -> Result<NoiseSettings, CampaignErro
     }
     if let Some(v) = s.get("window") {
         noise.window_ns = r.positive_duration(v, &s.field("window"))?;
+        if noise.window_ns < rtlab_probe::noise::MIN_WINDOW_NS {
+            return Err(r.error(
+                v.span(),
+                &s.field("window"),
+                format!(
+                    "{} is shorter than {}: the counters are read between windows",
+                    human_duration(noise.window_ns),
+                    human_duration(rtlab_probe::noise::MIN_WINDOW_NS)
+                ),
+            ));
+        }
     }
     if let Some(v) = s.get("osnoise") {
         noise.osnoise = r.boolean(v, &s.field("osnoise"))?;

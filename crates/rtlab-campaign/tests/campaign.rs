@@ -1231,6 +1231,12 @@ fn switch_and_noise_settings_are_checked() {
         "longer than the runtime",
     );
     assert_error(
+        &noise("window = \"10us\"\n"),
+        "window",
+        "probe[0].window",
+        "shorter than 100us",
+    );
+    assert_error(
         &noise("interval = \"1ms\"\n"),
         "interval",
         "probe[0].interval",

@@ -91,6 +91,11 @@ fn bad_noise_input_is_refused() {
         &["--threshold", "shorter than the --window"],
     );
     refused("noise", &["--policy", "idle"], &["--policy idle"]);
+    refused(
+        "noise",
+        &["--window", "50us"],
+        &["--window 50us", "shorter than 100us"],
+    );
     refused("noise", &["--sysctl", "nokey"], &["--sysctl"]);
 }
 

@@ -47,12 +47,20 @@ pub(super) struct CpuTotals {
     pub events: u64,
     pub noise_ns: u64,
     pub max_single_ns: u64,
-    /// Windows whose /proc/interrupts lines changed (irq added/removed).
+    /// Windows whose /proc/interrupts lines or CPU columns changed.
     pub irqs_changed: u64,
     pub softirqs_changed: u64,
     /// Windows with a counter that could not be read.
     pub unreadable: u64,
     pub dropped: u64,
+    /// Gaps before each window in its period (the counter reads, and
+    /// whatever held the spinner up during them), their number and the
+    /// shortest: `gaps * min_gap_ns` is a lower bound of what the reads
+    /// cost.
+    pub gaps: u64,
+    pub min_gap_ns: u64,
+    /// The last window's period and end (ns since the start).
+    last_window: Option<(u64, u64)>,
 }
 
 impl CpuTotals {
@@ -70,7 +78,36 @@ impl CpuTotals {
             softirqs_changed: 0,
             unreadable: 0,
             dropped: 0,
+            gaps: 0,
+            min_gap_ns: u64::MAX,
+            last_window: None,
         }
+    }
+
+    /// Time the counter reads between windows took at least, ns.
+    pub fn reads_at_least_ns(&self) -> u64 {
+        if self.gaps == 0 {
+            0
+        } else {
+            self.min_gap_ns.saturating_mul(self.gaps)
+        }
+    }
+
+    /// Notes a window's place: the gap before it in its period, from the
+    /// window before it or from the period's start (the reads at a
+    /// period's start are as long as those between windows).
+    fn place_window(&mut self, start_ns: u64, measured_ns: u64, period_ns: u64) {
+        let period_ns = period_ns.max(1);
+        let period = start_ns / period_ns;
+        let since = match self.last_window {
+            Some((last_period, last_end)) if last_period == period => last_end,
+            _ => period * period_ns,
+        };
+        if start_ns >= since {
+            self.gaps += 1;
+            self.min_gap_ns = self.min_gap_ns.min(start_ns - since);
+        }
+        self.last_window = Some((period, start_ns.saturating_add(measured_ns)));
     }
 
     fn record(&mut self, event: &NoiseEvent) {
@@ -121,12 +158,15 @@ pub(super) struct Collector {
 
 impl Collector {
     /// Starts the recorder thread; `samples_csv` gets
-    /// `cpu,start_ns,duration_ns,source`, one line per event.
+    /// `cpu,start_ns,duration_ns,source`, one line per event. `period_ns`:
+    /// the duty cycle's period, to tell the gaps between the windows of a
+    /// period from the sleeps between periods.
     pub(super) fn spawn(
         inputs: Vec<CpuInput>,
         sources: Arc<Sources>,
         samples_csv: Option<Box<dyn Write + Send>>,
         measured_cpus: &[usize],
+        period_ns: u64,
     ) -> io::Result<Collector> {
         let totals = Arc::new(Mutex::new(
             inputs
@@ -140,7 +180,7 @@ impl Collector {
             .name("rtlab-noise-rec".into())
             .spawn(move || {
                 avoid_cpus(&avoid);
-                collect_loop(inputs, &sources, &shared, samples_csv)
+                collect_loop(inputs, &sources, &shared, samples_csv, period_ns)
             })?;
         Ok(Collector { totals, handle })
     }
@@ -156,14 +196,28 @@ impl Collector {
             .collect()
     }
 
-    /// Waits until every spinner is gone and every ring is drained.
-    pub(super) fn finish(self) -> io::Result<Vec<CpuTotals>> {
-        let written = self
-            .handle
-            .join()
-            .map_err(|_| io::Error::other("the noise recorder thread panicked"))?;
+    /// The recorder thread, for a start that was given up.
+    pub(super) fn into_handle(self) -> JoinHandle<io::Result<()>> {
+        self.handle
+    }
+
+    /// Waits until every spinner is gone and every ring is drained; the
+    /// totals, and why they or the samples file are not whole, if so (the
+    /// totals are kept either way: what was recorded stays).
+    pub(super) fn finish(self) -> (Vec<CpuTotals>, Option<String>) {
+        let failure = match self.handle.join() {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(format!(
+                "the samples file could not be written ({e}): it lacks events that the \
+result counts"
+            )),
+            Err(panic) => Some(format!(
+                "the noise recorder thread panicked ({}): the figures stop where it did",
+                super::launch::panic_message(&*panic)
+            )),
+        };
         let totals = std::mem::take(&mut *lock(&self.totals));
-        written.map(|()| totals)
+        (totals, failure)
     }
 }
 
@@ -194,6 +248,7 @@ fn collect_loop(
     sources: &Sources,
     totals: &Mutex<Vec<CpuTotals>>,
     csv: Option<Box<dyn Write + Send>>,
+    period_ns: u64,
 ) -> io::Result<()> {
     let names: Vec<String> = sources.names().iter().map(|n| csv_field(n)).collect();
     let mut csv = match csv {
@@ -247,10 +302,11 @@ fn collect_loop(
                             }
                         }
                         Record::Window {
+                            start_ns,
                             measured_ns,
                             flags: window_flags,
-                            ..
                         } => {
+                            cpu.place_window(start_ns, measured_ns, period_ns);
                             close_window(cpu, window, sources, measured_ns, window_flags);
                             if let (Some(out), None) = (csv.as_mut(), &csv_error) {
                                 if let Err(e) = write_csv(out, cpu.cpu, &window.events, &names) {
@@ -338,4 +394,54 @@ fn write_csv(
         writeln!(out, "{cpu},{},{},{name}", event.start_ns, event.duration_ns)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Windows of 100 µs in periods of 1 ms, each read taking `read_ns`,
+    /// with `held_ns` more lost at the start of periods 3 to 7.
+    fn totals(read_ns: u64, held_ns: u64) -> CpuTotals {
+        let mut totals = CpuTotals::new(1, 2);
+        for period in 0..10u64 {
+            let mut at = period * 1_000_000 + read_ns;
+            if (3..8).contains(&period) {
+                at += held_ns;
+            }
+            while at < period * 1_000_000 + 500_000 {
+                let measured = 100_000 - (at % 100_000);
+                totals.place_window(at, measured, 1_000_000);
+                totals.measured_ns += measured;
+                totals.windows += 1;
+                at += measured + read_ns;
+            }
+        }
+        totals
+    }
+
+    #[test]
+    fn the_reads_between_windows_are_told_from_a_held_cpu() {
+        // 55 µs reads: 45 % of each window measured, said to be the reads.
+        let t = totals(55_000, 0);
+        assert_eq!(t.min_gap_ns, 55_000);
+        assert_eq!(t.gaps, 50, "5 windows in each of 10 periods");
+        let w = super::super::report::warnings(&t, Some(5_000_000));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("counter reads between windows took at least"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("55.0 µs each, 50 times"), "{w:?}");
+
+        // Short reads, the CPU held through half the periods: blamed on others.
+        let t = totals(1_000, 2_500_000);
+        let w = super::super::report::warnings(&t, Some(5_000_000));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("the spinner did not get the CPU"), "{w:?}");
+
+        // Short reads, nothing held: nothing to say.
+        let t = totals(1_000, 0);
+        assert!(super::super::report::warnings(&t, Some(5_000_000)).is_empty());
+    }
 }

@@ -10,6 +10,11 @@
 //! line may contain more colons (`ACPI:Ged`). Lines with fewer counts than
 //! there are columns (`ERR:`, `MIS:` on x86) are machine-wide totals, not
 //! per-CPU counts, and never yield a value.
+//!
+//! A CPU going on- or offline adds or removes a column, so a CPU's column
+//! is looked up in every read's header, and the header's columns are part
+//! of a read's signature: a window across such a change is not compared,
+//! and a count missing from its column is never taken for 0.
 
 use std::fs::File;
 use std::io;
@@ -48,18 +53,24 @@ pub struct CounterLayout {
     pub lines: Vec<CounterLine>,
     /// Number of `CPU<N>` columns of the header.
     pub columns: usize,
-    /// Hash of the key sequence; see [`CounterLayout::parse`].
+    /// Hash of the header's columns and the key sequence; see
+    /// [`CounterLayout::parse`].
     pub signature: u64,
 }
 
 /// What one in-place parse found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParseOutcome {
-    /// Hash of the key sequence of this text: two reads with the same
-    /// signature have the same lines in the same order.
+    /// Hash of the header's columns and the key sequence of this text:
+    /// two reads with the same signature have the same CPU columns and the
+    /// same lines in the same order.
     pub signature: u64,
     /// Lines whose key was not learned at set-up (an irq added since).
     pub unknown_lines: u32,
+    /// Per-CPU lines without a count in the column (a truncated line, a
+    /// column that is gone): their values are unknown, not 0, so the read
+    /// must not be used for deltas.
+    pub missing_values: u32,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -153,6 +164,12 @@ pub fn header(text: &[u8]) -> &[u8] {
     text.split(|&b| b == b'\n').next().unwrap_or(&[])
 }
 
+/// Starts a signature with the header's column names (not its padding).
+fn header_signature(header: &[u8]) -> u64 {
+    let hash = tokens(header).fold(FNV_OFFSET, |hash, t| fnv(fnv(hash, t), b" "));
+    fnv(hash, b"\n")
+}
+
 /// Whether a segment of an interrupts line's tail is the hwirq/trigger
 /// field (`5-edge`, `27 Level`, `Edge`) rather than a device name.
 fn looks_like_trigger(segment: &str) -> bool {
@@ -194,7 +211,7 @@ impl CounterLayout {
             return Err(format!("no CPU<N> columns in the header line {head:?}"));
         }
         let mut lines = Vec::new();
-        let mut signature = FNV_OFFSET;
+        let mut signature = header_signature(head.as_bytes());
         for line in lines_iter {
             let Some((key, rest)) = split_key(line.as_bytes()) else {
                 continue;
@@ -234,10 +251,13 @@ impl CounterLayout {
     /// `column`, matched by key (the line at the same position is tried
     /// first, then every learned line), so a line added or removed since
     /// set-up shifts nothing. Learned lines absent from `text` are set to
-    /// 0; lines not learned are counted in `unknown_lines`. No allocation.
+    /// 0; lines not learned are counted in `unknown_lines`; per-CPU lines
+    /// without a count in `column` are set to 0 and counted in
+    /// `missing_values`. No allocation.
     pub fn parse(&self, text: &[u8], column: usize, values: &mut [u64]) -> ParseOutcome {
-        let mut signature = FNV_OFFSET;
+        let mut signature = header_signature(header(text));
         let mut unknown_lines = 0;
+        let mut missing_values = 0;
         values.iter_mut().for_each(|v| *v = 0);
         let mut position = 0;
         for line in text.split(|&b| b == b'\n').skip(1) {
@@ -256,15 +276,17 @@ impl CounterLayout {
             };
             position = index + 1;
             if self.lines[index].per_cpu {
-                if let (Some(slot), Some(value)) = (values.get_mut(index), nth_number(rest, column))
-                {
-                    *slot = value;
+                match (values.get_mut(index), nth_number(rest, column)) {
+                    (Some(slot), Some(value)) => *slot = value,
+                    (Some(_), None) => missing_values += 1,
+                    (None, _) => {}
                 }
             }
         }
         ParseOutcome {
             signature,
             unknown_lines,
+            missing_values,
         }
     }
 }
@@ -317,42 +339,59 @@ impl CounterFile {
 }
 
 /// One counter file as one CPU reads it: the open file, its learned
-/// layout and the CPU's column.
+/// layout and the CPU whose column is read.
 pub struct CpuCounterFile {
     file: CounterFile,
     layout: std::sync::Arc<CounterLayout>,
-    column: usize,
+    cpu: usize,
 }
 
 /// The result of one read of a [`CpuCounterFile`] into a value array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
+    /// Read and parsed; usable for deltas only when
+    /// `missing_values == 0`.
     Read(ParseOutcome),
+    /// The CPU has no column in this read's header (it is offline).
+    NoColumn,
+    /// The file could not be read.
     Failed,
+}
+
+impl Reading {
+    /// The read's signature when every value was read, else None.
+    pub fn complete_signature(self) -> Option<u64> {
+        match self {
+            Reading::Read(outcome) if outcome.missing_values == 0 => Some(outcome.signature),
+            _ => None,
+        }
+    }
 }
 
 impl CpuCounterFile {
     pub fn new(
         file: CounterFile,
         layout: std::sync::Arc<CounterLayout>,
-        column: usize,
+        cpu: usize,
     ) -> CpuCounterFile {
-        CpuCounterFile {
-            file,
-            layout,
-            column,
-        }
+        CpuCounterFile { file, layout, cpu }
     }
 
     pub fn lines(&self) -> usize {
         self.layout.lines.len()
     }
 
-    /// Reads and parses into `values` (one slot per learned line). No
-    /// allocation.
+    /// Reads and parses into `values` (one slot per learned line), from
+    /// the CPU's column as this read's header places it. No allocation.
     pub fn read_into(&mut self, values: &mut [u64]) -> Reading {
         match self.file.read() {
-            Ok(text) => Reading::Read(self.layout.parse(text, self.column, values)),
+            Ok(text) => match column_of(header(text), self.cpu) {
+                Some(column) => Reading::Read(self.layout.parse(text, column, values)),
+                None => {
+                    values.iter_mut().for_each(|v| *v = 0);
+                    Reading::NoColumn
+                }
+            },
             Err(_) => Reading::Failed,
         }
     }

@@ -11,11 +11,13 @@
 //! - [`attribution`]: which source explains which event of a window;
 //! - `collector`: the recorder thread (attribution, series, per-source
 //!   totals, samples CSV);
+//! - `launch`: the start rendezvous, which never leaves a thread behind;
 //! - [`osnoise`]: the kernel's osnoise tracer, run afterwards where it exists.
 
 pub mod attribution;
 mod collector;
 pub mod counters;
+mod launch;
 pub mod osnoise;
 mod report;
 pub mod ring;
@@ -27,17 +29,19 @@ use crate::{ProbeOutcome, ProbeRun};
 use attribution::Sources;
 use collector::{Collector, CpuInput};
 use counters::{CounterFile, CounterKind, CounterLayout, CpuCounterFile};
+use launch::{Launch, LEAVE_GRACE};
 use rtlab_core::clock;
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NoiseReport, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
+use rtlab_core::units::human_duration;
 use serde::Serialize;
 use spinner::{CpuCounters, Spinner, SpinnerEnd};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -80,6 +84,16 @@ impl NoiseConfig {
 /// Margin between the spinners being ready and the common start.
 const START_MARGIN_NS: u64 = 50_000_000;
 
+/// How long the spinners may take to set themselves up (pin, promote,
+/// prefault, first counter reads) before the start is given up.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shortest attribution window, ns (100 µs). The counters are read between
+/// two windows, about 50 µs for `/proc/interrupts` on a small VM, and that
+/// time is not measured: shorter windows would lose about as much time as
+/// they measure (and need a ring of closing records per window).
+pub const MIN_WINDOW_NS: u64 = 100_000;
+
 fn validate(config: &NoiseConfig) -> anyhow::Result<()> {
     anyhow::ensure!(!config.cpus.is_empty(), "no CPU to measure on");
     let mut cpus = config.cpus.clone();
@@ -91,7 +105,13 @@ fn validate(config: &NoiseConfig) -> anyhow::Result<()> {
         config.cpus
     );
     anyhow::ensure!(config.threshold_ns > 0, "the threshold must be above 0");
-    anyhow::ensure!(config.window_ns > 0, "the window must be above 0");
+    anyhow::ensure!(
+        config.window_ns >= MIN_WINDOW_NS,
+        "the window ({}) must be at least {}: the counters are read between two \
+windows, which takes about 50 µs that are not measured",
+        human_duration(config.window_ns),
+        human_duration(MIN_WINDOW_NS)
+    );
     anyhow::ensure!(config.runtime_ns > 0, "the runtime must be above 0");
     anyhow::ensure!(config.duration_ns > 0, "the duration must be above 0");
     anyhow::ensure!(
@@ -147,7 +167,8 @@ fn open_for_cpu(learned: &Option<Learned>, cpu: usize) -> anyhow::Result<Option<
     let Some(learned) = learned else {
         return Ok(None);
     };
-    let column = counters::column_of(counters::header(&learned.text), cpu).ok_or_else(|| {
+    // Each read finds the CPU's column again; this one says it is online.
+    counters::column_of(counters::header(&learned.text), cpu).ok_or_else(|| {
         anyhow::anyhow!(
             "CPU {cpu} is not online (no CPU{cpu} column in {})",
             learned.path
@@ -161,7 +182,7 @@ fn open_for_cpu(learned: &Option<Learned>, cpu: usize) -> anyhow::Result<Option<
     Ok(Some(CpuCounterFile::new(
         file,
         Arc::clone(&learned.layout),
-        column,
+        cpu,
     )))
 }
 
@@ -197,23 +218,24 @@ take the CPU from the spinners for the rest, which shows as preempted noise",
 }
 
 /// What a spinner reports once it has set itself up.
-struct ThreadReady {
-    index: usize,
-    settings: ThreadSettings,
-    warnings: Vec<String>,
-}
+type SetUp = (ThreadSettings, Vec<String>);
 
 /// What the coordinator thread hands back: the spinners' ends, then the
 /// osnoise tracer's run.
 struct Coordinated {
-    ends: Vec<Option<SpinnerEnd>>,
+    /// Per spinner, how it ended, or its panic's message.
+    ends: Vec<Result<SpinnerEnd, String>>,
     /// When the last spinner ended.
     measured_end_ns: u64,
     osnoise: Option<osnoise::OsnoiseRun>,
     osnoise_note: Option<String>,
+    /// The stop flag cut the osnoise tracer's phase short or kept it from
+    /// starting: the run is stopped early although rtlab's phase was whole.
+    osnoise_stopped: bool,
 }
 
-/// Starts the noise probe.
+/// Starts the noise probe. Every thread it starts is gone again when it
+/// returns an error.
 pub fn start(
     config: &NoiseConfig,
     stop: Arc<AtomicBool>,
@@ -234,11 +256,6 @@ pub fn start(
     warnings.extend(bandwidth_warning(config));
 
     let n = config.cpus.len();
-    let start_ns = Arc::new(AtomicU64::new(0));
-    // Two rendezvous: every spinner set up, then the common start published.
-    let ready = Arc::new(Barrier::new(n + 1));
-    let go = Arc::new(Barrier::new(n + 1));
-    let (ready_tx, ready_rx) = mpsc::channel();
     let capacity = ring::ring_capacity(config.window_ns, sources.len());
 
     // Open everything before spawning anything, so an error leaves no thread.
@@ -270,55 +287,61 @@ pub fn start(
         });
     }
 
-    let mut threads = Vec::with_capacity(n);
-    for (index, mut spinner) in spinners.into_iter().enumerate() {
-        let (stop, start_ns, ready, go, ready_tx) = (
-            Arc::clone(&stop),
-            Arc::clone(&start_ns),
-            Arc::clone(&ready),
-            Arc::clone(&go),
-            ready_tx.clone(),
-        );
-        let thread = std::thread::Builder::new()
-            .name(format!("rtlab-noise{}", spinner.cpu))
-            .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024)
-            .spawn(move || {
-                let (settings, warnings) = spinner.set_up();
-                // The receiver lives until every spinner reported.
-                let _ = ready_tx.send(ThreadReady {
-                    index,
-                    settings,
-                    warnings,
-                });
-                ready.wait();
-                go.wait();
-                spinner.run(start_ns.load(Ordering::Acquire), &stop)
-            })?;
-        threads.push(thread);
+    // Spawn everything, then meet: each spinner sets itself up, reports
+    // and waits for the common start; any failure sends them all away
+    // (and joins them) before the error is returned.
+    let mut launch: Launch<SpinnerEnd, SetUp> = Launch::new();
+    for spinner in spinners {
+        if let Err(e) = spawn_spinner(&mut launch, spinner, &stop) {
+            return Err(launch.fail(e.to_string()));
+        }
     }
-    drop(ready_tx);
-
-    let collector = Collector::spawn(inputs, Arc::clone(&sources), samples_csv, &config.cpus)?;
-
-    ready.wait();
-    let mut reports: Vec<ThreadReady> = ready_rx.iter().take(n).collect();
-    reports.sort_by_key(|r| r.index);
+    let collector = match Collector::spawn(
+        inputs,
+        Arc::clone(&sources),
+        samples_csv,
+        &config.cpus,
+        config.period_ns,
+    ) {
+        Ok(collector) => collector,
+        Err(e) => return Err(launch.fail(format!("cannot start the noise recorder thread: {e}"))),
+    };
+    // The coordinator gets the spinners once they have started; it ends
+    // at once when the start is given up (the sender dropped).
+    let (threads_tx, threads_rx) = mpsc::channel::<Vec<JoinHandle<SpinnerEnd>>>();
+    let coordinator = {
+        let config = config.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("rtlab-noise-coord".into())
+            .spawn(move || {
+                let threads = threads_rx.recv().ok()?;
+                Some(coordinate(threads, &config, &stop, journal))
+            })
+    };
+    let (coordinator, set_ups) = match coordinator {
+        Ok(coordinator) => (coordinator, launch.wait_ready(READY_TIMEOUT)),
+        Err(e) => {
+            let why = format!("cannot start the noise coordinator thread: {e}");
+            return Err(give_up(launch, why, collector, None));
+        }
+    };
+    let set_ups = match set_ups {
+        Ok(set_ups) => set_ups,
+        Err(why) => {
+            drop(threads_tx);
+            return Err(give_up(launch, why, collector, Some(coordinator)));
+        }
+    };
     let mut settings = Vec::with_capacity(n);
-    for report in reports {
-        warnings.extend(report.warnings);
-        settings.push(report.settings);
+    for (thread_settings, thread_warnings) in set_ups {
+        warnings.extend(thread_warnings);
+        settings.push(thread_settings);
     }
     crate::timer::dedup_keep_order(&mut warnings);
     let start = clock::now_ns() + START_MARGIN_NS;
-    start_ns.store(start, Ordering::Release);
-    go.wait();
-
-    let coordinator = {
-        let config = config.clone();
-        std::thread::Builder::new()
-            .name("rtlab-noise-coord".into())
-            .spawn(move || coordinate(threads, &config, &stop, journal))?
-    };
+    // The coordinator is alive (it only returns once it has the threads).
+    let _ = threads_tx.send(launch.go(start));
 
     Ok(Box::new(NoiseRun {
         coordinator: Some(coordinator),
@@ -332,6 +355,51 @@ pub fn start(
     }))
 }
 
+/// Spawns a spinner: it sets itself up, reports, and measures from the
+/// common start, or leaves when told to.
+fn spawn_spinner(
+    launch: &mut Launch<SpinnerEnd, SetUp>,
+    mut spinner: Spinner,
+    stop: &Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let stop = Arc::clone(stop);
+    let builder = std::thread::Builder::new()
+        .name(format!("rtlab-noise{}", spinner.cpu))
+        .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024);
+    launch.spawn(
+        format!("the spinner of CPU {}", spinner.cpu),
+        builder,
+        move |gate| {
+            let set_up = launch::caught(|| spinner.set_up());
+            match gate.ready(set_up) {
+                Some(start_ns) => spinner.run(start_ns, &stop),
+                None => SpinnerEnd::NotStarted,
+            }
+        },
+    )
+}
+
+/// Gives a start up once every thread is spawned: sends the spinners away
+/// and joins them, then the recorder (which ends when they are gone) and
+/// the coordinator (which ends when it gets no spinners); returns the error.
+fn give_up(
+    launch: Launch<SpinnerEnd, SetUp>,
+    why: String,
+    collector: Collector,
+    coordinator: Option<JoinHandle<Option<Coordinated>>>,
+) -> anyhow::Error {
+    let error = launch.fail(why);
+    let recorder_left = !launch::join_within(vec![collector.into_handle()], LEAVE_GRACE).is_empty();
+    if let Some(coordinator) = coordinator {
+        let _ = launch::join_within(vec![coordinator], LEAVE_GRACE);
+    }
+    if recorder_left {
+        anyhow::anyhow!("{error}; the noise recorder thread was left to end on its own")
+    } else {
+        error
+    }
+}
+
 /// Waits for the spinners, then runs the osnoise tracer when asked.
 fn coordinate(
     threads: Vec<JoinHandle<SpinnerEnd>>,
@@ -340,15 +408,31 @@ fn coordinate(
     journal: Option<Arc<Mutex<Journal>>>,
 ) -> Coordinated {
     collector::avoid_cpus(&config.cpus);
-    let ends: Vec<Option<SpinnerEnd>> = threads.into_iter().map(|t| t.join().ok()).collect();
+    let ends: Vec<Result<SpinnerEnd, String>> = threads
+        .into_iter()
+        .map(|t| t.join().map_err(|panic| launch::panic_message(&*panic)))
+        .collect();
     let measured_end_ns = clock::now_ns();
-    let completed = ends.iter().all(|e| e.as_ref().is_some_and(|e| e.completed));
+    let completed = ends.iter().all(|e| matches!(e, Ok(SpinnerEnd::Completed)));
+    let stopped = ends.iter().any(|e| matches!(e, Ok(SpinnerEnd::Stopped)));
+    let mut osnoise_stopped = false;
     let (osnoise, osnoise_note) = if !config.osnoise {
         (None, Some("not requested".to_string()))
-    } else if !completed {
+    } else if stopped {
         (
             None,
             Some("not run: rtlab's measurement was stopped early".to_string()),
+        )
+    } else if !completed {
+        (
+            None,
+            Some("not run: rtlab's measurement failed".to_string()),
+        )
+    } else if stop.load(Ordering::Relaxed) {
+        osnoise_stopped = true;
+        (
+            None,
+            Some("not run: the run was stopped before the osnoise tracer started".to_string()),
         )
     } else {
         match osnoise::find_tracer() {
@@ -360,15 +444,31 @@ fn coordinate(
                     config.period_ns,
                     config.threshold_ns,
                 );
-                let run = osnoise::run(
-                    &root,
-                    &settings,
-                    Duration::from_nanos(config.duration_ns),
-                    stop,
-                    journal,
-                );
-                let note = run.note.clone();
-                (Some(run), note)
+                // A panic here must not cost rtlab's own figures; the
+                // session puts the tracer's settings back as it unwinds.
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    osnoise::run(
+                        &root,
+                        &settings,
+                        Duration::from_nanos(config.duration_ns),
+                        stop,
+                        journal,
+                    )
+                }));
+                match run {
+                    Ok(run) => {
+                        osnoise_stopped = run.stopped;
+                        let note = run.note.clone();
+                        (Some(run), note)
+                    }
+                    Err(panic) => (
+                        None,
+                        Some(format!(
+                            "the osnoise tracer phase failed ({})",
+                            launch::panic_message(&*panic)
+                        )),
+                    ),
+                }
             }
         }
     };
@@ -377,12 +477,40 @@ fn coordinate(
         measured_end_ns,
         osnoise,
         osnoise_note,
+        osnoise_stopped,
+    }
+}
+
+/// Why a spinner's figures are not what the run planned although nobody
+/// stopped it, if so. `windows`: the windows it measured.
+fn spinner_failure(
+    cpu: usize,
+    end: &Result<SpinnerEnd, String>,
+    windows: u64,
+    duration_ns: u64,
+) -> Option<String> {
+    match end {
+        Err(panic) => Some(format!(
+            "cpu{cpu}: the spinner panicked ({panic}): its figures stop where it did"
+        )),
+        Ok(SpinnerEnd::LeftCpu { now_on, at_ns }) => Some(format!(
+            "cpu{cpu}: the spinner found itself on CPU {now_on} {} into the run (CPU {cpu} \
+went offline) and stopped: its figures cover the time before",
+            human_duration(*at_ns)
+        )),
+        Ok(SpinnerEnd::NotStarted) => Some(format!("cpu{cpu}: the spinner never started")),
+        Ok(SpinnerEnd::Completed) if windows == 0 => Some(format!(
+            "cpu{cpu}: the spinner measured nothing in the {} run: it never got its CPU \
+(a thread of higher priority, or the hypervisor, held it)",
+            human_duration(duration_ns)
+        )),
+        Ok(SpinnerEnd::Completed | SpinnerEnd::Stopped) => None,
     }
 }
 
 /// A noise probe in progress.
 struct NoiseRun {
-    coordinator: Option<JoinHandle<Coordinated>>,
+    coordinator: Option<JoinHandle<Option<Coordinated>>>,
     collector: Collector,
     start_ns: u64,
     config: NoiseConfig,
@@ -447,6 +575,9 @@ impl ProbeRun for NoiseRun {
         )
     }
 
+    /// Errors only when the coordinator thread panicked; what else went
+    /// wrong (a spinner that panicked or lost its CPU, the recorder, the
+    /// samples file) is the outcome's `failure`, with every figure kept.
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
         let NoiseRun {
             coordinator,
@@ -458,25 +589,35 @@ impl ProbeRun for NoiseRun {
             settings,
             warnings: start_warnings,
         } = *self;
-        let coordinated = coordinator
-            .map(JoinHandle::join)
-            .transpose()
-            .map_err(|_| anyhow::anyhow!("the noise coordinator thread panicked"))?
-            .ok_or_else(|| anyhow::anyhow!("the noise probe has no coordinator"))?;
-        let totals = collector.finish()?;
-        if coordinated.ends.iter().any(Option::is_none) {
-            anyhow::bail!("a noise spinner thread panicked");
-        }
-        let stopped_early = coordinated
+        let coordinated = match coordinator.map(JoinHandle::join) {
+            Some(Ok(Some(coordinated))) => coordinated,
+            Some(Ok(None)) => anyhow::bail!("the noise coordinator got no spinners"),
+            Some(Err(panic)) => anyhow::bail!(
+                "the noise coordinator thread panicked ({})",
+                launch::panic_message(&*panic)
+            ),
+            None => anyhow::bail!("the noise probe has no coordinator"),
+        };
+        let (totals, collector_failure) = collector.finish();
+        let stopped_by_flag = coordinated
             .ends
             .iter()
-            .any(|e| e.as_ref().is_some_and(|e| !e.completed));
+            .any(|e| matches!(e, Ok(SpinnerEnd::Stopped)));
+        let stopped_early = stopped_by_flag || coordinated.osnoise_stopped;
+        let mut failures: Vec<String> = totals
+            .iter()
+            .zip(&coordinated.ends)
+            .filter_map(|(t, end)| spinner_failure(t.cpu, end, t.windows, config.duration_ns))
+            .collect();
+        failures.extend(collector_failure);
 
         let mut warnings = start_warnings;
         let mut cpus = Vec::with_capacity(totals.len());
         let mut stats = Vec::with_capacity(totals.len());
-        for cpu_totals in &totals {
-            let planned = (!stopped_early).then(|| config.planned_runtime_ns());
+        for (cpu_totals, end) in totals.iter().zip(&coordinated.ends) {
+            // A spinner cut short or that measured nothing has its failure.
+            let whole = matches!(end, Ok(SpinnerEnd::Completed)) && cpu_totals.windows > 0;
+            let planned = whole.then(|| config.planned_runtime_ns());
             warnings.extend(report::warnings(cpu_totals, planned));
             let mut row = report::noise_cpu(cpu_totals, &sources);
             if let Some(osnoise) = &coordinated.osnoise {
@@ -505,7 +646,155 @@ impl ProbeRun for NoiseRun {
             stopped_early,
             warnings,
             noise: Some(noise),
-            failure: None,
+            failure: (!failures.is_empty()).then(|| failures.join("; ")),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::Policy;
+
+    fn config(osnoise: bool) -> NoiseConfig {
+        NoiseConfig {
+            cpus: vec![0],
+            threshold_ns: 5_000,
+            runtime_ns: 900_000_000,
+            period_ns: 1_000_000_000,
+            window_ns: 10_000_000,
+            duration_ns: 2_000_000_000,
+            sched: SchedParams {
+                policy: Policy::Fifo,
+                priority: 50,
+                deadline: None,
+            },
+            osnoise,
+        }
+    }
+
+    /// `coordinate` over spinners that have already ended as `ends`, with
+    /// the stop flag as given.
+    fn coordinated(ends: Vec<SpinnerEnd>, osnoise: bool, stop: bool) -> Coordinated {
+        std::thread::spawn(move || {
+            let threads = ends
+                .into_iter()
+                .map(|end| std::thread::spawn(move || end))
+                .collect();
+            coordinate(threads, &config(osnoise), &AtomicBool::new(stop), None)
+        })
+        .join()
+        .unwrap()
+    }
+
+    /// A spinner of `cpu` (SCHED_OTHER, no counters) and its ring's end.
+    fn spinner(cpu: usize) -> (Spinner, rtrb::Consumer<ring::Record>) {
+        let sources = Arc::new(Sources::new(Vec::new(), Vec::new()));
+        let (producer, consumer) = ring::prefaulted_ring(64);
+        let spinner = Spinner {
+            cpu,
+            sched: SchedParams {
+                policy: Policy::Other,
+                priority: 0,
+                deadline: None,
+            },
+            threshold_ns: 5_000,
+            window_ns: 1_000_000,
+            runtime_ns: 10_000_000,
+            period_ns: 10_000_000,
+            duration_ns: 100_000_000,
+            counters: CpuCounters::new(None, None, Arc::clone(&sources)),
+            sink: ring::EventSink::new(producer, sources.len(), Arc::new(AtomicU64::new(0))),
+        };
+        (spinner, consumer)
+    }
+
+    #[test]
+    fn a_spinner_that_cannot_be_pinned_fails_the_start_and_leaves_nothing() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut launch = Launch::new();
+        let (good, good_ring) = spinner(0);
+        let (bad, bad_ring) = spinner(1000);
+        spawn_spinner(&mut launch, good, &stop).unwrap();
+        spawn_spinner(&mut launch, bad, &stop).unwrap();
+        let why = launch.wait_ready(READY_TIMEOUT).unwrap_err();
+        assert!(
+            why.starts_with("the spinner of CPU 1000: cannot be pinned to its CPU ("),
+            "{why}"
+        );
+        assert!(why.ends_with("CPU 1000 is offline or outside the CPUs this process may use"));
+        let error = launch.fail(why.clone()).to_string();
+        assert_eq!(error, why);
+        // Both threads are gone, and their rings (and files) with them.
+        assert!(good_ring.is_abandoned());
+        assert!(bad_ring.is_abandoned());
+        // The caller's stop flag was not needed to send them away.
+        assert!(!stop.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_stop_before_the_osnoise_phase_stops_the_run_early() {
+        let c = coordinated(vec![SpinnerEnd::Completed], true, true);
+        assert!(c.osnoise_stopped);
+        assert!(c.osnoise.is_none());
+        assert_eq!(
+            c.osnoise_note.as_deref(),
+            Some("not run: the run was stopped before the osnoise tracer started")
+        );
+        // Not asked for: nothing was stopped.
+        let c = coordinated(vec![SpinnerEnd::Completed], false, true);
+        assert!(!c.osnoise_stopped);
+        // Spinners stopped: the tracer is not run, the spinners say stopped.
+        let c = coordinated(vec![SpinnerEnd::Stopped], true, true);
+        assert!(!c.osnoise_stopped);
+        assert!(c.osnoise_note.unwrap().contains("stopped early"));
+        // A spinner that failed: not run either, and not for a stop.
+        let c = coordinated(
+            vec![
+                SpinnerEnd::Completed,
+                SpinnerEnd::LeftCpu {
+                    now_on: 0,
+                    at_ns: 1,
+                },
+            ],
+            true,
+            false,
+        );
+        assert_eq!(
+            c.osnoise_note.as_deref(),
+            Some("not run: rtlab's measurement failed")
+        );
+    }
+
+    #[test]
+    fn a_spinner_that_could_not_measure_is_a_failure() {
+        let failure = |end: Result<SpinnerEnd, String>, windows| {
+            spinner_failure(3, &end, windows, 10_000_000_000)
+        };
+        assert_eq!(failure(Ok(SpinnerEnd::Completed), 12), None);
+        assert_eq!(failure(Ok(SpinnerEnd::Stopped), 0), None);
+        assert_eq!(
+            failure(Ok(SpinnerEnd::Completed), 0).unwrap(),
+            "cpu3: the spinner measured nothing in the 10s run: it never got its CPU \
+(a thread of higher priority, or the hypervisor, held it)"
+        );
+        assert_eq!(
+            failure(
+                Ok(SpinnerEnd::LeftCpu {
+                    now_on: 0,
+                    at_ns: 2_500_000_000
+                }),
+                200
+            )
+            .unwrap(),
+            "cpu3: the spinner found itself on CPU 0 2.5s into the run (CPU 3 went offline) \
+and stopped: its figures cover the time before"
+        );
+        assert!(failure(Err("boom".into()), 5)
+            .unwrap()
+            .contains("the spinner panicked (boom)"));
+        assert!(failure(Ok(SpinnerEnd::NotStarted), 0)
+            .unwrap()
+            .contains("never started"));
     }
 }

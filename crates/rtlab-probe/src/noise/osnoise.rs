@@ -270,6 +270,8 @@ pub struct OsnoiseRun {
     pub note: Option<String>,
     /// Settings that could not be put back.
     pub restore_failures: Vec<String>,
+    /// Cut short by the stop flag: the run is stopped early.
+    pub stopped: bool,
 }
 
 /// Runs the tracer for `duration` (less when `stop` is set), then reads
@@ -307,6 +309,7 @@ pub fn run(
     let restore_failures = session.restore();
     let mut run = OsnoiseRun {
         restore_failures,
+        stopped,
         ..OsnoiseRun::default()
     };
     match trace {

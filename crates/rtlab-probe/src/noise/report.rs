@@ -56,8 +56,13 @@ pub(super) fn noise_cpu(totals: &CpuTotals, sources: &Sources) -> NoiseCpu {
     }
 }
 
-/// Share of the planned runtime below which a CPU's measurement is flagged.
+/// Share of the planned runtime (less the counter reads) below which a
+/// CPU's measurement is flagged.
 const LOW_MEASURED_SHARE: f64 = 0.8;
+
+/// Share of the spinning time taken by the counter reads above which the
+/// window is flagged as too short.
+const HIGH_READS_SHARE: f64 = 0.2;
 
 /// What a reader of one CPU's figures must know. `planned_runtime_ns`:
 /// the spinning time the duty cycle planned, None when the run was cut
@@ -65,12 +70,28 @@ const LOW_MEASURED_SHARE: f64 = 0.8;
 pub(super) fn warnings(totals: &CpuTotals, planned_runtime_ns: Option<u64>) -> Vec<String> {
     let cpu = totals.cpu;
     let mut warnings = Vec::new();
+    // The reads between windows are part of the plan's runtime but never
+    // measured: short windows lose much of it to them, not to others.
+    let reads = totals.reads_at_least_ns();
+    let spun = totals.measured_ns.saturating_add(reads);
+    if spun > 0 && reads as f64 > HIGH_READS_SHARE * spun as f64 {
+        warnings.push(format!(
+            "cpu{cpu}: the counter reads between windows took at least {:.0} % of the time \
+meant for measuring (at least {:.1} µs each, {} times), which is in no figure: a longer \
+window measures more of it",
+            100.0 * reads as f64 / spun as f64,
+            totals.min_gap_ns as f64 / 1e3,
+            totals.gaps
+        ));
+    }
     if let Some(planned) = planned_runtime_ns.filter(|&p| p > 0) {
-        if (totals.measured_ns as f64) < LOW_MEASURED_SHARE * planned as f64 {
+        let expected = planned.saturating_sub(reads);
+        if (totals.measured_ns as f64) < LOW_MEASURED_SHARE * expected as f64 {
             warnings.push(format!(
-                "cpu{cpu}: measured only {:.3} s of the {:.3} s planned: the spinner did not \
-get the CPU for the rest (a thread of higher priority, or the hypervisor, held it between \
-windows or before the first one), so that time is in no figure",
+                "cpu{cpu}: measured only {:.3} s of the {:.3} s planned: beyond the counter \
+reads between windows, the spinner did not get the CPU for the rest (a thread of higher \
+priority, or the hypervisor, held it between windows or before the first one), so that time \
+is in no figure",
                 totals.measured_ns as f64 / 1e9,
                 planned as f64 / 1e9
             ));
@@ -78,16 +99,16 @@ windows or before the first one), so that time is in no figure",
     }
     if totals.irqs_changed > 0 {
         warnings.push(format!(
-            "cpu{cpu}: the lines of /proc/interrupts changed (an irq was added or removed) \
-during {} window(s): their irq counts were not used, so their events not taken by \
-preemption or a softirq are unattributed",
+            "cpu{cpu}: the lines or CPU columns of /proc/interrupts changed (an irq was \
+added or removed, or a CPU went on- or offline) during {} window(s): their irq counts were \
+not used, so their events not taken by preemption or a softirq are unattributed",
             totals.irqs_changed
         ));
     }
     if totals.softirqs_changed > 0 {
         warnings.push(format!(
-            "cpu{cpu}: the lines of /proc/softirqs changed during {} window(s): their softirq \
-counts were not used",
+            "cpu{cpu}: the lines or CPU columns of /proc/softirqs changed during {} window(s): \
+their softirq counts were not used",
             totals.softirqs_changed
         ));
     }

@@ -13,12 +13,14 @@ pub const COUNTS_PER_RECORD: usize = 4;
 
 /// The state of a window's counters, as bit flags.
 pub mod flags {
-    /// `/proc/interrupts` had other lines at the window's end than at its
-    /// start (an irq was added or removed): its deltas were not sent.
+    /// `/proc/interrupts` had other lines or CPU columns at the window's
+    /// end than at its start (an irq was added or removed, a CPU went on-
+    /// or offline): its deltas were not sent.
     pub const IRQS_CHANGED: u8 = 1;
     /// The same for `/proc/softirqs`.
     pub const SOFTIRQS_CHANGED: u8 = 2;
-    /// `/proc/interrupts` could not be read at one of the window's edges.
+    /// `/proc/interrupts` could not be read at one of the window's edges,
+    /// or a count of the CPU was missing from the read.
     pub const IRQS_UNREADABLE: u8 = 4;
     /// The same for `/proc/softirqs`.
     pub const SOFTIRQS_UNREADABLE: u8 = 8;
@@ -64,12 +66,23 @@ pub fn closing_records(sources: usize) -> usize {
     sources.div_ceil(COUNTS_PER_RECORD) + 1
 }
 
+/// Largest ring of one CPU, bytes: it is prefaulted and locked, once per
+/// measured CPU.
+pub const MAX_RING_BYTES: usize = 16 << 20;
+
 /// Ring capacity for two seconds of heavy noise plus every window's
-/// closing records over those two seconds.
+/// closing records over those two seconds (as if every source rose in
+/// every window), at most [`MAX_RING_BYTES`] and at least room for a few
+/// windows' closing records. A recorder held up longer than the ring
+/// lasts costs events, counted as dropped, never a window.
 pub fn ring_capacity(window_ns: u64, sources: usize) -> usize {
     let windows = (2_000_000_000 / window_ns.max(1)).max(1) as usize;
     let events = 2 * HEAVY_EVENTS_PER_SECOND as usize;
-    (events + windows * closing_records(sources)).min(1 << 23)
+    let closing = closing_records(sources);
+    let max_records = MAX_RING_BYTES / std::mem::size_of::<Record>();
+    (events + windows * closing)
+        .min(max_records)
+        .max(4 * closing)
 }
 
 /// A ring whose memory has been written once (so no page fault waits in

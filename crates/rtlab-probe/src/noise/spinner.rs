@@ -32,11 +32,13 @@
 //!
 //! Hot path (DESIGN.md): inside the spin only the clock and the ring push
 //! of an event; between windows only `pread`/`getrusage` into buffers
-//! allocated at set-up, parsed in place. No allocation, lock, formatting
-//! or logging from the first window to the last.
+//! allocated at set-up, parsed in place, and `getcpu` (rseq or vDSO, no
+//! syscall) to notice a CPU gone offline under the spinner. No
+//! allocation, lock, formatting or logging from the first window to the
+//! last.
 
 use super::attribution::{Sources, PREEMPTED};
-use super::counters::{counter_delta, CpuCounterFile, Reading};
+use super::counters::{counter_delta, CpuCounterFile};
 use super::ring::{flags, EventSink};
 use rtlab_core::clock;
 use rtlab_core::result::ThreadSettings;
@@ -51,7 +53,8 @@ const SLEEP_SLICE_NS: u64 = 50_000_000;
 struct Snapshot {
     irqs: Vec<u64>,
     softirqs: Vec<u64>,
-    /// Key-sequence signature of each file's read; None when it failed.
+    /// Columns-and-keys signature of each file's read; None when it failed
+    /// or left a count unknown (the window's deltas are then not used).
     irq_signature: Option<u64>,
     softirq_signature: Option<u64>,
     involuntary_switches: Option<u64>,
@@ -79,10 +82,7 @@ fn involuntary_switches() -> Option<u64> {
 }
 
 fn read_file(file: &mut Option<CpuCounterFile>, values: &mut [u64]) -> Option<u64> {
-    match file.as_mut()?.read_into(values) {
-        Reading::Read(outcome) => Some(outcome.signature),
-        Reading::Failed => None,
-    }
+    file.as_mut()?.read_into(values).complete_signature()
 }
 
 /// The counters of one CPU and the two snapshots around a window.
@@ -229,35 +229,80 @@ pub(super) struct Spinner {
 }
 
 /// How a spinner ended.
-pub(super) struct SpinnerEnd {
-    /// Ran to the planned end (not stopped by the flag).
-    pub completed: bool,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SpinnerEnd {
+    /// Ran to the planned end.
+    Completed,
+    /// Stopped by the flag.
+    Stopped,
+    /// Found itself on another CPU (its own went offline and the kernel
+    /// moved it) and stopped: what it measures there is not its CPU's noise.
+    LeftCpu {
+        /// The CPU it was found on.
+        now_on: usize,
+        /// When, ns since the common start.
+        at_ns: u64,
+    },
+    /// Never measured: its set-up failed, or it was told to leave before
+    /// the common start.
+    NotStarted,
+}
+
+/// The CPU the calling thread is on, when it is not `cpu` (`getcpu` from
+/// the vDSO or rseq: no syscall).
+#[inline]
+fn moved_off(cpu: usize) -> Option<usize> {
+    rtlab_core::sched::current_cpu().filter(|&now| now != cpu)
 }
 
 impl Spinner {
     /// Pins and promotes the calling thread, prefaults its stack, and reads
     /// every counter once so that the first window finds the buffers (and
-    /// the kernel's seq_file buffers) warm.
-    pub(super) fn set_up(&mut self) -> (ThreadSettings, Vec<String>) {
-        let set_up = crate::thread::set_up_measuring_thread(Some(self.cpu), &self.sched);
+    /// the kernel's seq_file buffers) warm. A thread that cannot be pinned
+    /// to its CPU cannot measure it: that is an error, not a warning.
+    pub(super) fn set_up(&mut self) -> Result<(ThreadSettings, Vec<String>), String> {
+        let cpu = self.cpu;
+        // Messages follow `the spinner of CPU n: `.
+        rtlab_core::sched::pin_current_thread(cpu).map_err(|e| {
+            format!(
+                "cannot be pinned to its CPU ({e}): CPU {cpu} is offline or outside the CPUs \
+this process may use"
+            )
+        })?;
+        let (mut settings, warnings) = crate::thread::set_up_measuring_thread(None, &self.sched);
+        settings.pinned_cpu = Some(cpu);
+        if let Some(now_on) = moved_off(cpu) {
+            return Err(format!(
+                "runs on CPU {now_on} although pinned to CPU {cpu}: CPU {cpu} went offline"
+            ));
+        }
         self.counters.read_first();
         self.counters.read_after();
         self.counters.chain();
         std::hint::black_box(clock::now_ns());
-        set_up
+        Ok((settings, warnings))
     }
 
     /// Measures from the common start `start_ns` to its planned end or
     /// until `stop` is set (seen between windows and while sleeping).
+    /// A spinner that finds itself on another CPU stops there
+    /// ([`SpinnerEnd::LeftCpu`]).
     pub(super) fn run(mut self, start_ns: u64, stop: &AtomicBool) -> SpinnerEnd {
         let end_of_run = start_ns.saturating_add(self.duration_ns);
         let mut period_start = start_ns;
-        let completed = 'periods: loop {
+        let left_cpu = |start_ns: u64, now_on: usize| SpinnerEnd::LeftCpu {
+            now_on,
+            at_ns: clock::now_ns().saturating_sub(start_ns),
+        };
+        'periods: loop {
             if period_start >= end_of_run {
-                break true;
+                break SpinnerEnd::Completed;
             }
             if !sleep_until_or_stop(period_start, stop) {
-                break false;
+                break SpinnerEnd::Stopped;
+            }
+            if let Some(now_on) = moved_off(self.cpu) {
+                break left_cpu(start_ns, now_on);
             }
             let runtime_end = period_start.saturating_add(self.runtime_ns).min(end_of_run);
             let mut window_end = period_start;
@@ -287,13 +332,15 @@ impl Spinner {
                     window_flags,
                 );
                 if stop.load(Ordering::Relaxed) {
-                    break 'periods false;
+                    break 'periods SpinnerEnd::Stopped;
+                }
+                if let Some(now_on) = moved_off(self.cpu) {
+                    break 'periods left_cpu(start_ns, now_on);
                 }
                 self.counters.chain();
             }
             period_start = period_start.saturating_add(self.period_ns);
-        };
-        SpinnerEnd { completed }
+        }
     }
 }
 
@@ -328,4 +375,162 @@ fn spin(until_ns: u64, threshold_ns: u64, origin_ns: u64, sink: &mut EventSink) 
         last = t;
     }
     (first, last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::noise::counters::{CounterFile, CounterKind, CounterLayout};
+    use crate::noise::ring::{self, Record};
+    use std::path::Path;
+    use std::sync::atomic::AtomicU64;
+
+    /// Three CPUs; CPU1's counts are 1000 + the line's number.
+    const THREE_CPUS: &str = "\
+           CPU0       CPU1       CPU2       
+  0:         44       1000          7   IO-APIC   2-edge      timer
+LOC:    2974414       1001    5000000   Local timer interrupts
+CAL:     490008       1002    6000000   Function call interrupts
+";
+
+    /// CPU0 went offline: CPU1's column is now the first. CPU1 rose by 1,
+    /// 2 and 3.
+    const CPU0_GONE: &str = "\
+           CPU1       CPU2       
+  0:       1001          7   IO-APIC   2-edge      timer
+LOC:       1003    5000000   Local timer interrupts
+CAL:       1005    6000000   Function call interrupts
+";
+
+    /// The same, CPU1 risen again by 1 on LOC.
+    const CPU0_GONE_LATER: &str = "\
+           CPU1       CPU2       
+  0:       1001          7   IO-APIC   2-edge      timer
+LOC:       1004    5000000   Local timer interrupts
+CAL:       1005    6000000   Function call interrupts
+";
+
+    /// CPU1 itself went offline.
+    const CPU1_GONE: &str = "\
+           CPU2       
+  0:          7   IO-APIC   2-edge      timer
+LOC:    5000000   Local timer interrupts
+CAL:    6000000   Function call interrupts
+";
+
+    /// A line cut short: CPU1's LOC count is missing.
+    const TRUNCATED: &str = "\
+           CPU1       CPU2       
+  0:       1001          7   IO-APIC   2-edge      timer
+LOC:
+CAL:       1005    6000000   Function call interrupts
+";
+
+    /// CPU1's counters read from `path` (holding THREE_CPUS at first).
+    fn counters_of(path: &Path) -> (CpuCounters, Arc<Sources>) {
+        let layout = CounterLayout::learn(THREE_CPUS, CounterKind::Irq).unwrap();
+        let sources = Arc::new(Sources::new(
+            Vec::new(),
+            layout.lines.iter().map(|l| l.name.clone()).collect(),
+        ));
+        let file = CounterFile::open(path, CounterFile::capacity_for(THREE_CPUS.len())).unwrap();
+        let irqs = CpuCounterFile::new(file, Arc::new(layout), 1);
+        (
+            CpuCounters::new(Some(irqs), None, Arc::clone(&sources)),
+            sources,
+        )
+    }
+
+    /// The window's irq deltas by name (preempted left out).
+    fn irq_deltas(counters: &CpuCounters, sources: &Sources, flags: u8) -> Vec<(String, u64)> {
+        counters
+            .deltas(flags)
+            .filter(|&(source, _)| source != PREEMPTED)
+            .map(|(source, delta)| (sources.name(source).to_string(), delta))
+            .collect()
+    }
+
+    #[test]
+    fn a_cpu_going_offline_gives_no_bogus_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("interrupts");
+        std::fs::write(&path, THREE_CPUS).unwrap();
+        let (mut counters, sources) = counters_of(&path);
+        counters.read_first();
+
+        // The window across the change: the columns moved, not compared.
+        std::fs::write(&path, CPU0_GONE).unwrap();
+        counters.read_after();
+        let window = counters.flags();
+        assert_eq!(window & flags::IRQS_CHANGED, flags::IRQS_CHANGED);
+        assert_eq!(irq_deltas(&counters, &sources, window), vec![]);
+
+        // The next window: CPU1's own column, wherever it now is.
+        counters.chain();
+        std::fs::write(&path, CPU0_GONE_LATER).unwrap();
+        counters.read_after();
+        let window = counters.flags() & !flags::RUSAGE_UNREADABLE;
+        assert_eq!(window, 0);
+        assert_eq!(
+            irq_deltas(&counters, &sources, window),
+            vec![
+                ("irq:0 timer".to_string(), 0),
+                ("irq:LOC".to_string(), 1),
+                ("irq:CAL".to_string(), 0)
+            ]
+        );
+
+        // CPU1 gone, then a line cut short: unreadable, no delta.
+        for text in [CPU1_GONE, TRUNCATED] {
+            counters.chain();
+            std::fs::write(&path, text).unwrap();
+            counters.read_after();
+            let window = counters.flags();
+            assert_eq!(window & flags::IRQS_UNREADABLE, flags::IRQS_UNREADABLE);
+            assert_eq!(irq_deltas(&counters, &sources, window), vec![]);
+            // And the window after it, starting from that read.
+            counters.chain();
+            std::fs::write(&path, CPU0_GONE).unwrap();
+            counters.read_after();
+            let window = counters.flags();
+            assert_eq!(window & flags::IRQS_UNREADABLE, flags::IRQS_UNREADABLE);
+            assert_eq!(irq_deltas(&counters, &sources, window), vec![]);
+        }
+    }
+
+    #[test]
+    fn a_spinner_off_its_cpu_stops_and_says_where() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 || rtlab_core::sched::pin_current_thread(0).is_err() {
+            eprintln!("skipped: needs CPUs 0 and 1");
+            return;
+        }
+        let sources = Arc::new(Sources::new(Vec::new(), Vec::new()));
+        let (producer, mut consumer) = ring::prefaulted_ring(64);
+        let spinner = Spinner {
+            cpu: 1,
+            sched: SchedParams {
+                policy: rtlab_core::sched::Policy::Other,
+                priority: 0,
+                deadline: None,
+            },
+            threshold_ns: 5_000,
+            window_ns: 1_000_000,
+            runtime_ns: 10_000_000,
+            period_ns: 10_000_000,
+            duration_ns: 10_000_000_000,
+            counters: CpuCounters::new(None, None, Arc::clone(&sources)),
+            sink: EventSink::new(producer, sources.len(), Arc::new(AtomicU64::new(0))),
+        };
+        // Not set up (not pinned to CPU 1): it runs where this thread runs.
+        let t0 = clock::now_ns();
+        let end = spinner.run(clock::now_ns(), &AtomicBool::new(false));
+        assert!(
+            matches!(end, SpinnerEnd::LeftCpu { now_on: 0, .. }),
+            "{end:?}"
+        );
+        assert!(clock::now_ns() - t0 < 5_000_000_000, "it did not stop");
+        // It measured nothing on the wrong CPU.
+        assert!(!matches!(consumer.pop(), Ok(Record::Window { .. })));
+    }
 }

@@ -7,7 +7,7 @@ use crate::input::{bad_input, InputError};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::units::human_duration;
-use rtlab_probe::noise::NoiseConfig;
+use rtlab_probe::noise::{NoiseConfig, MIN_WINDOW_NS};
 use rtlab_probe::ProbeConfig;
 use std::process::ExitCode;
 
@@ -26,6 +26,13 @@ fn config_from(args: &NoiseArgs) -> anyhow::Result<NoiseConfig> {
         ),
         (policy, _) => bad_input!("--policy {policy}: the noise probe takes fifo, rr or other"),
     };
+    if args.window < MIN_WINDOW_NS {
+        bad_input!(
+            "--window {} is shorter than {}: the counters are read between windows, which takes about 50 µs that are not measured",
+            human_duration(args.window),
+            human_duration(MIN_WINDOW_NS)
+        );
+    }
     if args.runtime > args.period {
         bad_input!(
             "--runtime {} is longer than the --period {}",
