@@ -97,7 +97,9 @@ impl ProbeConfig {
     ) -> anyhow::Result<Box<dyn ProbeRun>> {
         Ok(match self {
             ProbeConfig::Timer(config) => Box::new(timer::start(config, stop, samples_csv)?),
-            ProbeConfig::Switch(config) => switch::start(config, stop, samples_csv)?,
+            ProbeConfig::Switch(config) => {
+                switch::start(config, stop, samples_csv, Some(Arc::clone(journal)))?
+            }
             ProbeConfig::Noise(config) => {
                 noise::start(config, stop, samples_csv, Some(Arc::clone(journal)))?
             }

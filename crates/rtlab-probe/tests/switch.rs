@@ -1,7 +1,9 @@
 //! The switch probe: every mechanism runs (threads and processes, same CPU
 //! and cross CPU) with consistent counts, an injected delay on the release
 //! path shows in the switch series only, the stop flag ends a run early,
-//! and nothing is left behind (SysV sets, message queues, processes).
+//! a dead or stopped task ends its mechanism promptly with every event
+//! counted, and nothing is left behind (SysV sets, message queues,
+//! processes).
 //!
 //! These tests need real-time scheduling (CI is root) and skip with a
 //! printed reason without it. They never assert absolute timings: they
@@ -103,7 +105,7 @@ fn config(
 
 /// Runs the probe the way the runner does.
 fn run_with(config: &SwitchConfig, stop: Arc<AtomicBool>) -> ProbeOutcome {
-    let run = switch::start(config, stop, None).expect("the switch probe starts");
+    let run = switch::start(config, stop, None, None).expect("the switch probe starts");
     while !run.is_finished() {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -212,6 +214,7 @@ fn every_mechanism_runs_as_threads_on_one_cpu() {
         &config,
         Arc::new(AtomicBool::new(false)),
         Some(Box::new(csv.clone())),
+        None,
     )
     .unwrap();
     // Every series exists from the start, in order.
@@ -322,7 +325,7 @@ fn the_stop_flag_ends_the_run_early() {
             process,
         );
         let stop = Arc::new(AtomicBool::new(false));
-        let run = switch::start(&config, Arc::clone(&stop), None).unwrap();
+        let run = switch::start(&config, Arc::clone(&stop), None, None).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::Relaxed);
         let stopped_at = Instant::now();
@@ -428,7 +431,7 @@ fn nothing_is_left_behind() {
             false,
             process,
         );
-        let run = switch::start(&long, Arc::clone(&stop), None).unwrap();
+        let run = switch::start(&long, Arc::clone(&stop), None, None).unwrap();
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, Ordering::Relaxed);
         while !run.is_finished() {
@@ -455,15 +458,15 @@ fn bad_configs_are_refused() {
         false,
         false,
     );
-    let error = switch::start(&twice, Arc::new(AtomicBool::new(false)), None)
+    let error = switch::start(&twice, Arc::new(AtomicBool::new(false)), None, None)
         .err()
         .expect("a mechanism listed twice is refused");
     assert!(error.to_string().contains("twice"), "{error}");
     twice.mechanisms = vec![];
-    assert!(switch::start(&twice, Arc::new(AtomicBool::new(false)), None).is_err());
+    assert!(switch::start(&twice, Arc::new(AtomicBool::new(false)), None, None).is_err());
     let mut deadline = config(&[Mechanism::Futex], 10, 1_000_000, false, false);
     deadline.sched.policy = Policy::Deadline;
-    let error = switch::start(&deadline, Arc::new(AtomicBool::new(false)), None)
+    let error = switch::start(&deadline, Arc::new(AtomicBool::new(false)), None, None)
         .err()
         .expect("SCHED_DEADLINE is refused");
     assert!(
@@ -516,8 +519,34 @@ fn sched_other_needs_no_privilege() {
     }
 }
 
+/// Waits until `done`, at most `within`.
+fn wait_until(what: &str, within: Duration, done: &dyn Fn() -> bool) {
+    let give_up = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < give_up, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Both series of `mechanism` hold the same number of events (samples +
+/// missed); returns it.
+fn events_of(outcome: &ProbeOutcome, mechanism: Mechanism) -> u64 {
+    let total = |name: String| {
+        let s = series(outcome, &name);
+        s.stats.samples + s.stats.missed
+    };
+    let interrupt = total(format!("{mechanism}.interrupt"));
+    let switch = total(format!("{mechanism}.switch"));
+    assert_eq!(
+        interrupt, switch,
+        "{mechanism}: interrupt and switch events differ; warnings {:?}, failure {:?}",
+        outcome.warnings, outcome.failure
+    );
+    interrupt
+}
+
 #[test]
-fn a_dead_task_process_ends_its_mechanism_with_a_warning() {
+fn a_dead_task_process_fails_its_mechanism_and_the_next_one_runs() {
     let Some(_serial) = serial() else { return };
     let config = config(
         &[Mechanism::Futex, Mechanism::Pipe],
@@ -527,41 +556,221 @@ fn a_dead_task_process_ends_its_mechanism_with_a_warning() {
         true,
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let run = switch::start(&config, Arc::clone(&stop), None).unwrap();
-    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
-        let give_up = Instant::now() + Duration::from_secs(5);
-        while !done() {
-            assert!(Instant::now() < give_up, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
-    wait_until("futex samples", &|| run.live()[1].samples > 50);
+    let run = switch::start(&config, Arc::clone(&stop), None, None).unwrap();
+    wait_until("futex samples", Duration::from_secs(5), &|| {
+        run.live()[1].samples > 50
+    });
     let task = children();
     assert_eq!(task.len(), 1, "one task process: {task:?}");
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(task[0], libc::SIGKILL) };
     // The next mechanism runs with a new task.
-    wait_until("pipe samples", &|| run.live()[3].samples > 50);
+    wait_until("pipe samples", Duration::from_secs(5), &|| {
+        run.live()[3].samples > 50
+    });
     stop.store(true, Ordering::Relaxed);
     while !run.is_finished() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let outcome = run.finish().unwrap();
     assert!(outcome.stopped_early);
+    let failure = outcome
+        .failure
+        .as_deref()
+        .expect("the dead task fails the run");
     assert!(
-        outcome
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("futex: the task stopped running (its process died)")),
-        "{:?}",
-        outcome.warnings
+        failure.starts_with("futex: the task process was killed by signal 9 after ")
+            && failure.ends_with("the rest of futex was not measured"),
+        "{failure}"
     );
+    assert!(!failure.contains("pipe"), "{failure}");
     assert!(
         !outcome.warnings.iter().any(|w| w.starts_with("pipe:")),
         "{:?}",
         outcome.warnings
     );
+    let futex = events_of(&outcome, Mechanism::Futex);
+    assert!(futex > 50 && futex < 100_000, "{futex}");
+    assert!(
+        failure.contains(&format!(" after {futex} of 100000 events")),
+        "{failure}"
+    );
+    events_of(&outcome, Mechanism::Pipe);
     assert_eq!(children(), Vec::<i32>::new());
+}
+
+/// Killing the task process ends its mechanism at once, whatever the
+/// mechanism: no teardown waits for the dead task (glibc's
+/// pthread_cond_destroy would wait for ever for a killed waiter), every
+/// event up to the end is in both series, and the run fails naming the
+/// mechanism.
+#[test]
+fn killing_the_task_process_ends_the_run_promptly_with_every_event_counted() {
+    let Some(_serial) = serial() else { return };
+    let planned = 100_000;
+    for mechanism in [
+        Mechanism::Futex,
+        Mechanism::PthreadCond,
+        Mechanism::PthreadMutex,
+        Mechanism::PosixSem,
+        Mechanism::SysvSem,
+    ] {
+        let config = config(&[mechanism], planned, 1_000_000, false, true);
+        let run = switch::start(&config, Arc::new(AtomicBool::new(false)), None, None).unwrap();
+        wait_until(
+            &format!("{mechanism} samples"),
+            Duration::from_secs(5),
+            &|| run.live()[1].samples > 50,
+        );
+        let task = children();
+        assert_eq!(task.len(), 1, "{mechanism}: one task process: {task:?}");
+        // SAFETY: plain syscall on our own child.
+        unsafe { libc::kill(task[0], libc::SIGKILL) };
+        let killed_at = Instant::now();
+        while !run.is_finished() {
+            assert!(
+                killed_at.elapsed() < Duration::from_secs(5),
+                "{mechanism}: the run did not end after its task was killed"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let outcome = run.finish().unwrap();
+        assert!(!outcome.stopped_early, "{mechanism}");
+        let failure = outcome
+            .failure
+            .as_deref()
+            .unwrap_or_else(|| panic!("{mechanism}: no failure; {:?}", outcome.warnings));
+        assert!(
+            failure.starts_with(&format!(
+                "{mechanism}: the task process was killed by signal 9 after "
+            )),
+            "{failure}"
+        );
+        let events = events_of(&outcome, mechanism);
+        assert!(events > 50 && events < planned, "{mechanism}: {events}");
+        assert!(
+            failure.contains(&format!(" after {events} of {planned} events")),
+            "{failure}"
+        );
+        assert_eq!(children(), Vec::<i32>::new(), "{mechanism}");
+    }
+}
+
+/// A task whose wait fails for good (its SysV set removed under it) ends
+/// its mechanism with every event counted, and fails the run.
+#[test]
+fn a_failed_wait_ends_the_mechanism_and_fails_the_run() {
+    let Some(_serial) = serial() else { return };
+    let planned = 100_000;
+    let sets_before = private_sysv_sets();
+    let config = config(&[Mechanism::SysvSem], planned, 1_000_000, false, false);
+    let run = switch::start(&config, Arc::new(AtomicBool::new(false)), None, None).unwrap();
+    wait_until("sysv-sem samples", Duration::from_secs(5), &|| {
+        run.live()[1].samples > 50
+    });
+    let ours: Vec<i32> = private_sysv_sets()
+        .difference(&sets_before)
+        .copied()
+        .filter(|&semid| used_by_us(semid))
+        .collect();
+    assert_eq!(ours.len(), 1, "the probe's set: {ours:?}");
+    // SAFETY: plain syscall on the set the probe made.
+    assert_eq!(unsafe { libc::semctl(ours[0], 0, libc::IPC_RMID) }, 0);
+    let removed_at = Instant::now();
+    while !run.is_finished() {
+        assert!(
+            removed_at.elapsed() < Duration::from_secs(5),
+            "the run did not end after the task's wait failed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    let failure = outcome
+        .failure
+        .as_deref()
+        .expect("the failed wait fails the run");
+    assert!(
+        failure.starts_with("sysv-sem: the task's wait failed ("),
+        "{failure}"
+    );
+    let events = events_of(&outcome, Mechanism::SysvSem);
+    assert!(events > 50 && events < planned, "{events}");
+    assert!(
+        failure.contains(&format!(" after {events} of {planned} events")),
+        "{failure}"
+    );
+}
+
+/// A task that stops running (SIGSTOP) misses every event from then on;
+/// the last release is not acknowledged within 1 s: all of them are in
+/// the switch series as missed, and the stopped task is killed at the end.
+#[test]
+fn a_stopped_task_has_its_events_counted_as_missed() {
+    let Some(_serial) = serial() else { return };
+    let events = 3000;
+    let config = config(&[Mechanism::Futex], events, 1_000_000, false, true);
+    let run = switch::start(&config, Arc::new(AtomicBool::new(false)), None, None).unwrap();
+    wait_until("futex samples", Duration::from_secs(5), &|| {
+        run.live()[1].samples > 200
+    });
+    let task = children();
+    assert_eq!(task.len(), 1, "one task process: {task:?}");
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(task[0], libc::SIGSTOP) };
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    assert_eq!(events_of(&outcome, Mechanism::Futex), events);
+    let switch = series(&outcome, "futex.switch");
+    assert!(switch.stats.missed > 100, "{:?}", switch.stats.missed);
+    for expected in [
+        "futex: the task did not run within 1 s of the last release",
+        "futex: the task process did not exit within 1000 ms of the end and was killed",
+    ] {
+        assert!(
+            outcome.warnings.iter().any(|w| w.starts_with(expected)),
+            "{expected}: {:?}",
+            outcome.warnings
+        );
+    }
+    // Every event was measured (most as missed): not a failure.
+    assert_eq!(outcome.failure, None);
+    assert_eq!(children(), Vec::<i32>::new());
+}
+
+/// The sysv-sem set is in the journal while it exists (so `rtlab restore`
+/// removes it after a SIGKILL), and gone from both at the end.
+#[test]
+fn the_sysv_set_is_journaled_while_it_exists() {
+    use rtlab_core::journal::{Entry, Journal};
+    let Some(_serial) = serial() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Arc::new(Mutex::new(Journal::new(dir.path().join("state"))));
+    let config = config(&[Mechanism::SysvSem], 100_000, 1_000_000, false, false);
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = switch::start(&config, Arc::clone(&stop), None, Some(Arc::clone(&journal))).unwrap();
+    let entries = journal.lock().unwrap().entries().to_vec();
+    let file = journal.lock().unwrap().file().map(|f| f.to_path_buf());
+    let semid = match entries.as_slice() {
+        [Entry::SysvSem { semid, .. }] => *semid,
+        other => panic!("one sysv_sem entry expected, got {other:?}"),
+    };
+    assert!(private_sysv_sets().contains(&semid));
+    let file = file.expect("the journal is on disk");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("sysv_sem"));
+    wait_until("sysv-sem samples", Duration::from_secs(5), &|| {
+        run.live()[1].samples > 50
+    });
+    stop.store(true, Ordering::Relaxed);
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    assert_eq!(outcome.failure, None, "{:?}", outcome.warnings);
+    assert!(!private_sysv_sets().contains(&semid), "the set is removed");
+    assert!(journal.lock().unwrap().entries().is_empty());
+    assert!(!file.exists(), "the journal file is gone with its entry");
 }
 
 /// Sets this process's RLIMIT_MSGQUEUE soft limit; returns the previous
@@ -586,12 +795,15 @@ fn restore_mq_limit(limit: libc::rlimit) {
 }
 
 #[test]
-fn a_mechanism_that_cannot_be_set_up_is_an_error_first_and_a_warning_later() {
+/// The first mechanism that cannot be set up makes `start` fail; a later
+/// one fails the run (naming it), and the others still run.
+fn a_mechanism_that_cannot_be_set_up_is_an_error_first_and_a_failure_later() {
     let Some(_serial) = serial() else { return };
     let old = set_mq_limit(0);
     let first = switch::start(
         &config(&[Mechanism::Mq], 100, 1_000_000, false, false),
         Arc::new(AtomicBool::new(false)),
+        None,
         None,
     );
     let later = std::panic::catch_unwind(|| {
@@ -607,13 +819,10 @@ fn a_mechanism_that_cannot_be_set_up_is_an_error_first_and_a_warning_later() {
     let error = first.err().expect("mq cannot be set up");
     assert!(format!("{error:#}").contains("mq_open"), "{error:#}");
     let outcome = later.expect("the run goes on");
+    let failure = outcome.failure.as_deref().expect("the run failed");
     assert!(
-        outcome
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("mq: could not be set up") && w.contains("mq_open")),
-        "{:?}",
-        outcome.warnings
+        failure.starts_with("mq: could not be set up") && failure.contains("mq_open"),
+        "{failure}"
     );
     assert_eq!(series(&outcome, "mq.interrupt").stats.samples, 0);
     assert_eq!(series(&outcome, "mq.switch").stats.samples, 0);

@@ -1,6 +1,7 @@
 //! Nothing rtlab changes outlives it: a sysctl changed for a run is back
 //! after a normal exit, after SIGTERM, and after SIGKILL + `rtlab restore`;
-//! an interrupted run still leaves a valid result file.
+//! so is a SysV semaphore set of the switch probe; an interrupted run
+//! still leaves a valid result file.
 
 mod common;
 
@@ -121,4 +122,101 @@ fn sigint_keeps_a_partial_result() {
     let series = &doc["series"][0];
     assert!(series["samples"].as_u64().unwrap() > 0);
     assert!(doc["ended_at"].is_string());
+}
+
+/// The SysV semaphore set of `measure switch --mechanism sysv-sem` outlives
+/// a SIGKILLed rtlab (the kernel keeps it), but it is in the journal from
+/// the moment it exists: `rtlab restore` removes it.
+#[test]
+fn a_sysv_set_left_by_a_killed_switch_run_is_removed_by_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let json = dir.path().join("run.json");
+    let before = private_sysv_sets();
+    // SCHED_OTHER: no privilege needed.
+    let mut child = common::rtlab(&state)
+        .args(["measure", "switch", "--mechanism", "sysv-sem"])
+        .args(["--policy", "other", "--duration", "5m", "--rate", "1khz"])
+        .args(["--no-store", "--quiet", "--json"])
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("rtlab starts");
+    common::wait_until_running(&json, &mut child);
+    let pid = child.id() as i32;
+    // The set is journaled; wait until it is in use (semop by rtlab).
+    let semid = journaled_sysv_set(&state);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // SAFETY: plain syscall; GETPID takes no argument.
+    while unsafe { libc::semctl(semid, 0, libc::GETPID) } != pid {
+        assert!(Instant::now() < deadline, "set {semid} never used by rtlab");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left: Vec<i32> = private_sysv_sets().difference(&before).copied().collect();
+    assert!(
+        left.contains(&semid),
+        "SIGKILL leaves set {semid}: {left:?}"
+    );
+
+    let out = common::run(common::rtlab(&state).args(["restore", "--json"]));
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let restored = report["recovered"][0]["restored"].to_string();
+    assert!(
+        restored.contains("\"kind\":\"sysv_sem\"") && restored.contains("\"status\":\"removed\""),
+        "{report}"
+    );
+    // No set of the killed rtlab is left (sets of other programs may come
+    // and go beside the test).
+    let left: Vec<i32> = private_sysv_sets()
+        .difference(&before)
+        .copied()
+        // SAFETY: plain syscall; GETPID takes no argument.
+        .filter(|&id| unsafe { libc::semctl(id, 0, libc::GETPID) } == pid)
+        .collect();
+    assert_eq!(left, Vec::<i32>::new(), "removed by rtlab restore");
+    assert!(!private_sysv_sets().contains(&semid));
+    let out = common::run(common::rtlab(&state).arg("restore"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
+}
+
+/// SysV semaphore sets of the kind the switch probe creates (IPC_PRIVATE,
+/// one semaphore, mode 600), by id.
+fn private_sysv_sets() -> std::collections::BTreeSet<i32> {
+    let table = std::fs::read_to_string("/proc/sysvipc/sem").unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // key semid perms nsems ...
+            let ours =
+                fields.len() > 3 && fields[0] == "0" && fields[2] == "600" && fields[3] == "1";
+            ours.then(|| fields[1].parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// The id of the one SysV set in the journal of the rtlab using `state`.
+fn journaled_sysv_set(state: &Path) -> i32 {
+    let journals: Vec<_> = std::fs::read_dir(state)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(journals.len(), 1, "one journal: {journals:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&journals[0]).unwrap()).unwrap();
+    let sets: Vec<i32> = doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "sysv_sem")
+        .map(|e| e["semid"].as_i64().unwrap() as i32)
+        .collect();
+    assert_eq!(sets.len(), 1, "one sysv_sem entry: {doc}");
+    sets[0]
 }

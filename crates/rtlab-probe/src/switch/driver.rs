@@ -2,8 +2,10 @@
 //! after the other. For each it sets the mechanism up, starts the task
 //! (a thread, or a forked process) and the timer thread, publishes a common
 //! start a little in the future, waits for both, reaps the task and tears
-//! the mechanism down. What goes wrong with one mechanism becomes a warning
-//! naming it, and the next mechanism runs.
+//! the mechanism down. A mechanism that could not measure what was asked
+//! (it could not be set up or started, its task died or its wait failed)
+//! is a failure naming it, which fails the run; the next mechanism runs
+//! all the same. Lesser trouble is a warning naming the mechanism.
 
 use super::interrupt::{self, Rings, TimerEnd, TimerPlan};
 use super::mechanism::{Ops, Setup};
@@ -13,6 +15,7 @@ use super::sys::{self, describe_errno, futex_wait_for, futex_wake};
 use super::task::{self, ChildPlan, TaskReady};
 use super::{InjectDelay, Mechanism};
 use rtlab_core::clock;
+use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;
 use rtlab_core::sched::{self, SchedParams};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,6 +43,9 @@ pub struct RunState {
     /// Per series, in series order.
     pub settings: Mutex<Vec<ThreadSettings>>,
     pub warnings: Mutex<Vec<String>>,
+    /// Why mechanisms did not measure what was asked (each names its
+    /// mechanism): the run's failure.
+    pub failures: Mutex<Vec<String>>,
 }
 
 impl RunState {
@@ -48,6 +54,13 @@ impl RunState {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(warning);
+    }
+
+    pub fn fail(&self, failure: String) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(failure);
     }
 
     fn set_settings(&self, index: usize, settings: ThreadSettings) {
@@ -75,6 +88,8 @@ pub struct DriverPlan {
     pub inject: Option<InjectDelay>,
     pub stop: Arc<AtomicBool>,
     pub state: Arc<RunState>,
+    /// Where a SysV semaphore set is recorded while it exists.
+    pub journal: Option<Arc<Mutex<Journal>>>,
 }
 
 /// How the driver ended.
@@ -99,10 +114,10 @@ pub fn drive(plan: DriverPlan, region: Region, first: Setup, lanes: Vec<Rings>) 
         block.reset();
         let setup = match first.take() {
             Some(setup) => setup,
-            None => match Setup::new(mechanism, block, plan.process) {
+            None => match Setup::new(mechanism, block, plan.process, plan.journal.as_ref()) {
                 Ok(setup) => setup,
                 Err(e) => {
-                    plan.state.warn(format!(
+                    plan.state.fail(format!(
                         "{mechanism}: could not be set up ({e:#}); its series have no samples"
                     ));
                     continue;
@@ -110,8 +125,11 @@ pub fn drive(plan: DriverPlan, region: Region, first: Setup, lanes: Vec<Rings>) 
             },
         };
         let ops = setup.ops(block);
-        stopped_early |= run_mechanism(&plan, index, ops, block, rings);
-        setup.teardown(block);
+        let ran = run_mechanism(&plan, index, ops, block, rings);
+        stopped_early |= ran.stopped;
+        if let Some(warning) = setup.teardown(block, ran.task_left_cleanly) {
+            plan.state.warn(warning);
+        }
     }
     plan.state.end_ns.store(clock::now_ns(), Ordering::Release);
     DriverEnd { stopped_early }
@@ -167,14 +185,23 @@ impl Child {
     }
 }
 
-/// Runs one mechanism to its end; true when `stop` cut it short.
+/// How one mechanism's run ended.
+struct MechanismEnd {
+    /// `stop` cut it short.
+    stopped: bool,
+    /// The task thread ended, or the task process exited with status 0:
+    /// the shared objects may be destroyed.
+    task_left_cleanly: bool,
+}
+
+/// Runs one mechanism to its end.
 fn run_mechanism(
     plan: &DriverPlan,
     index: usize,
     ops: Ops<'_>,
     block: &Block,
     rings: Rings,
-) -> bool {
+) -> MechanismEnd {
     let mechanism = ops.mechanism;
     let state = &plan.state;
     std::thread::scope(|scope| {
@@ -183,10 +210,14 @@ fn run_mechanism(
         let mut task = match start_task(scope, plan, ops, block) {
             Ok(task) => task,
             Err(e) => {
-                state.warn(format!(
+                state.fail(format!(
                     "{mechanism}: could not start the task ({e}); its series have no samples"
                 ));
-                return false;
+                // No task: nothing can still use the objects.
+                return MechanismEnd {
+                    stopped: false,
+                    task_left_cleanly: true,
+                };
             }
         };
         let (timer_tx, timer_rx) = mpsc::channel::<(ThreadSettings, Vec<String>)>();
@@ -199,7 +230,7 @@ fn run_mechanism(
         let timer = match timer {
             Ok(timer) => Some(timer),
             Err(e) => {
-                state.warn(format!(
+                state.fail(format!(
                     "{mechanism}: could not start the timer thread ({e}); its series have no samples"
                 ));
                 None
@@ -236,16 +267,21 @@ fn run_mechanism(
         let end = timer.and_then(|timer| match timer.join() {
             Ok(end) => end,
             Err(_) => {
-                state.warn(format!("{mechanism}: the timer thread panicked"));
+                state.fail(format!("{mechanism}: the timer thread panicked"));
                 None
             }
         });
-        finish_task(plan, mechanism, task, end.is_some());
-        if let Some(end) = end {
-            report_end(plan, mechanism, &end, block);
+        let exit = finish_task(task);
+        // Without an end the mechanism was abandoned before its start, for
+        // a reason already reported.
+        if let Some(end) = &end {
+            report_end(plan, mechanism, end, &exit, block);
             stopped |= end.stopped;
         }
-        stopped
+        MechanismEnd {
+            stopped,
+            task_left_cleanly: exit.trouble.is_none(),
+        }
     })
 }
 
@@ -350,7 +386,7 @@ fn wait_ready(
             warnings.into_iter().for_each(|w| state.warn(w));
         }
         Err(_) => {
-            state.warn(format!("{mechanism}: the timer thread did not get ready"));
+            state.fail(format!("{mechanism}: the timer thread did not get ready"));
             return false;
         }
     }
@@ -361,7 +397,7 @@ fn wait_ready(
                 ready.warnings.into_iter().for_each(|w| state.warn(w));
             }
             Err(_) => {
-                state.warn(format!("{mechanism}: the task thread did not get ready"));
+                state.fail(format!("{mechanism}: the task thread did not get ready"));
                 return false;
             }
         },
@@ -373,14 +409,14 @@ fn wait_ready(
                     return false;
                 }
                 if child.poll() {
-                    state.warn(format!(
+                    state.fail(format!(
                         "{mechanism}: the task process ended while setting up ({})",
                         describe_status(child.status.unwrap_or(0))
                     ));
                     return false;
                 }
                 if std::time::Instant::now() >= give_up {
-                    state.warn(format!(
+                    state.fail(format!(
                         "{mechanism}: the task process did not get ready within {} s",
                         READY_WAIT.as_secs()
                     ));
@@ -401,7 +437,7 @@ fn wait_ready(
     }
     if block.report.state.load(Ordering::Acquire) != TASK_READY {
         let e = block.report.init_errno.load(Ordering::Relaxed);
-        state.warn(format!(
+        state.fail(format!(
             "{mechanism}: the task could not prepare its wait ({}); its series have no samples",
             describe_errno(e)
         ));
@@ -479,53 +515,76 @@ fn child_warnings(plan: &DriverPlan, block: &Block) -> Vec<String> {
     warnings
 }
 
+/// How the task ended.
+struct TaskExit {
+    /// What went wrong, in words after "the task " (None: the thread
+    /// ended, or the process exited with status 0).
+    trouble: Option<String>,
+}
+
 /// Joins the task thread, or reaps the task process (killing it if it does
 /// not leave within [`REAP_WAIT`]).
-fn finish_task(plan: &DriverPlan, mechanism: Mechanism, task: Task<'_>, measured: bool) {
-    match task {
-        Task::Thread(handle, _) => {
-            if handle.join().is_err() {
-                plan.state
-                    .warn(format!("{mechanism}: the task thread panicked"));
-            }
-        }
+fn finish_task(task: Task<'_>) -> TaskExit {
+    let trouble = match task {
+        Task::Thread(handle, _) => handle
+            .join()
+            .is_err()
+            .then(|| "thread panicked".to_string()),
         Task::Child(mut child) => {
             let killed = child.reap(REAP_WAIT);
             let status = child.status.unwrap_or(0);
             if killed {
-                plan.state.warn(format!(
-                    "{mechanism}: the task process did not exit within {} ms of the end and was killed",
+                Some(format!(
+                    "process did not exit within {} ms of the end and was killed",
                     REAP_WAIT.as_millis()
-                ));
-            } else if measured && !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-                plan.state.warn(format!(
-                    "{mechanism}: the task process {}",
-                    describe_status(status)
-                ));
+                ))
+            } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                None
+            } else {
+                Some(format!("process {}", describe_status(status)))
             }
         }
-    }
+    };
+    TaskExit { trouble }
 }
 
-/// Warnings about how the timer thread's measuring ended.
-fn report_end(plan: &DriverPlan, mechanism: Mechanism, end: &TimerEnd, block: &Block) {
+/// Failures and warnings about how the timer thread's measuring ended.
+fn report_end(
+    plan: &DriverPlan,
+    mechanism: Mechanism,
+    end: &TimerEnd,
+    exit: &TaskExit,
+    block: &Block,
+) {
     let state = &plan.state;
+    let wait_errno = block.task.wait_errno.load(Ordering::Relaxed);
+    let why = if wait_errno != 0 {
+        format!("the task's wait failed ({})", describe_errno(wait_errno))
+    } else {
+        match &exit.trouble {
+            Some(how) => format!("the task {how}"),
+            None => "the task stopped running".to_string(),
+        }
+    };
     if end.task_gone && !end.stopped {
-        let wait_errno = block.task.wait_errno.load(Ordering::Relaxed);
-        let why = if wait_errno != 0 {
-            format!("its wait failed: {}", describe_errno(wait_errno))
-        } else {
-            "its process died".to_string()
-        };
-        state.warn(format!(
-            "{mechanism}: the task stopped running ({why}); measured {} of {} events",
+        // The events after it are not measured: the run did not do what
+        // was asked.
+        state.fail(format!(
+            "{mechanism}: {why} after {} of {} events; the rest of {mechanism} was not measured",
             end.deadlines, end.planned
         ));
-    }
-    if end.unacked > 0 && !end.task_gone {
+    } else if end.task_gone {
         state.warn(format!(
-            "{mechanism}: the task did not run within 1 s of the last release; {} events are not in the switch series",
-            end.unacked
+            "{mechanism}: {why} while the run was being stopped"
+        ));
+    } else if let Some(how) = &exit.trouble {
+        state.warn(format!("{mechanism}: the task {how}"));
+    }
+    if end.unacked > 0 {
+        state.warn(format!(
+            "{mechanism}: the task did not run within 1 s of the last release; \
+             that event and the {} missed before it are counted as missed",
+            end.unacked - 1
         ));
     }
     if end.release_errno != 0 {

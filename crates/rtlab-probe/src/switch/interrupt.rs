@@ -19,11 +19,19 @@
 //! - switch series: every deadline the timer missed is missed here too,
 //!   and so is every deadline at which the task had not yet run since the
 //!   previous release (T does not release again: that would post a
-//!   counting mechanism twice); the late run is recorded when it comes. So
-//!   `samples + missed == events` as well.
+//!   counting mechanism twice); the late run is recorded when it comes.
+//!   Missed events ride on the next switch sample; those no sample carries
+//!   (the task died, or never acknowledged the last release) are handed
+//!   over at the end through [`Rings::switch_missed_tail`], which the run
+//!   adds to the series' missed count. So `samples + missed == events` as
+//!   well, however the measuring ends.
+//!
+//! T never releases a task that is gone (its wait failed, or the driver
+//! saw its process die): the flags are checked before every release, so
+//! T never signals a condition variable whose waiter died.
 
 use super::release::Releaser;
-use super::shared::{Block, TaskSide};
+use super::shared::{Block, Control, TaskSide};
 use super::InjectDelay;
 use crate::recorder::Sample;
 use rtlab_core::clock;
@@ -47,6 +55,9 @@ pub struct Rings {
     pub switch: rtrb::Producer<Sample>,
     pub interrupt_dropped: std::sync::Arc<AtomicU64>,
     pub switch_dropped: std::sync::Arc<AtomicU64>,
+    /// Missed switch events no pushed sample carries, stored once when
+    /// T's measuring ends (off the hot path).
+    pub switch_missed_tail: std::sync::Arc<AtomicU64>,
 }
 
 impl Rings {
@@ -92,8 +103,9 @@ pub struct TimerEnd {
     pub stopped: bool,
     /// The task left (failed wait) or its process died before the end.
     pub task_gone: bool,
-    /// The last release was not acknowledged within the bound: its event
-    /// and the missed ones before it are not in the switch series.
+    /// The last release was not acknowledged within the bound (the task
+    /// is still there): its event and the missed ones before it are
+    /// counted as missed.
     pub unacked: u64,
     /// errno of the first failed release call.
     pub release_errno: i32,
@@ -126,6 +138,13 @@ fn collect(task: &TaskSide, releases: u64, p: Pending, missed: u64, rings: &mut 
         missed,
     });
     true
+}
+
+/// The task left its loop (a failed wait) or the driver saw its process
+/// die.
+#[inline]
+fn task_is_gone(task: &TaskSide, control: &Control) -> bool {
+    task.gone.load(Ordering::Acquire) != 0 || control.abort.load(Ordering::Acquire) != 0
 }
 
 /// The measuring loop. Hot path: no allocation, lock (other than the
@@ -197,6 +216,14 @@ pub fn measure(
         done += 1 + missed;
         switch_missed += missed;
 
+        if task_ready && task_is_gone(task, control) {
+            // The task acknowledged its last release, then left or died:
+            // releasing it now could signal a dead waiter. This event is
+            // missed and the measuring ends.
+            switch_missed += 1;
+            end.task_gone = true;
+            break;
+        }
         if task_ready {
             let inject = plan
                 .inject
@@ -219,8 +246,7 @@ pub fn measure(
             // Still blocked or running late: releasing again would post a
             // counting mechanism twice. This event is missed.
             switch_missed += 1;
-            if task.gone.load(Ordering::Relaxed) != 0 || control.abort.load(Ordering::Relaxed) != 0
-            {
+            if task_is_gone(task, control) {
                 end.task_gone = true;
                 break;
             }
@@ -234,24 +260,29 @@ pub fn measure(
         let give_up = clock::now_ns() + LAST_ACK_WAIT_NS;
         loop {
             if collect(task, releases, p, switch_missed, rings) {
+                switch_missed = 0;
+                pending = None;
                 break;
             }
-            if clock::now_ns() >= give_up
-                || task.gone.load(Ordering::Acquire) != 0
-                || control.abort.load(Ordering::Relaxed) != 0
-            {
+            if task_is_gone(task, control) {
+                end.task_gone = true;
+                break;
+            }
+            if clock::now_ns() >= give_up {
                 end.unacked = switch_missed + 1;
-                end.task_gone |= task.gone.load(Ordering::Acquire) != 0
-                    || control.abort.load(Ordering::Relaxed) != 0;
                 break;
             }
             clock::sleep_for(1_000_000);
         }
     }
+    // Every event not carried by a sample lands in the series as missed.
+    let tail = switch_missed + u64::from(pending.is_some());
+    rings.switch_missed_tail.store(tail, Ordering::Release);
 
-    // Let the task leave its loop.
+    // Let the task leave its loop; a task that is gone is not released
+    // again (its waiter may be dead).
     control.quit.store(1, Ordering::Release);
-    releaser.finish();
+    releaser.finish(!task_is_gone(task, control));
     end.release_errno = releaser.failed_errno;
     end
 }

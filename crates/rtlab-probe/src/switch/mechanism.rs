@@ -1,17 +1,27 @@
 //! Setting a mechanism up and tearing it down: its objects in the shared
 //! region (initialised for threads and processes alike) and its kernel
 //! objects (fds, a SysV semaphore set, a message queue), which a forked
-//! task inherits. Nothing may be left on the host: fds are closed, the SysV
-//! set is removed with IPC_RMID and the message queue is unlinked right
-//! after it is opened.
+//! task inherits. Nothing may be left on the host: fds are closed, the
+//! message queue is unlinked right after it is opened, and the SysV set
+//! (which outlives a killed rtlab) is recorded in the journal as soon as it
+//! exists, before it is used, and removed at the end (or by `rtlab
+//! restore` after a SIGKILL).
+//!
+//! Teardown never waits for the task: after a task process that did not
+//! exit cleanly, the shared objects are not destroyed (glibc's
+//! `pthread_cond_destroy` waits for every waiter to leave, which a killed
+//! waiter never does); the mapping that holds them is unmapped at the end
+//! of the run anyway, and no object is used twice in a run.
 
 use super::shared::{Block, Objects};
 use super::sys::errno;
 use super::Mechanism;
 use anyhow::{bail, Context};
+use rtlab_core::journal::{self, Journal, Outcome, SysvSemSet};
 use std::io;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Offset of the signal the `signal` mechanism uses above SIGRTMIN. It is
 /// only ever sent with tgkill to the task's thread, which keeps it
@@ -38,14 +48,97 @@ pub struct Ops<'a> {
     pub signo: libc::c_int,
 }
 
-/// Removes a SysV semaphore set when dropped: on the normal end, on any
-/// error and while unwinding from a panic.
-struct SysvSet(libc::c_int);
+/// A SysV semaphore set this process created, journaled when there is a
+/// journal. Removed by [`SysvSet::remove`] at the end, or when dropped (on
+/// any error and while unwinding from a panic).
+struct SysvSet {
+    id: libc::c_int,
+    /// The set as created, to tell it from a later set reusing its id.
+    stat: Option<SysvSemSet>,
+    journal: Option<Arc<Mutex<Journal>>>,
+    removed: bool,
+}
+
+/// What the journal entry of a set says it is.
+const SYSV_NOTE: &str = "the switch probe's sysv-sem mechanism";
+
+impl SysvSet {
+    /// A new private set of one semaphore (Linux zeroes its value),
+    /// recorded in `journal` before anything uses it.
+    fn create(journal: Option<&Arc<Mutex<Journal>>>) -> anyhow::Result<SysvSet> {
+        // SAFETY: plain syscall.
+        let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
+        if id < 0 {
+            return Err(io::Error::last_os_error()).context("semget(IPC_PRIVATE)");
+        }
+        let mut set = SysvSet {
+            id,
+            stat: None,
+            journal: None,
+            removed: false,
+        };
+        match journal {
+            Some(journal) => {
+                let noted = journal
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .note_sysv_sem(id, SYSV_NOTE);
+                // On error `set` is dropped: removed, nothing journaled.
+                set.stat = Some(noted.context("journaling the SysV semaphore set")?);
+                set.journal = Some(Arc::clone(journal));
+            }
+            None => set.stat = SysvSemSet::stat(id).ok(),
+        }
+        Ok(set)
+    }
+
+    /// Removes the set (once); a warning when that failed.
+    fn remove(&mut self) -> Option<String> {
+        if std::mem::replace(&mut self.removed, true) {
+            return None;
+        }
+        let outcome = match &self.journal {
+            // No entry left: the journal was restored already (e.g. a
+            // second SIGINT), and the set with it.
+            Some(journal) => journal
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove_sysv_sem(self.id)
+                .map(|restored| restored.outcome),
+            None => Some(match self.stat {
+                Some(stat) => journal::remove_sysv_sem_set(stat),
+                None => {
+                    // SAFETY: plain syscall on an id we created.
+                    if unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) } == 0 {
+                        Outcome::Removed
+                    } else {
+                        Outcome::Failed {
+                            error: io::Error::last_os_error().to_string(),
+                        }
+                    }
+                }
+            }),
+        };
+        match outcome {
+            Some(Outcome::Failed { error }) => Some(format!(
+                "sysv-sem: could not remove SysV semaphore set {} ({error}); {}",
+                self.id,
+                if self.journal.is_some() {
+                    "it stays in the journal: run `rtlab restore`"
+                } else {
+                    "remove it with `ipcrm -s ID`"
+                }
+            )),
+            _ => None,
+        }
+    }
+}
 
 impl Drop for SysvSet {
     fn drop(&mut self) {
-        // SAFETY: plain syscall on an id we created.
-        unsafe { libc::semctl(self.0, 0, libc::IPC_RMID) };
+        if let Some(warning) = self.remove() {
+            eprintln!("rtlab: {warning}");
+        }
     }
 }
 
@@ -78,7 +171,7 @@ pub struct Setup {
     signo: libc::c_int,
     _fds: Vec<Fd>,
     _mq: Option<MqDescriptor>,
-    _sysv: Option<SysvSet>,
+    sysv: Option<SysvSet>,
 }
 
 /// Numbers the message queues of this process so names never collide.
@@ -88,8 +181,13 @@ impl Setup {
     /// Sets `mechanism` up in `block`, whose objects no thread or process
     /// uses now. `process`: the task will be a forked process, so the
     /// pthread mutexes are made robust (a task that dies holding one must
-    /// not hang the timer thread).
-    pub fn new(mechanism: Mechanism, block: &Block, process: bool) -> anyhow::Result<Setup> {
+    /// not hang the timer thread). `journal`: where a SysV set is recorded.
+    pub fn new(
+        mechanism: Mechanism,
+        block: &Block,
+        process: bool,
+        journal: Option<&Arc<Mutex<Journal>>>,
+    ) -> anyhow::Result<Setup> {
         let objects = &block.objects;
         let mut setup = Setup {
             mechanism,
@@ -98,7 +196,7 @@ impl Setup {
             signo: 0,
             _fds: Vec::new(),
             _mq: None,
-            _sysv: None,
+            sysv: None,
         };
         match mechanism {
             Mechanism::Futex => objects.futex.store(0, Ordering::Release),
@@ -119,12 +217,9 @@ impl Setup {
                 }
             }
             Mechanism::SysvSem => {
-                // SAFETY: plain syscall. Linux zeroes a new set's values.
-                let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
-                if id < 0 {
-                    return Err(io::Error::last_os_error()).context("semget(IPC_PRIVATE)");
-                }
-                setup._sysv = Some(SysvSet(id));
+                let set = SysvSet::create(journal)?;
+                let id = set.id;
+                setup.sysv = Some(set);
                 setup.rx = id;
                 setup.tx = id;
             }
@@ -176,28 +271,34 @@ impl Setup {
     }
 
     /// Destroys the shared objects (no thread or task of this mechanism is
-    /// left) and releases the kernel objects.
-    pub fn teardown(self, block: &Block) {
+    /// left) and releases the kernel objects. `task_left_cleanly`: false
+    /// when the task process was killed or exited abnormally; then the
+    /// shared objects are left as they are (see the module doc): destroying
+    /// a condition variable a dead waiter still counts on blocks for ever.
+    /// Returns a warning when the SysV set could not be removed.
+    pub fn teardown(mut self, block: &Block, task_left_cleanly: bool) -> Option<String> {
         let objects = &block.objects;
-        // SAFETY: the objects were initialised by `new` and nothing uses them.
-        unsafe {
-            match self.mechanism {
-                Mechanism::PthreadMutex => {
-                    for mutex in &objects.mutexes {
-                        libc::pthread_mutex_destroy(mutex.get());
+        if task_left_cleanly {
+            // SAFETY: the objects were initialised by `new` and nothing uses them.
+            unsafe {
+                match self.mechanism {
+                    Mechanism::PthreadMutex => {
+                        for mutex in &objects.mutexes {
+                            libc::pthread_mutex_destroy(mutex.get());
+                        }
                     }
+                    Mechanism::PthreadCond => {
+                        libc::pthread_cond_destroy(objects.cond.get());
+                        libc::pthread_mutex_destroy(objects.cond_mutex.get());
+                    }
+                    Mechanism::PosixSem => {
+                        libc::sem_destroy(objects.sem.get());
+                    }
+                    _ => {}
                 }
-                Mechanism::PthreadCond => {
-                    libc::pthread_cond_destroy(objects.cond.get());
-                    libc::pthread_mutex_destroy(objects.cond_mutex.get());
-                }
-                Mechanism::PosixSem => {
-                    libc::sem_destroy(objects.sem.get());
-                }
-                _ => {}
             }
         }
-        drop(self);
+        self.sysv.as_mut().and_then(SysvSet::remove)
     }
 }
 

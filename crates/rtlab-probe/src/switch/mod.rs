@@ -8,8 +8,9 @@
 //! `interrupt_latency`: the timer thread's wake-up minus its deadline) and
 //! `{mechanism}.switch` (metric `switch_latency`: the task's first
 //! instruction after its wait returns minus the timer thread's release
-//! stamp). In both, `samples + missed` is the number of events: see
-//! the `interrupt` module for how the missed ones are counted.
+//! stamp). In both, `samples + missed` is the number of events, however
+//! the mechanism ends (its task may die): see the `interrupt` module for
+//! how the missed ones are counted.
 //!
 //! With `process`, the task is a forked child sharing one
 //! `MAP_SHARED|MAP_ANONYMOUS` region with the timer thread (threads use the
@@ -18,8 +19,10 @@
 //! locks its own (mlockall copies the pages it shares copy-on-write with
 //! the parent, before the first deadline). Process-shared pthread mutexes
 //! are robust in process mode, so a task killed while holding one cannot
-//! hang the timer thread. The futex mechanism always uses non-private
-//! futex operations.
+//! hang the timer thread; a task process that dies ends its mechanism (the
+//! timer thread releases nothing more, and teardown waits for nothing the
+//! dead task held) and fails the run. The futex mechanism always uses
+//! non-private futex operations.
 //!
 //! Modules: `shared` (the shared mapping), `mechanism` (set-up and
 //! teardown), `release` and `wait` (the two sides of each mechanism),
@@ -41,6 +44,7 @@ use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
 use crate::timer::RunLength;
 use crate::ProbeRun;
 use anyhow::{bail, ensure, Context};
+use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;
 use rtlab_core::sched::{Policy, SchedParams};
 use serde::Serialize;
@@ -204,12 +208,19 @@ fn switch_series(mechanism: Mechanism) -> String {
 
 /// Starts the switch probe: the mechanisms run one after the other in a
 /// driver thread. The first mechanism is set up here, so a mechanism that
-/// cannot work on this system is an error; a later one that cannot is a
-/// warning naming it, and its series stay empty.
+/// cannot work on this system is an error; a later one that cannot is the
+/// run's failure (naming it: [`ProbeOutcome::failure`](crate::ProbeOutcome)),
+/// its series stay empty and the other mechanisms still run. So is a task
+/// that dies or whose wait fails before its mechanism's end.
+///
+/// `journal`: where the SysV semaphore set of `sysv-sem` is recorded while
+/// it exists, so that `rtlab restore` removes it after a SIGKILL (without
+/// one it is only removed by this process).
 pub fn start(
     config: &SwitchConfig,
     stop: Arc<AtomicBool>,
     samples_csv: Option<Box<dyn Write + Send>>,
+    journal: Option<Arc<Mutex<Journal>>>,
 ) -> anyhow::Result<Box<dyn ProbeRun>> {
     ensure!(!config.mechanisms.is_empty(), "no mechanism to measure");
     ensure!(config.interval_ns > 0, "the interval must be above 0");
@@ -234,8 +245,13 @@ pub fn start(
     let (task_sched, sched_warning) = config.task_sched();
 
     let region = shared::Region::new().context("switch probe: cannot map its shared memory")?;
-    let first = mechanism::Setup::new(config.mechanisms[0], region.block(), config.process)
-        .with_context(|| format!("switch probe: cannot set up {}", config.mechanisms[0]))?;
+    let first = mechanism::Setup::new(
+        config.mechanisms[0],
+        region.block(),
+        config.process,
+        journal.as_ref(),
+    )
+    .with_context(|| format!("switch probe: cannot set up {}", config.mechanisms[0]))?;
 
     let mut inputs = Vec::new();
     let mut lanes = Vec::new();
@@ -246,13 +262,15 @@ pub fn start(
         let (switch, switch_consumer) = rtrb::RingBuffer::new(capacity);
         let interrupt_dropped = Arc::new(AtomicU64::new(0));
         let switch_dropped = Arc::new(AtomicU64::new(0));
-        for (name, metric, cpu, consumer, dropped) in [
+        let switch_missed_tail = Arc::new(AtomicU64::new(0));
+        for (name, metric, cpu, consumer, dropped, missed_tail) in [
             (
                 interrupt_series(mechanism),
                 "interrupt_latency",
                 config.cpu,
                 interrupt_consumer,
                 &interrupt_dropped,
+                None,
             ),
             (
                 switch_series(mechanism),
@@ -260,6 +278,7 @@ pub fn start(
                 config.task_cpu,
                 switch_consumer,
                 &switch_dropped,
+                Some(Arc::clone(&switch_missed_tail)),
             ),
         ] {
             inputs.push(SeriesInput {
@@ -267,13 +286,19 @@ pub fn start(
                 consumer,
                 dropped: Arc::clone(dropped),
             });
-            series.push(run::SeriesInfo { name, metric, cpu });
+            series.push(run::SeriesInfo {
+                name,
+                metric,
+                cpu,
+                missed_tail,
+            });
         }
         lanes.push(interrupt::Rings {
             interrupt,
             switch,
             interrupt_dropped,
             switch_dropped,
+            switch_missed_tail,
         });
     }
 
@@ -294,6 +319,7 @@ pub fn start(
         end_ns: AtomicU64::new(0),
         settings: Mutex::new(settings),
         warnings: Mutex::new(sched_warning.into_iter().collect()),
+        failures: Mutex::new(Vec::new()),
     });
 
     let csv = samples_csv.map(|out| SamplesCsv {
@@ -313,6 +339,7 @@ pub fn start(
         inject: config.inject,
         stop,
         state: Arc::clone(&state),
+        journal,
     };
     let driver = std::thread::Builder::new()
         .name("rtlab-switch".into())

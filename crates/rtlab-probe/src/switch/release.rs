@@ -159,10 +159,13 @@ impl<'a> Releaser<'a> {
     /// The last release, after `quit` is set: wakes the task once more so
     /// it leaves its loop. pthread-mutex just gives up the mutex the task
     /// waits for (no further mutex is taken: nothing is left locked).
-    pub fn finish(&mut self) {
+    /// `task_there`: false when the task is gone (its wait failed or its
+    /// process died): then nothing is released (a condition variable must
+    /// not be signalled for a dead waiter), only the held mutex given up.
+    pub fn finish(&mut self, task_there: bool) {
         if self.ops.mechanism == Mechanism::PthreadMutex {
             self.unlock(self.mutex(self.held));
-        } else {
+        } else if task_there {
             self.prepare();
             self.fire();
         }

@@ -10,7 +10,7 @@ use crate::{ProbeOutcome, ProbeRun};
 use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -19,6 +19,17 @@ pub struct SeriesInfo {
     pub name: String,
     pub metric: &'static str,
     pub cpu: usize,
+    /// Switch series: missed events no sample carried, set by the timer
+    /// thread when its measuring ends (see the `interrupt` module).
+    pub missed_tail: Option<Arc<AtomicU64>>,
+}
+
+impl SeriesInfo {
+    fn missed_tail(&self) -> u64 {
+        self.missed_tail
+            .as_ref()
+            .map_or(0, |tail| tail.load(Ordering::Acquire))
+    }
 }
 
 pub struct SwitchRun {
@@ -45,13 +56,16 @@ fn build_series(
         .iter()
         .zip(stats)
         .zip(settings)
-        .map(|((info, stats), thread)| Series {
-            name: info.name.clone(),
-            metric: info.metric.into(),
-            cpu: Some(info.cpu),
-            interval_ns,
-            thread,
-            stats,
+        .map(|((info, mut stats), thread)| {
+            stats.missed += info.missed_tail();
+            Series {
+                name: info.name.clone(),
+                metric: info.metric.into(),
+                cpu: Some(info.cpu),
+                interval_ns,
+                thread,
+                stats,
+            }
         })
         .collect()
 }
@@ -73,7 +87,11 @@ impl ProbeRun for SwitchRun {
     }
 
     fn live(&self) -> Vec<LiveStats> {
-        self.recorder.live()
+        let mut live = self.recorder.live();
+        for (stats, info) in live.iter_mut().zip(&self.series) {
+            stats.missed += info.missed_tail();
+        }
+        live
     }
 
     fn is_finished(&self) -> bool {
@@ -122,6 +140,13 @@ impl ProbeRun for SwitchRun {
             }
         };
         let warnings = warnings_of(&run.state);
+        let failures = run
+            .state
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let failure = (!failures.is_empty()).then(|| failures.join("; "));
         let stats = run.recorder.finish()?;
         let series = build_series(&run.series, run.interval_ns, &run.state, stats);
         Ok(ProbeOutcome {
@@ -131,7 +156,7 @@ impl ProbeRun for SwitchRun {
             stopped_early: driver.stopped_early,
             warnings,
             noise: None,
-            failure: None,
+            failure,
         })
     }
 }
