@@ -241,20 +241,48 @@ fn switch_injected_release_delay_shows_in_the_switch_series_only() {
             "50",
             "--no-store",
         ];
+        let samples = dir.path().join("samples.csv");
+        args.extend_from_slice(&["--samples", samples.to_str().unwrap()]);
         args.extend_from_slice(placement);
         let (result, _) = measure(dir.path(), "switch", &args);
+        // Per event (the deadline's time t_ns is shared by its two
+        // samples): the delayed releases are late in the switch series and
+        // on time in the interrupt series of the same event. A host spike
+        // may land on a few of them; it cannot make 40 of them look so.
+        let mut interrupt_at = std::collections::HashMap::new();
+        let mut switch_at = Vec::new();
+        for line in std::fs::read_to_string(&samples).unwrap().lines().skip(1) {
+            let fields: Vec<&str> = line.split(',').collect();
+            let (t, latency): (u64, u64) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+            match fields[0] {
+                "futex.interrupt" => {
+                    interrupt_at.insert(t, latency);
+                }
+                "futex.switch" => switch_at.push((t, latency)),
+                other => panic!("unexpected series {other}"),
+            }
+        }
+        let delayed: Vec<u64> = switch_at
+            .iter()
+            .filter(|(_, latency)| *latency >= 300_000)
+            .map(|(t, _)| *t)
+            .collect();
+        let clean = delayed
+            .iter()
+            .filter(|t| interrupt_at.get(*t).is_some_and(|l| *l < 300_000))
+            .count();
+        assert!(
+            delayed.len() >= 40,
+            "{placement:?}: only {} switch samples >= 300 µs",
+            delayed.len()
+        );
+        assert!(
+            clean >= 36,
+            "{placement:?}: only {clean} of {} delayed switches had an on-time interrupt",
+            delayed.len()
+        );
         let switch = series(&result, "futex.switch");
-        let interrupt = series(&result, "futex.interrupt");
-        let delayed = common::samples_at_least(switch, 300);
-        let late_interrupts = common::samples_at_least(interrupt, 300);
-        assert!(
-            delayed >= 40,
-            "{placement:?}: only {delayed} switch samples >= 300 µs"
-        );
-        assert!(
-            late_interrupts < 20,
-            "{placement:?}: {late_interrupts} interrupt samples >= 300 µs"
-        );
+        assert_eq!(common::samples_at_least(switch, 300), delayed.len() as u64);
         assert_eq!(result["config"]["inject"]["every"], 50);
     }
 }
