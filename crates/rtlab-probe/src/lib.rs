@@ -88,7 +88,8 @@ impl ProbeConfig {
 
     /// Starts the probe. `stop` ends it early when set; `samples_csv`
     /// receives every sample as CSV; system changes a probe makes itself
-    /// (the noise probe's osnoise tracer settings) go through `journal`.
+    /// (the switch probe's SysV semaphore set, the noise probe's osnoise
+    /// tracer settings) go through `journal`.
     pub fn start(
         &self,
         stop: Arc<AtomicBool>,
