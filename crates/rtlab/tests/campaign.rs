@@ -4,8 +4,8 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn runs_in(state: &Path, db: &Path) -> Vec<serde_json::Value> {
@@ -19,6 +19,25 @@ fn runs_in(state: &Path, db: &Path) -> Vec<serde_json::Value> {
     let mut runs = doc["runs"].as_array().unwrap().clone();
     runs.reverse(); // oldest first
     runs
+}
+
+/// Writes `toml` to a file in `dir` and runs it with `--db` and `--json`
+/// there; returns the output and the two paths.
+fn run_campaign_file(dir: &Path, toml: &str) -> (Output, PathBuf, PathBuf) {
+    let file = dir.join("campaign.toml");
+    std::fs::write(&file, toml).unwrap();
+    let db = dir.join("results.db");
+    let json = dir.join("campaign.json");
+    let out = common::run(
+        common::rtlab(dir)
+            .args(["campaign", "run"])
+            .arg(&file)
+            .arg("--db")
+            .arg(&db)
+            .arg("--json")
+            .arg(&json),
+    );
+    (out, db, json)
 }
 
 #[test]
@@ -117,19 +136,7 @@ policy = "other"
 fn a_campaign_stores_every_run_and_ends_with_a_matrix() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("small.toml");
-    std::fs::write(&file, SMALL).unwrap();
-    let db = dir.path().join("results.db");
-    let json = dir.path().join("campaign.json");
-    let out = common::run(
-        common::rtlab(dir.path())
-            .args(["campaign", "run"])
-            .arg(&file)
-            .arg("--db")
-            .arg(&db)
-            .arg("--json")
-            .arg(&json),
-    );
+    let (out, db, json) = run_campaign_file(dir.path(), SMALL);
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("promoted p99.9 / max"), "{stdout}");
@@ -292,19 +299,7 @@ priority = 80
 fn switch_and_noise_probes_run_in_a_campaign() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("probes.toml");
-    std::fs::write(&file, SWITCH_AND_NOISE).unwrap();
-    let db = dir.path().join("results.db");
-    let json = dir.path().join("campaign.json");
-    let out = common::run(
-        common::rtlab(dir.path())
-            .args(["campaign", "run"])
-            .arg(&file)
-            .arg("--db")
-            .arg(&db)
-            .arg("--json")
-            .arg(&json),
-    );
+    let (out, db, json) = run_campaign_file(dir.path(), SWITCH_AND_NOISE);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // One matrix per probe kind: their figures are not one quantity.
