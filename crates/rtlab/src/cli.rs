@@ -200,10 +200,10 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rtlab measure switch                                  # futex, 4 kHz, 10 s, timer thread FIFO 90, task FIFO 89
-  rtlab measure switch --all --events 20000             # every mechanism in turn, paper 001's Table 1
+  rtlab measure switch                       # futex, 4 kHz, 10 s, timer FIFO 90, task FIFO 89
+  rtlab measure switch --all --events 20000  # every mechanism in turn: paper 001's Table 1
   rtlab measure switch --mechanism posix-sem --events 2000000 --rate 4khz
-                                                        # paper 001's run: 2 000 000 events at 4 kHz
+                                             # paper 001's run: 2 000 000 events at 4 kHz
   rtlab measure switch --mechanism pipe,mq --cross-cpu --process --load cpu
 
 A timer thread (the \"interrupt\") wakes on absolute periodic deadlines and stamps its
@@ -278,7 +278,7 @@ pub struct SwitchArgs {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rtlab measure noise                                   # every CPU, 10 s, threshold 1 µs, 900 ms of every 1 s
+  rtlab measure noise                        # every CPU, 10 s, 1 µs threshold, 900 ms of each 1 s
   rtlab measure noise --cpus 1 --duration 1m --load net
   rtlab measure noise --threshold 5us --window 1ms --json noise.json
 
