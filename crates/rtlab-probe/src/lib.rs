@@ -5,6 +5,7 @@
 //! [`ProbeRun`]: the runner watches it, checkpoints it and finishes it the
 //! same way whatever it measures.
 
+mod launch;
 pub mod noise;
 pub mod recorder;
 pub mod setup;

@@ -2,6 +2,7 @@
 //! stamps how late it woke up (cyclictest's measurement), counting every
 //! deadline that passed without its own wake-up.
 
+use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use crate::trace::TraceMarker;
 use crate::{ProbeOutcome, ProbeRun};
@@ -12,7 +13,7 @@ use rtlab_core::sched::{self, Policy, SchedParams};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// How a measuring thread waits for its next deadline.
@@ -84,7 +85,6 @@ impl TimerConfig {
 
 /// What a measuring thread reports once it has set itself up.
 struct ThreadReady {
-    index: usize,
     settings: ThreadSettings,
     warnings: Vec<String>,
 }
@@ -121,6 +121,8 @@ pub struct TimerRun {
 /// Margin between the threads being ready and their first deadline, so
 /// that every thread starts on the same grid.
 const START_MARGIN_NS: u64 = 50_000_000;
+/// How long the threads get to set themselves up.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Starts the measuring threads and the recorder. `stop` ends the run
 /// early when set (by a signal handler, or by `--break-at`).
@@ -138,13 +140,11 @@ pub fn start(
         break_event: Mutex::new(None),
         start_ns: AtomicU64::new(0),
     });
-    // Two rendezvous: every thread set up, then the common start time published.
-    let ready = Arc::new(Barrier::new(n + 1));
-    let go = Arc::new(Barrier::new(n + 1));
-    let (ready_tx, ready_rx) = mpsc::channel();
+    // Each thread sets itself up, reports, and waits for the common start;
+    // any failure sends the started threads away (never parked for good).
+    let mut launch: Launch<ThreadEnd, ThreadReady> = Launch::new();
 
     let mut inputs = Vec::with_capacity(n);
-    let mut threads = Vec::with_capacity(n);
     let mut names = Vec::with_capacity(n);
     let mut cpus = Vec::with_capacity(n);
     let mut intervals = Vec::with_capacity(n);
@@ -163,7 +163,6 @@ pub fn start(
             dropped: Arc::clone(&dropped),
         });
         let plan = ThreadPlan {
-            index,
             pinned_cpu,
             interval_ns: interval,
             deadlines: config.deadlines_of(index),
@@ -172,45 +171,58 @@ pub fn start(
             break_at_ns: config.break_at_ns,
             series_name: name.clone(),
         };
-        let (shared, ready, go, ready_tx) = (
-            Arc::clone(&shared),
-            Arc::clone(&ready),
-            Arc::clone(&go),
-            ready_tx.clone(),
-        );
-        let thread = std::thread::Builder::new()
+        let shared = Arc::clone(&shared);
+        let builder = std::thread::Builder::new()
             .name(format!("rtlab-{name}"))
-            .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024)
-            .spawn(move || {
-                let marker = plan.break_at_ns.map(|_| TraceMarker::open());
-                let (settings, warnings) = plan.set_up();
-                // The receiver lives until all threads reported.
-                let _ = ready_tx.send(ThreadReady {
-                    index: plan.index,
-                    settings,
-                    warnings,
+            .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024);
+        let spawned = launch.spawn(
+            format!("the measuring thread {name}"),
+            builder,
+            move |gate| {
+                let set_up = launch::caught(|| {
+                    let marker = plan.break_at_ns.map(|_| TraceMarker::open());
+                    let (settings, warnings) = plan.set_up();
+                    Ok((ThreadReady { settings, warnings }, marker))
                 });
-                ready.wait();
-                go.wait();
-                let start_ns = shared.start_ns.load(Ordering::Acquire);
-                plan.measure(start_ns, producer, &dropped, &shared, marker)
-            })?;
-        threads.push(thread);
+                let (ready, marker) = match set_up {
+                    Ok((ready, marker)) => (Ok(ready), marker),
+                    Err(why) => (Err(why), None),
+                };
+                match gate.ready(ready) {
+                    Some(start_ns) => plan.measure(start_ns, producer, &dropped, &shared, marker),
+                    None => ThreadEnd {
+                        deadlines: 0,
+                        planned: plan.deadlines,
+                        warning: None,
+                    },
+                }
+            },
+        );
+        if let Err(e) = spawned {
+            return Err(launch.fail(e.to_string()));
+        }
         names.push(name);
         cpus.push(pinned_cpu);
         intervals.push(interval);
     }
-    drop(ready_tx);
 
     let csv = samples_csv.map(|out| SamplesCsv {
         out,
         label_column: "cpu",
     });
-    let recorder = Recorder::spawn(inputs, config.hist_max_us, csv)?;
-
-    ready.wait();
-    let mut reports: Vec<ThreadReady> = ready_rx.iter().take(n).collect();
-    reports.sort_by_key(|r| r.index);
+    let recorder = match Recorder::spawn(inputs, config.hist_max_us, csv) {
+        Ok(recorder) => recorder,
+        Err(e) => return Err(launch.fail(format!("cannot start the recorder thread: {e}"))),
+    };
+    let reports = match launch.wait_ready(READY_TIMEOUT) {
+        Ok(reports) => reports,
+        Err(why) => {
+            let error = launch.fail(why);
+            // The producers are gone with their threads: the recorder ends.
+            let _ = recorder.finish();
+            return Err(error);
+        }
+    };
     let mut warnings = Vec::new();
     let mut settings = Vec::with_capacity(n);
     for report in reports {
@@ -218,10 +230,9 @@ pub fn start(
         settings.push(report.settings);
     }
     dedup_keep_order(&mut warnings);
-    shared
-        .start_ns
-        .store(clock::now_ns() + START_MARGIN_NS, Ordering::Release);
-    go.wait();
+    let start_ns = clock::now_ns() + START_MARGIN_NS;
+    shared.start_ns.store(start_ns, Ordering::Release);
+    let threads = launch.go(start_ns);
 
     Ok(TimerRun {
         threads,
@@ -331,7 +342,6 @@ fn build_series(
 
 /// What one measuring thread does.
 struct ThreadPlan {
-    index: usize,
     pinned_cpu: Option<usize>,
     interval_ns: u64,
     deadlines: u64,

@@ -17,7 +17,6 @@
 pub mod attribution;
 mod collector;
 pub mod counters;
-mod launch;
 pub mod osnoise;
 mod report;
 pub mod ring;
@@ -25,11 +24,11 @@ mod spinner;
 
 pub use report::series_name;
 
+use crate::launch::{self, Launch, LEAVE_GRACE};
 use crate::{ProbeOutcome, ProbeRun};
 use attribution::Sources;
 use collector::{Collector, CpuInput};
 use counters::{CounterFile, CounterKind, CounterLayout, CpuCounterFile};
-use launch::{Launch, LEAVE_GRACE};
 use rtlab_core::clock;
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
