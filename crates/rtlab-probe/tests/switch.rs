@@ -15,7 +15,7 @@ use rtlab_core::result::Series;
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_probe::switch::{self, InjectDelay, Mechanism, SwitchConfig};
 use rtlab_probe::timer::RunLength;
-use rtlab_probe::ProbeOutcome;
+use rtlab_probe::{ProbeOutcome, ProbeRun};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -331,14 +331,7 @@ fn the_stop_flag_ends_the_run_early() {
         let run = switch::start(&config, Arc::clone(&stop), None, None).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::Relaxed);
-        let stopped_at = Instant::now();
-        while !run.is_finished() {
-            assert!(
-                stopped_at.elapsed() < Duration::from_secs(5),
-                "the run did not end after the stop"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_end(&*run, "the run did not end after the stop");
         let outcome = run.finish().unwrap();
         assert!(outcome.stopped_early);
         let futex_interrupt = series(&outcome, "futex.interrupt");
@@ -349,7 +342,23 @@ fn the_stop_flag_ends_the_run_early() {
         // The second mechanism never started.
         assert_eq!(series(&outcome, "pipe.interrupt").stats.samples, 0);
         assert_eq!(series(&outcome, "pipe.switch").stats.samples, 0);
-        assert!(outcome.elapsed_ns < 5_000_000_000);
+        // Stopped after ~300 of its 100 000 planned deadlines: far fewer
+        // events than planned, whatever the host did meanwhile.
+        let measured = futex_interrupt.stats.samples + futex_interrupt.stats.missed;
+        assert!(measured < events / 10, "{measured} of {events} events");
+    }
+}
+
+/// Waiting bounds in these tests only catch a hang: what they wait for
+/// takes milliseconds, and 30 s covers any host stall these VMs have.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Waits for a run that was told to end (stop flag, dead task).
+fn wait_for_end(run: &dyn ProbeRun, what: impl std::fmt::Display) {
+    let since = Instant::now();
+    while !run.is_finished() {
+        assert!(since.elapsed() < HANG_GUARD, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -523,8 +532,8 @@ fn sched_other_needs_no_privilege() {
 }
 
 /// Waits until `done`, at most `within`.
-fn wait_until(what: &str, within: Duration, done: &dyn Fn() -> bool) {
-    let give_up = Instant::now() + within;
+fn wait_until(what: &str, done: &dyn Fn() -> bool) {
+    let give_up = Instant::now() + HANG_GUARD;
     while !done() {
         assert!(Instant::now() < give_up, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
@@ -560,17 +569,13 @@ fn a_dead_task_process_fails_its_mechanism_and_the_next_one_runs() {
     );
     let stop = Arc::new(AtomicBool::new(false));
     let run = switch::start(&config, Arc::clone(&stop), None, None).unwrap();
-    wait_until("futex samples", Duration::from_secs(5), &|| {
-        run.live()[1].samples > 50
-    });
+    wait_until("futex samples", &|| run.live()[1].samples > 50);
     let task = children();
     assert_eq!(task.len(), 1, "one task process: {task:?}");
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(task[0], libc::SIGKILL) };
     // The next mechanism runs with a new task.
-    wait_until("pipe samples", Duration::from_secs(5), &|| {
-        run.live()[3].samples > 50
-    });
+    wait_until("pipe samples", &|| run.live()[3].samples > 50);
     stop.store(true, Ordering::Relaxed);
     while !run.is_finished() {
         std::thread::sleep(Duration::from_millis(10));
@@ -620,23 +625,17 @@ fn killing_the_task_process_ends_the_run_promptly_with_every_event_counted() {
     ] {
         let config = config(&[mechanism], planned, 1_000_000, false, true);
         let run = switch::start(&config, Arc::new(AtomicBool::new(false)), None, None).unwrap();
-        wait_until(
-            &format!("{mechanism} samples"),
-            Duration::from_secs(5),
-            &|| run.live()[1].samples > 50,
-        );
+        wait_until(&format!("{mechanism} samples"), &|| {
+            run.live()[1].samples > 50
+        });
         let task = children();
         assert_eq!(task.len(), 1, "{mechanism}: one task process: {task:?}");
         // SAFETY: plain syscall on our own child.
         unsafe { libc::kill(task[0], libc::SIGKILL) };
-        let killed_at = Instant::now();
-        while !run.is_finished() {
-            assert!(
-                killed_at.elapsed() < Duration::from_secs(5),
-                "{mechanism}: the run did not end after its task was killed"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_end(
+            &*run,
+            "{mechanism}: the run did not end after its task was killed",
+        );
         let outcome = run.finish().unwrap();
         assert!(!outcome.stopped_early, "{mechanism}");
         let failure = outcome
@@ -668,9 +667,7 @@ fn a_failed_wait_ends_the_mechanism_and_fails_the_run() {
     let sets_before = private_sysv_sets();
     let config = config(&[Mechanism::SysvSem], planned, 1_000_000, false, false);
     let run = switch::start(&config, Arc::new(AtomicBool::new(false)), None, None).unwrap();
-    wait_until("sysv-sem samples", Duration::from_secs(5), &|| {
-        run.live()[1].samples > 50
-    });
+    wait_until("sysv-sem samples", &|| run.live()[1].samples > 50);
     let ours: Vec<i32> = private_sysv_sets()
         .difference(&sets_before)
         .copied()
@@ -679,14 +676,7 @@ fn a_failed_wait_ends_the_mechanism_and_fails_the_run() {
     assert_eq!(ours.len(), 1, "the probe's set: {ours:?}");
     // SAFETY: plain syscall on the set the probe made.
     assert_eq!(unsafe { libc::semctl(ours[0], 0, libc::IPC_RMID) }, 0);
-    let removed_at = Instant::now();
-    while !run.is_finished() {
-        assert!(
-            removed_at.elapsed() < Duration::from_secs(5),
-            "the run did not end after the task's wait failed"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_end(&*run, "the run did not end after the task's wait failed");
     let outcome = run.finish().unwrap();
     let failure = outcome
         .failure
@@ -713,9 +703,7 @@ fn a_stopped_task_has_its_events_counted_as_missed() {
     let events = 3000;
     let config = config(&[Mechanism::Futex], events, 1_000_000, false, true);
     let run = switch::start(&config, Arc::new(AtomicBool::new(false)), None, None).unwrap();
-    wait_until("futex samples", Duration::from_secs(5), &|| {
-        run.live()[1].samples > 200
-    });
+    wait_until("futex samples", &|| run.live()[1].samples > 200);
     let task = children();
     assert_eq!(task.len(), 1, "one task process: {task:?}");
     // SAFETY: plain syscall on our own child.
@@ -762,9 +750,7 @@ fn the_sysv_set_is_journaled_while_it_exists() {
     assert!(private_sysv_sets().contains(&semid));
     let file = file.expect("the journal is on disk");
     assert!(std::fs::read_to_string(&file).unwrap().contains("sysv_sem"));
-    wait_until("sysv-sem samples", Duration::from_secs(5), &|| {
-        run.live()[1].samples > 50
-    });
+    wait_until("sysv-sem samples", &|| run.live()[1].samples > 50);
     stop.store(true, Ordering::Relaxed);
     while !run.is_finished() {
         std::thread::sleep(Duration::from_millis(10));
