@@ -107,6 +107,7 @@ pub fn execute(
         loads: Vec::new(),
         campaign: request.campaign.take(),
         noise: None,
+        net: None,
         warnings,
     };
 
@@ -199,6 +200,7 @@ pub fn execute(
     }
     result.break_event = outcome.break_event;
     result.noise = outcome.noise;
+    result.net = outcome.net;
     for series in &result.series {
         if series.stats.dropped > 0 {
             result.warnings.push(format!(

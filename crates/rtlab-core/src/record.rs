@@ -103,6 +103,11 @@ impl SeriesRecorder {
         }
     }
 
+    /// Counts deadlines (or messages) that produced no sample at all.
+    pub fn add_missed(&mut self, n: u64) {
+        self.missed += n;
+    }
+
     /// Samples the measuring thread could not hand over (ring full), as
     /// counted by that thread so far.
     pub fn set_dropped(&mut self, total: u64) {

@@ -59,6 +59,10 @@ pub struct RunResult {
     /// The noise probe's attribution: noise per CPU and per source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseReport>,
+    /// The net probe's message counts, server counters and per-message
+    /// timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetReport>,
     /// Things that could not be done as asked, and anything else a reader
     /// of the figures must know.
     #[serde(default)]
@@ -268,6 +272,97 @@ pub struct OsnoiseSummary {
     pub irq: u64,
     pub softirq: u64,
     pub thread: u64,
+}
+
+/// What the net probe saw beyond its series: what happened to every
+/// message, the server's own counters when rtlab ran the server, and the
+/// per-message timeline (paper 000's scatter plot of response times).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetReport {
+    /// Where the messages went, `ADDR:PORT`.
+    pub target: String,
+    /// `udp` or `tcp`.
+    pub transport: String,
+    /// Wire format: `exchange`, `echo` or `sockperf`.
+    pub mode: String,
+    /// Request/acknowledge steps per message.
+    pub round_trips: u32,
+    /// Size of each request, bytes (UDP payload or TCP frame).
+    pub payload_bytes: u32,
+    /// Messages leave on this absolute schedule, ns.
+    pub interval_ns: u64,
+    /// A message without its last reply this long after its first send is lost, ns.
+    pub timeout_ns: u64,
+    pub messages: NetMessageCounts,
+    /// The server's counters, when rtlab ran the server itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<NetServerCounters>,
+    /// One row per message in index order: `[index, at_ns, send_lag_ns,
+    /// response_ns]`, `at_ns` the scheduled send time since the run's start,
+    /// `response_ns` from the scheduled time to the last reply, null when
+    /// the message was lost or never sent.
+    pub timeline: Vec<TimelineRow>,
+    /// False when the timeline stops short of the last message (it keeps at
+    /// most a fixed number of rows; the samples CSV has them all).
+    pub timeline_complete: bool,
+}
+
+/// One message of the net probe's timeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineRow(pub u64, pub u64, pub u64, pub Option<u64>);
+
+/// What happened to the messages of a net probe run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetMessageCounts {
+    /// Messages the schedule held for the run.
+    pub planned: u64,
+    /// Messages whose first request left.
+    pub sent: u64,
+    /// Messages with every reply in time.
+    pub completed: u64,
+    /// Messages sent that timed out: a request or a reply was lost or too late.
+    pub lost: u64,
+    /// Messages not sent because the run was stopped early.
+    pub unsent: u64,
+    /// Replies that arrived after their message had timed out.
+    pub late_replies: u64,
+    /// Replies received a second time.
+    pub duplicate_replies: u64,
+    /// Replies that arrived after a reply to a later request.
+    pub reordered_replies: u64,
+    /// Replies that did not parse, were not for a request of this run, or
+    /// failed authentication.
+    pub bad_replies: u64,
+    /// Requests the kernel refused to send (e.g. ICMP port unreachable).
+    pub send_errors: u64,
+}
+
+/// A net server's counters (`rtlab net serve` prints them on SIGUSR1 and at exit).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetServerCounters {
+    /// Datagrams (UDP) or frames (TCP) received.
+    pub received: u64,
+    pub replied: u64,
+    /// Well-formed requests that ask for no reply (sockperf without pong request).
+    pub unanswered: u64,
+    /// Dropped: header not of the mode's format.
+    pub malformed: u64,
+    /// Dropped: shorter than the length its header announces.
+    pub truncated: u64,
+    /// Dropped: larger than the server's `--max-size`.
+    pub oversized: u64,
+    /// Dropped: authentication tag missing or wrong (`--key-file`).
+    pub bad_auth: u64,
+    /// Dropped: the source exceeded its rate limit.
+    pub rate_limited: u64,
+    /// Replies held back by `--inject-delay`.
+    pub delayed: u64,
+    /// Replies the kernel refused to send.
+    pub send_errors: u64,
+    /// TCP connections accepted, and closed by the server (malformed stream,
+    /// slow reader, too many clients).
+    pub connections: u64,
+    pub connections_dropped: u64,
 }
 
 /// The sample that stopped a run under `--break-at`.

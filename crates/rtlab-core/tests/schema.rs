@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use jsonschema::Validator;
 use rtlab_core::env::Environment;
 use rtlab_core::result::{
-    BreakEvent, CampaignRef, Effective, LoadRecord, NoiseCpu, NoiseReport, NoiseSource,
-    OsnoiseSummary, Overflows, Percentiles, RunResult, RunStatus, Series, SeriesStats, Spike,
-    ThreadSettings, RUN_SCHEMA,
+    BreakEvent, CampaignRef, Effective, LoadRecord, NetMessageCounts, NetReport, NetServerCounters,
+    NoiseCpu, NoiseReport, NoiseSource, OsnoiseSummary, Overflows, Percentiles, RunResult,
+    RunStatus, Series, SeriesStats, Spike, ThreadSettings, TimelineRow, RUN_SCHEMA,
 };
 use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 use serde_json::{json, Value};
@@ -237,6 +237,7 @@ fn realistic_result() -> RunResult {
                 .into(),
         ],
         noise: None,
+        net: None,
     }
 }
 
@@ -306,6 +307,63 @@ fn noise_result() -> RunResult {
         }),
         ..realistic_result()
     }
+}
+
+fn net_result() -> RunResult {
+    let mut series = busy_series();
+    series.name = "response".into();
+    series.metric = "response_time".into();
+    RunResult {
+        probe: "net".into(),
+        status: RunStatus::Complete,
+        break_event: None,
+        campaign: None,
+        config: json!({ "mode": "exchange", "round_trips": 4 }),
+        series: vec![series],
+        net: Some(NetReport {
+            target: "10.77.0.2:7700".into(),
+            transport: "udp".into(),
+            mode: "exchange".into(),
+            round_trips: 4,
+            payload_bytes: 64,
+            interval_ns: 30_000_000,
+            timeout_ns: 100_000_000,
+            messages: NetMessageCounts {
+                planned: 3,
+                sent: 3,
+                completed: 2,
+                lost: 1,
+                late_replies: 1,
+                ..NetMessageCounts::default()
+            },
+            server: Some(NetServerCounters {
+                received: 9,
+                replied: 9,
+                malformed: 2,
+                ..NetServerCounters::default()
+            }),
+            timeline: vec![
+                TimelineRow(0, 0, 12_000, Some(180_000)),
+                TimelineRow(1, 30_000_000, 9_000, None),
+                TimelineRow(2, 60_000_000, 11_000, Some(171_000)),
+            ],
+            timeline_complete: true,
+        }),
+        ..realistic_result()
+    }
+}
+
+#[test]
+fn net_result_is_valid() {
+    let validator = validator();
+    let result = net_result();
+    assert_valid(&validator, &to_json(&result));
+    let mut document = to_json(&result);
+    document["net"]["timeline"][1][3] = json!("lost");
+    assert_invalid_at(&validator, &document, "/net/timeline/1/3");
+    let mut document = to_json(&result);
+    document["net"]["mode"] = json!("ping");
+    assert_invalid_at(&validator, &document, "/net/mode");
 }
 
 #[test]
@@ -492,7 +550,11 @@ fn every_renamed_key_is_caught() {
     let validator = validator();
     let mut uncaught = Vec::new();
     let mut checked = 0;
-    for document in [to_json(&realistic_result()), to_json(&noise_result())] {
+    for document in [
+        to_json(&realistic_result()),
+        to_json(&noise_result()),
+        to_json(&net_result()),
+    ] {
         let mut objects = Vec::new();
         object_paths(&document, "", &mut objects);
         for object in &objects {

@@ -6,6 +6,7 @@
 //! same way whatever it measures.
 
 mod launch;
+pub mod net;
 pub mod noise;
 pub mod recorder;
 pub mod setup;
@@ -16,7 +17,7 @@ pub mod trace;
 
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
-use rtlab_core::result::{BreakEvent, NoiseReport, Series};
+use rtlab_core::result::{BreakEvent, NetReport, NoiseReport, Series};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -56,6 +57,8 @@ pub struct ProbeOutcome {
     pub warnings: Vec<String>,
     /// The noise probe's attribution.
     pub noise: Option<NoiseReport>,
+    /// The net probe's message counts and timeline.
+    pub net: Option<NetReport>,
 }
 
 /// The settings of one run of any probe; serialized (untagged) as the
@@ -66,6 +69,7 @@ pub enum ProbeConfig {
     Timer(timer::TimerConfig),
     Switch(switch::SwitchConfig),
     Noise(noise::NoiseConfig),
+    Net(net::NetConfig),
 }
 
 impl ProbeConfig {
@@ -75,6 +79,7 @@ impl ProbeConfig {
             ProbeConfig::Timer(_) => "timer",
             ProbeConfig::Switch(_) => "switch",
             ProbeConfig::Noise(_) => "noise",
+            ProbeConfig::Net(_) => "net",
         }
     }
 
@@ -84,6 +89,7 @@ impl ProbeConfig {
             ProbeConfig::Timer(config) => config.planned_ns(),
             ProbeConfig::Switch(config) => config.planned_ns(),
             ProbeConfig::Noise(config) => config.planned_ns(),
+            ProbeConfig::Net(config) => config.planned_ns(),
         }
     }
 
@@ -105,6 +111,7 @@ impl ProbeConfig {
             ProbeConfig::Noise(config) => {
                 noise::start(config, stop, samples_csv, Some(Arc::clone(journal)))?
             }
+            ProbeConfig::Net(config) => net::start(config, stop, samples_csv)?,
         })
     }
 }

@@ -314,6 +314,7 @@ impl ProbeRun for TimerRun {
             stopped_early,
             warnings: run.warnings,
             noise: None,
+            net: None,
             failure: None,
         })
     }

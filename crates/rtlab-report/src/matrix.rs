@@ -305,6 +305,7 @@ mod tests {
             }),
             warnings: Vec::new(),
             noise: None,
+            net: None,
         }
     }
 

@@ -88,6 +88,7 @@ fn run(id: &str, series: Vec<Series>) -> RunResult {
         loads: Vec::new(),
         campaign: None,
         noise: None,
+        net: None,
         warnings: vec![],
     }
 }

@@ -55,6 +55,7 @@ fn result(series: Vec<Series>) -> RunResult {
         loads: Vec::new(),
         campaign: None,
         noise: None,
+        net: None,
         warnings: vec![],
     }
 }

@@ -645,6 +645,7 @@ impl ProbeRun for NoiseRun {
             stopped_early,
             warnings,
             noise: Some(noise),
+            net: None,
             failure: (!failures.is_empty()).then(|| failures.join("; ")),
         })
     }

@@ -156,6 +156,7 @@ impl ProbeRun for SwitchRun {
             stopped_early: driver.stopped_early,
             warnings,
             noise: None,
+            net: None,
             failure,
         })
     }

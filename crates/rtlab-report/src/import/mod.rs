@@ -431,6 +431,7 @@ pub(crate) fn imported_run(
         loads: Vec::new(),
         campaign: None,
         noise: None,
+        net: None,
         warnings,
     }
 }

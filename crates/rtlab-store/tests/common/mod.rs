@@ -155,6 +155,7 @@ pub fn run(id: &str, started_at: &str, host: &str) -> RunResult {
         loads: Vec::new(),
         campaign: None,
         noise: None,
+        net: None,
         warnings: Vec::new(),
     }
 }

@@ -1,0 +1,311 @@
+//! The net probe against servers on loopback and in namespaces: exact
+//! counts, loss and late replies, authentication, the server's drops.
+
+use rtlab_core::result::NetReport;
+use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_probe::net::auth::Key;
+use rtlab_probe::net::server::{Inject, RateLimit, ServeConfig, Server};
+use rtlab_probe::net::{Mode, NetConfig, OwnServer, Placement, Transport};
+use rtlab_probe::{ProbeConfig, ProbeOutcome};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+fn other() -> SchedParams {
+    SchedParams {
+        policy: Policy::Other,
+        priority: 0,
+        deadline: None,
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A server on loopback in a thread of the test.
+struct TestServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    counters: Arc<rtlab_probe::net::server::Counters>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    fn start(
+        transport: Transport,
+        mode: Mode,
+        key: Option<Key>,
+        inject: Option<Inject>,
+    ) -> TestServer {
+        let server = Server::bind(ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            transport,
+            mode,
+            max_size: 1472,
+            rate_limit: Some(RateLimit::DEFAULT),
+            key,
+            inject,
+            max_clients: 4,
+        })
+        .unwrap();
+        let addr = server.local_addr();
+        let counters = server.counters();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || server.run(&flag, None, &mut |_| {}).unwrap());
+        TestServer {
+            addr,
+            stop,
+            counters,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn config(target: Option<SocketAddr>, transport: Transport, messages: u64) -> NetConfig {
+    NetConfig {
+        target,
+        transport,
+        mode: Mode::Exchange,
+        interval_ns: 1_000_000,
+        messages,
+        round_trips: 4,
+        payload: 64,
+        timeout_ns: 200_000_000,
+        key_file: None,
+        client: Placement {
+            cpu: None,
+            sched: other(),
+        },
+        server: target.is_none().then_some(OwnServer {
+            placement: Placement {
+                cpu: None,
+                sched: other(),
+            },
+            inject_delay_ns: None,
+            inject_every: 100,
+        }),
+    }
+}
+
+fn run(config: NetConfig) -> (ProbeOutcome, NetReport) {
+    run_with_stop(config, Arc::new(AtomicBool::new(false)))
+}
+
+fn run_with_stop(config: NetConfig, stop: Arc<AtomicBool>) -> (ProbeOutcome, NetReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
+        dir.path().join("state"),
+    )));
+    let probe = ProbeConfig::Net(config);
+    let run = probe.start(stop, None, &journal).unwrap();
+    while !run.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut outcome = run.finish().unwrap();
+    let net = outcome.net.take().unwrap();
+    (outcome, net)
+}
+
+fn assert_exact(outcome: &ProbeOutcome, net: &NetReport, n: u64) {
+    let m = &net.messages;
+    assert_eq!(
+        (m.planned, m.sent, m.completed, m.lost, m.unsent),
+        (n, n, n, 0, 0),
+        "{m:?}"
+    );
+    assert_eq!(
+        (m.duplicate_replies, m.late_replies, m.bad_replies),
+        (0, 0, 0),
+        "{m:?}"
+    );
+    for series in &outcome.series {
+        assert_eq!(series.stats.samples, n, "{}", series.name);
+        assert_eq!(series.stats.missed, 0, "{}", series.name);
+    }
+    assert_eq!(net.timeline.len() as u64, n);
+    assert!(net.timeline_complete);
+    for (i, row) in net.timeline.iter().enumerate() {
+        assert_eq!(row.0, i as u64);
+        assert_eq!(row.1, i as u64 * net.interval_ns, "scheduled on the grid");
+        assert!(row.3.is_some());
+    }
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+}
+
+#[test]
+fn udp_and_tcp_on_loopback_count_every_message() {
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let server = TestServer::start(transport, Mode::Exchange, None, None);
+        let (outcome, net) = run(config(Some(server.addr), transport, 300));
+        assert_exact(&outcome, &net, 300);
+        let counters = server.counters.snapshot();
+        assert_eq!(
+            counters.received,
+            300 * 4,
+            "{transport}: four steps per message"
+        );
+        assert_eq!(counters.replied, 300 * 4);
+    }
+}
+
+#[test]
+fn own_server_in_two_namespaces_answers_1000_messages_exactly() {
+    if !is_root() {
+        eprintln!("skipped: network namespaces need root (CAP_SYS_ADMIN)");
+        return;
+    }
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (outcome, net) = run(config(None, transport, 1000));
+        assert_exact(&outcome, &net, 1000);
+        assert_eq!(net.target, "10.77.0.2:7700");
+        let server = net.server.expect("rtlab's own server reports its counters");
+        assert_eq!(
+            (server.received, server.replied),
+            (4000, 4000),
+            "{transport}"
+        );
+        assert_eq!(
+            server.malformed + server.truncated + server.oversized + server.bad_auth,
+            0
+        );
+    }
+}
+
+#[test]
+fn replies_after_the_timeout_are_lost_messages_and_late_replies() {
+    // Every 50th message is held 40 ms; the timeout is 10 ms. The held one
+    // and those queued behind it time out, and their replies come late.
+    let inject = Inject {
+        delay_ns: 40_000_000,
+        every: 50,
+    };
+    let server = TestServer::start(Transport::Udp, Mode::Exchange, None, Some(inject));
+    let mut cfg = config(Some(server.addr), Transport::Udp, 200);
+    cfg.round_trips = 1;
+    cfg.timeout_ns = 10_000_000;
+    let (outcome, net) = run(cfg);
+    let m = &net.messages;
+    assert_eq!(m.sent, 200);
+    assert_eq!(m.completed + m.lost, 200, "{m:?}");
+    assert!(m.lost >= 4, "at least the 4 held messages are lost: {m:?}");
+    assert!(m.late_replies >= 1, "{m:?}");
+    for held in [0u64, 50, 100, 150] {
+        assert_eq!(
+            net.timeline[held as usize].3, None,
+            "message {held} was held 40 ms"
+        );
+    }
+    let response = &outcome.series[0];
+    assert_eq!(response.stats.samples + response.stats.missed, 200);
+    assert_eq!(response.stats.missed, m.lost);
+}
+
+#[test]
+fn with_a_key_signed_messages_pass_and_unsigned_ones_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(
+        &key_file,
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+    )
+    .unwrap();
+    let (key, _) = Key::load(&key_file).unwrap();
+    let server = TestServer::start(Transport::Udp, Mode::Exchange, Some(key), None);
+    let mut signed = config(Some(server.addr), Transport::Udp, 50);
+    signed.key_file = Some(key_file.clone());
+    let (outcome, net) = run(signed);
+    assert_exact(&outcome, &net, 50);
+
+    let mut unsigned = config(Some(server.addr), Transport::Udp, 20);
+    unsigned.timeout_ns = 20_000_000;
+    let (outcome, net) = run(unsigned);
+    assert_eq!(net.messages.lost, 20);
+    assert!(outcome
+        .failure
+        .unwrap()
+        .contains("no message got its reply"));
+    assert_eq!(server.counters.snapshot().bad_auth, 20);
+}
+
+#[test]
+fn no_server_is_a_failure_that_says_so() {
+    // A port nothing listens on (bound then closed).
+    let addr = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = config(Some(addr), Transport::Udp, 10);
+    cfg.timeout_ns = 20_000_000;
+    let (outcome, net) = run(cfg);
+    assert_eq!(net.messages.lost, 10);
+    let failure = outcome.failure.unwrap();
+    assert!(
+        failure.contains(&addr.to_string()) && failure.contains("listening"),
+        "{failure}"
+    );
+
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
+        tempfile::tempdir().unwrap().path().join("state"),
+    )));
+    let err = ProbeConfig::Net(config(Some(tcp), Transport::Tcp, 10))
+        .start(Arc::new(AtomicBool::new(false)), None, &journal)
+        .err()
+        .expect("nothing listens there");
+    assert!(
+        err.to_string()
+            .contains(&format!("cannot reach {tcp} over tcp")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stop_ends_the_schedule_and_counts_the_unsent() {
+    let server = TestServer::start(Transport::Udp, Mode::Exchange, None, None);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let (outcome, net) = run_with_stop(config(Some(server.addr), Transport::Udp, 100_000), stop);
+    stopper.join().unwrap();
+    let m = &net.messages;
+    assert!(outcome.stopped_early);
+    assert!(m.unsent > 0 && m.sent > 0, "{m:?}");
+    assert_eq!(m.sent + m.unsent, 100_000);
+    assert_eq!(
+        m.completed + m.lost,
+        m.sent,
+        "every sent message ends one way or the other"
+    );
+}
+
+#[test]
+fn echo_and_sockperf_modes_work_against_rtlab_s_server() {
+    for transport in [Transport::Udp, Transport::Tcp] {
+        for mode in [Mode::Echo, Mode::Sockperf] {
+            let server = TestServer::start(transport, mode, None, None);
+            let mut cfg = config(Some(server.addr), transport, 100);
+            cfg.mode = mode;
+            let (outcome, net) = run(cfg);
+            assert_exact(&outcome, &net, 100);
+        }
+    }
+}
