@@ -82,7 +82,7 @@ pub struct Effective {
 }
 
 /// How one measuring thread ran.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadSettings {
     pub tid: i32,
     /// The CPU the thread was pinned to; None when it was not pinned.
@@ -297,6 +297,10 @@ pub struct NetReport {
     /// The server's counters, when rtlab ran the server itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<NetServerCounters>,
+    /// How rtlab's own server thread was placed and scheduled (promoted or
+    /// not), when rtlab ran the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_thread: Option<ThreadSettings>,
     /// One row per message in index order: `[index, at_ns, send_lag_ns,
     /// response_ns]`, `at_ns` the scheduled send time since the run's start,
     /// `response_ns` from the scheduled time to the last reply, null when

@@ -348,6 +348,7 @@ fn net_result() -> RunResult {
                 TimelineRow(2, 60_000_000, 11_000, Some(171_000)),
             ],
             timeline_complete: true,
+            server_thread: None,
         }),
         ..realistic_result()
     }

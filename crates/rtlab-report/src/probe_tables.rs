@@ -1,9 +1,10 @@
 //! Tables that only some probes have: the switch probe's paper-001 layout
 //! (interrupt latency and context switch per mechanism, max and avg ± σ)
-//! and the noise probe's sources (paper 002's Table 4.3, per CPU).
+//! the noise probe's sources (paper 002's Table 4.3, per CPU) and the net
+//! probe's message accounting.
 
 use crate::table::align;
-use rtlab_core::result::{NoiseReport, RunResult, Series};
+use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series};
 use rtlab_core::units::{human_duration, Micros};
 use std::fmt::Write;
 
@@ -16,6 +17,65 @@ pub fn probe_tables(result: &RunResult) -> String {
     }
     if let Some(noise) = &result.noise {
         out += &noise_tables(noise);
+    }
+    if let Some(net) = &result.net {
+        out += &net_summary(net);
+    }
+    out
+}
+
+/// What happened to every message (and the server's counters when rtlab
+/// ran the server): the counts a latency table cannot show.
+pub fn net_summary(net: &NetReport) -> String {
+    let m = &net.messages;
+    let mut out = format!(
+        "\n{} {} to {}: {} round trip{} of {} B per message, every {}, timeout {}\n",
+        net.mode,
+        net.transport,
+        net.target,
+        net.round_trips,
+        if net.round_trips == 1 { "" } else { "s" },
+        net.payload_bytes,
+        human_duration(net.interval_ns),
+        human_duration(net.timeout_ns),
+    );
+    let lost_percent = if m.sent == 0 {
+        0.0
+    } else {
+        100.0 * m.lost as f64 / m.sent as f64
+    };
+    let _ = writeln!(
+        out,
+        "messages: {} planned, {} sent, {} completed, {} lost ({lost_percent:.2} %), {} unsent",
+        m.planned, m.sent, m.completed, m.lost, m.unsent
+    );
+    let _ = writeln!(
+        out,
+        "replies: {} late, {} duplicate, {} reordered, {} bad; {} send errors",
+        m.late_replies, m.duplicate_replies, m.reordered_replies, m.bad_replies, m.send_errors
+    );
+    if let Some(c) = &net.server {
+        if let Some(thread) = &net.server_thread {
+            let sched = thread
+                .actual
+                .map_or_else(|| "unknown".to_string(), |p| p.to_string());
+            let cpu = thread
+                .pinned_cpu
+                .map_or_else(String::new, |c| format!(" on CPU {c}"));
+            let _ = writeln!(out, "rtlab's server ran at {sched}{cpu}");
+        }
+        let _ = writeln!(
+            out,
+            "server: received {}, replied {}; dropped {} malformed, {} truncated, {} oversized, {} bad auth, {} rate limited",
+            c.received, c.replied, c.malformed, c.truncated, c.oversized, c.bad_auth, c.rate_limited
+        );
+    }
+    if !net.timeline_complete {
+        let _ = writeln!(
+            out,
+            "the stored timeline holds the first {} messages; --samples keeps them all",
+            net.timeline.len()
+        );
     }
     out
 }
@@ -295,5 +355,55 @@ mod tests {
             ["irq:CAL", "0", "-", "-", "-", "0.000", "0.0", "%", "4"]
         );
         assert!(text.contains("kernel osnoise tracer: tracefs is not mounted"));
+    }
+
+    #[test]
+    fn the_net_summary_accounts_for_every_message() {
+        use rtlab_core::result::{NetMessageCounts, NetServerCounters, TimelineRow};
+        let net = NetReport {
+            target: "10.77.0.2:7700".into(),
+            transport: "udp".into(),
+            mode: "exchange".into(),
+            round_trips: 4,
+            payload_bytes: 64,
+            interval_ns: 30_000_000,
+            timeout_ns: 100_000_000,
+            messages: NetMessageCounts {
+                planned: 10,
+                sent: 8,
+                completed: 6,
+                lost: 2,
+                unsent: 2,
+                late_replies: 1,
+                ..NetMessageCounts::default()
+            },
+            server: Some(NetServerCounters {
+                received: 30,
+                replied: 24,
+                malformed: 3,
+                oversized: 1,
+                ..NetServerCounters::default()
+            }),
+            timeline: vec![TimelineRow(0, 0, 1, Some(5))],
+            timeline_complete: false,
+            server_thread: None,
+        };
+        let text = net_summary(&net);
+        assert!(
+            text.contains(
+                "exchange udp to 10.77.0.2:7700: 4 round trips of 64 B per message, every 30ms"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("10 planned, 8 sent, 6 completed, 2 lost (25.00 %), 2 unsent"),
+            "{text}"
+        );
+        assert!(text.contains("replies: 1 late, 0 duplicate"), "{text}");
+        assert!(
+            text.contains("dropped 3 malformed, 0 truncated, 1 oversized"),
+            "{text}"
+        );
+        assert!(text.contains("first 1 messages"), "{text}");
     }
 }

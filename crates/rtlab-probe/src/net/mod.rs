@@ -106,7 +106,7 @@ impl NetConfig {
         };
         if self.payload < min || self.payload > max {
             return Err(format!(
-                "the payload of a {} request over {} must be {min}-{max} bytes (got {})",
+                "the payload of {} requests over {} must be {min}-{max} bytes (got {})",
                 self.mode, self.transport, self.payload
             ));
         }
@@ -135,6 +135,7 @@ pub struct NetRun {
     server: Option<JoinHandle<std::io::Result<()>>>,
     server_stop: Arc<AtomicBool>,
     server_counters: Option<Arc<server::Counters>>,
+    server_thread: Option<ThreadSettings>,
     counters: Arc<ClientCounters>,
     recorder: NetRecorder,
     config: NetConfig,
@@ -214,12 +215,14 @@ pub fn start(
         server_launch = Some(launch);
     }
     let mut server_counters = None;
+    let mut server_thread = None;
     if let Some(launch) = server_launch.as_mut() {
         match launch.wait_ready(READY_TIMEOUT) {
             Ok(mut reports) => {
                 let (ready, counters) = reports.remove(0);
                 warnings.extend(ready.warnings.into_iter().map(|w| format!("server: {w}")));
                 server_counters = Some(counters);
+                server_thread = Some(ready.settings);
             }
             Err(why) => {
                 return Err(server_launch.take().expect("launched").fail(why));
@@ -306,6 +309,7 @@ pub fn start(
         server,
         server_stop,
         server_counters,
+        server_thread,
         counters,
         recorder,
         config: config.clone(),
@@ -414,6 +418,7 @@ impl ProbeRun for NetRun {
             timeout_ns: run.config.timeout_ns,
             messages,
             server: run.server_counters.as_ref().map(|c| c.snapshot()),
+            server_thread: run.server_thread.take(),
             timeline: recorded.timeline,
             timeline_complete: recorded.timeline_complete,
         };

@@ -6,10 +6,11 @@ mod measure;
 mod measure_noise;
 mod measure_switch;
 mod measure_timer;
+mod net;
 mod restore;
 mod stored;
 
-use crate::cli::{CampaignCommand, Cli, Command, Measure};
+use crate::cli::{CampaignCommand, Cli, Command, Measure, Net};
 use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -26,6 +27,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => stored::compare_runs(args),
         Command::Export(args) => stored::export(args),
         Command::Import(args) => stored::import(args),
+        Command::Net(Net::Serve(args)) => net::serve(*args),
+        Command::Net(Net::Probe(args)) => net::probe(*args),
         Command::Load(args) => load::run(*args),
         Command::LoadWorker(args) => load::worker(args),
     }
