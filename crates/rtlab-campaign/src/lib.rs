@@ -19,9 +19,11 @@ pub use error::{CampaignError, Position};
 pub use parse::{parse, MAX_RUNS};
 pub use plan::{format_eta, plan, Plan, PlannedRun, PLAN_SCHEMA, RUN_OVERHEAD_NS};
 pub use spec::{
-    cpus_text, Campaign, Configuration, Exclude, LoadEntry, Mechanism, NoiseSettings, ProbeKind,
-    ProbeSettings, ProbeSpec, SwitchSettings, TimerMode, TimerSettings, DEFAULT_DL_RUNTIME_NS,
-    DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS, DEFAULT_PRIORITY, DEFAULT_SWITCH_INTERVAL_NS,
+    cpus_text, parse_transport, Campaign, Configuration, Exclude, LoadEntry, Mechanism, NetMode,
+    NetSettings, NoiseSettings, ProbeKind, ProbeSettings, ProbeSpec, SwitchSettings, TimerMode,
+    TimerSettings, Transport, DEFAULT_DL_RUNTIME_NS, DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS,
+    DEFAULT_NET_INTERVAL_NS, DEFAULT_NET_PAYLOAD, DEFAULT_NET_ROUND_TRIPS, DEFAULT_NET_TIMEOUT_NS,
+    DEFAULT_PRIORITY, DEFAULT_SWITCH_INTERVAL_NS,
 };
 
 use std::path::Path;
@@ -33,6 +35,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     (
         "hallberg2017",
         include_str!("../../../examples/hallberg2017.toml"),
+    ),
+    (
+        "hallberg2017-net",
+        include_str!("../../../examples/hallberg2017-net.toml"),
     ),
     ("romero", include_str!("../../../examples/romero.toml")),
     (
@@ -49,11 +55,11 @@ pub fn preset(name: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
-/// Reads a campaign from a preset name (`quick`, `hallberg2017`, `romero`,
-/// `straumann2001`)
-/// or a file path. A preset name wins over a file of the same name in the
-/// current directory; write `./quick` for the file. Anything that is
-/// neither is an error listing the presets.
+/// Reads a campaign from a preset name (`quick`, `hallberg2017`,
+/// `hallberg2017-net`, `romero`, `straumann2001`) or a file path. A preset
+/// name wins over a file of the same name in the current directory; write
+/// `./quick` for the file. Anything that is neither is an error listing the
+/// presets.
 pub fn read(
     source: &str,
     check_load: &dyn Fn(&str) -> Result<(), String>,

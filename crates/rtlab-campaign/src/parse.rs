@@ -8,6 +8,8 @@ use crate::spec::*;
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::Policy;
 use rtlab_core::units::{human_duration, parse_duration_ns};
+use rtlab_probe::net::Placement;
+use std::net::SocketAddr;
 use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -51,6 +53,19 @@ const NOISE_KEYS: &[&str] = &[
     "period",
     "window",
     "osnoise",
+];
+const NET_KEYS: &[&str] = &[
+    "kind",
+    "name",
+    "target",
+    "transport",
+    "mode",
+    "interval",
+    "round_trips",
+    "payload",
+    "timeout",
+    "client_cpu",
+    "server_cpu",
 ];
 const LOAD_KEYS: &[&str] = &["name", "run"];
 const CONFIGURATION_KEYS: &[&str] = &[
@@ -206,6 +221,7 @@ fn probe(r: &Reader, s: &Section) -> Result<ProbeSpec, CampaignError> {
         ProbeKind::Timer => ProbeSettings::Timer(timer_settings(r, s)?),
         ProbeKind::Switch => ProbeSettings::Switch(switch_settings(r, s)?),
         ProbeKind::Noise => ProbeSettings::Noise(noise_settings(r, s)?),
+        ProbeKind::Net => ProbeSettings::Net(net_settings(r, s)?),
     };
     Ok(ProbeSpec {
         name,
@@ -222,6 +238,17 @@ fn cpus(r: &Reader, s: &Section) -> Result<Option<CpuSelection>, CampaignError> 
     CpuSelection::parse(&text)
         .map(Some)
         .map_err(|e| r.error(span, &s.field("cpus"), e.to_string()))
+}
+
+/// A CPU number under `key`, if given.
+fn cpu_number(r: &Reader, s: &Section, key: &str) -> Result<Option<usize>, CampaignError> {
+    let Some(v) = s.get(key) else {
+        return Ok(None);
+    };
+    let n = r.integer(v, &s.field(key))?;
+    usize::try_from(n)
+        .map(Some)
+        .map_err(|_| r.error(v.span(), &s.field(key), format!("{n} is not a CPU number")))
 }
 
 fn timer_settings(r: &Reader, s: &Section) -> Result<TimerSettings, CampaignError> {
@@ -312,15 +339,7 @@ fn switch_settings(r: &Reader, s: &Section) -> Result<SwitchSettings, CampaignEr
         }
         (None, None) => {}
     }
-    if let Some(v) = s.get("cpu") {
-        let n = r.integer(v, &s.field("cpu"))?;
-        let cpu = usize::try_from(n).ok().ok_or_else(|| {
-            r.error(
-                v.span(),
-                &s.field("cpu"),
-                format!("{n} is not a CPU number"),
-            )
-        })?;
+    if let Some(cpu) = cpu_number(r, s, "cpu")? {
         switch.cpu = Some(cpu);
     }
     if let Some(v) = s.get("cross_cpu") {
@@ -395,6 +414,97 @@ fn noise_settings(r: &Reader, s: &Section) -> Result<NoiseSettings, CampaignErro
         ));
     }
     Ok(noise)
+}
+
+fn net_settings(r: &Reader, s: &Section) -> Result<NetSettings, CampaignError> {
+    s.check_keys(r, NET_KEYS)?;
+    let mut net = NetSettings::default();
+    if let Some(v) = s.get("target") {
+        let field = s.field("target");
+        let (text, span) = r.string(v, &field)?;
+        let target: SocketAddr = text.trim().parse().map_err(|_| {
+            r.error(
+                span.clone(),
+                &field,
+                format!(
+                    "`{text}` is not an ADDR:PORT such as \"192.168.1.20:7000\" or \"[fd00::2]:7000\" (omit `target` for rtlab's own server)"
+                ),
+            )
+        })?;
+        if target.port() == 0 {
+            return Err(r.error(
+                span,
+                &field,
+                format!("`{text}`: port 0 is no server's port"),
+            ));
+        }
+        net.target = Some(target);
+    }
+    if let Some(v) = s.get("transport") {
+        let (text, span) = r.string(v, &s.field("transport"))?;
+        net.transport =
+            parse_transport(&text).map_err(|e| r.error(span, &s.field("transport"), e))?;
+    }
+    if let Some(v) = s.get("mode") {
+        let (text, span) = r.string(v, &s.field("mode"))?;
+        net.mode = text
+            .parse()
+            .map_err(|e: String| r.error(span, &s.field("mode"), e))?;
+    }
+    if let Some(v) = s.get("interval") {
+        net.interval_ns = r.positive_duration(v, &s.field("interval"))?;
+    }
+    if let Some(v) = s.get("round_trips") {
+        let field = s.field("round_trips");
+        let n = r.integer(v, &field)?;
+        let max = rtlab_probe::net::wire::MAX_STEPS;
+        net.round_trips = u8::try_from(n)
+            .ok()
+            .filter(|n| (1..=max).contains(&u32::from(*n)))
+            .ok_or_else(|| {
+                r.error(
+                    v.span(),
+                    &field,
+                    format!("{n} round trips is out of range 1-{max}"),
+                )
+            })?;
+    }
+    if let Some(v) = s.get("payload") {
+        let field = s.field("payload");
+        let n = r.integer(v, &field)?;
+        net.payload = usize::try_from(n)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| r.error(v.span(), &field, format!("{n} is not a size in bytes")))?;
+    }
+    if let Some(v) = s.get("timeout") {
+        net.timeout_ns = r.positive_duration(v, &s.field("timeout"))?;
+    }
+    net.client_cpu = cpu_number(r, s, "client_cpu")?;
+    net.server_cpu = cpu_number(r, s, "server_cpu")?;
+    if let (Some(_), Some(v)) = (net.target, s.get("server_cpu")) {
+        return Err(r.error(
+            v.span(),
+            &s.field("server_cpu"),
+            "server_cpu places rtlab's own server; with `target` the server is not rtlab's (drop one of them)",
+        ));
+    }
+    // What the probe itself checks (the payload against the mode's header
+    // and the transport's limit), on a stand-in of one message.
+    let placement = Placement {
+        cpu: None,
+        sched: crate::runner::NET_CLIENT_SCHED,
+    };
+    let server = net.target.is_none().then_some(placement);
+    if let Err(e) = net.config(1, placement, server).validate() {
+        let key = ["payload", "mode", "transport", "round_trips"]
+            .into_iter()
+            .find(|key| s.get(key).is_some())
+            .unwrap_or("payload");
+        let at = s.get(key).map_or(s.span.clone(), |v| v.span());
+        return Err(r.error(at, &s.field(key), e));
+    }
+    Ok(net)
 }
 
 fn load(

@@ -60,6 +60,17 @@ impl PlannedRun {
         }
     }
 
+    /// The configuration for humans, saying which thread it schedules when
+    /// that is not the measuring one: `server fifo 30` for a net probe with
+    /// rtlab's own server (its client always runs fifo 90).
+    pub fn scheduling_text(&self) -> String {
+        let text = self.configuration.describe();
+        match self.probe.net() {
+            Some(net) if net.target.is_none() => format!("server {text}"),
+            _ => text,
+        }
+    }
+
     /// The run's place in its campaign, as recorded in its result.
     pub fn campaign_ref(&self, campaign: &str, execution: &str, total: usize) -> CampaignRef {
         CampaignRef {
@@ -243,7 +254,7 @@ impl Plan {
                 run.load.name.clone(),
                 run.load.describe(),
                 run.configuration.name.clone(),
-                run.configuration.describe(),
+                run.scheduling_text(),
                 human_duration(run.duration_ns),
             ]);
             rows.push(row);

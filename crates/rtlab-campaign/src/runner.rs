@@ -9,8 +9,9 @@ use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::{timestamp_now, CampaignRef, RunResult, RunStatus, RUN_SCHEMA};
-use rtlab_core::sched::SchedParams;
+use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_load::{Launcher, LoadSpec, RunningLoads};
+use rtlab_probe::net::Placement;
 use rtlab_probe::noise::NoiseConfig;
 use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
 use rtlab_probe::switch::SwitchConfig;
@@ -296,8 +297,24 @@ pub fn request_for(
     })
 }
 
+/// The scheduling of the net probe's client when rtlab runs its own server:
+/// the client is the measuring instrument, SCHED_FIFO 90 as every measuring
+/// thread by default, whatever the configuration.
+pub const NET_CLIENT_SCHED: SchedParams = SchedParams {
+    policy: Policy::Fifo,
+    priority: 90,
+    deadline: None,
+};
+
 /// The probe's config for one run of `duration_ns` with `sched`, its CPUs
 /// resolved against `online`.
+///
+/// `sched` is the configuration's scheduling. It goes to the measuring
+/// threads, except for the net probe with rtlab's own server: there it goes
+/// to the server (the process whose promotion a campaign compares, as paper
+/// 000 promoted its server) and the client runs [`NET_CLIENT_SCHED`]. With a
+/// `target`, the server is not rtlab's and `sched` goes to the client. A net
+/// run sends `duration / interval` messages (at least one).
 pub fn probe_config(
     spec: &ProbeSpec,
     sched: SchedParams,
@@ -357,7 +374,81 @@ pub fn probe_config(
                 osnoise: settings.osnoise,
             })
         }
+        ProbeSettings::Net(settings) => {
+            if sched.policy == Policy::Deadline {
+                return Err(
+                    "policy deadline is for timer probes only: use fifo, rr or other for a net probe"
+                        .into(),
+                );
+            }
+            let messages = duration_ns
+                .checked_div(settings.interval_ns)
+                .ok_or("interval: must be longer than 0")?
+                .max(1);
+            let own_server = settings.target.is_none();
+            let (client_cpu, server_cpu) =
+                net_placement(settings.client_cpu, settings.server_cpu, own_server, online)?;
+            let config = if own_server {
+                settings.config(
+                    messages,
+                    Placement {
+                        cpu: client_cpu,
+                        sched: NET_CLIENT_SCHED,
+                    },
+                    Some(Placement {
+                        cpu: server_cpu,
+                        sched,
+                    }),
+                )
+            } else {
+                settings.config(
+                    messages,
+                    Placement {
+                        cpu: client_cpu,
+                        sched,
+                    },
+                    None,
+                )
+            };
+            config.validate()?;
+            ProbeConfig::Net(config)
+        }
     })
+}
+
+/// The net probe's client and server CPUs: the ones given (which must be
+/// online) or, by default, the client on the first online CPU and rtlab's
+/// server on the last, each avoiding the other's CPU; both unpinned on a
+/// machine with one online CPU. No server CPU without `own_server`.
+pub fn net_placement(
+    client_cpu: Option<usize>,
+    server_cpu: Option<usize>,
+    own_server: bool,
+    online: &CpuSet,
+) -> Result<(Option<usize>, Option<usize>), String> {
+    for (key, cpu) in [("client_cpu", client_cpu), ("server_cpu", server_cpu)] {
+        if let Some(cpu) = cpu {
+            if !online.contains(cpu) {
+                return Err(format!("{key}: CPU {cpu} is not online (online: {online})"));
+            }
+        }
+    }
+    if !own_server {
+        if server_cpu.is_some() {
+            return Err("server_cpu: there is no server of rtlab's with a target".into());
+        }
+        let client = client_cpu.or_else(|| online.iter().next().filter(|_| online.len() >= 2));
+        return Ok((client, None));
+    }
+    if online.len() < 2 {
+        return Ok((client_cpu, server_cpu));
+    }
+    let client = client_cpu.or_else(|| online.iter().find(|&c| Some(c) != server_cpu));
+    let server = server_cpu.or_else(|| {
+        let cpus: Vec<usize> = online.iter().collect();
+        cpus.into_iter().rev().find(|&c| Some(c) != client)
+    });
+    Ok((client, server))
 }
 
 /// The timer thread's and the task's CPUs for the switch probe: `cpu` (by

@@ -4,9 +4,12 @@
 use crate::error::Position;
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::{DeadlineParams, Policy};
+pub use rtlab_probe::net::{Mode as NetMode, Transport};
+use rtlab_probe::net::{NetConfig, OwnServer, Placement};
 pub use rtlab_probe::switch::Mechanism;
 use serde::{Serialize, Serializer};
 use std::fmt;
+use std::net::SocketAddr;
 use std::str::FromStr;
 
 /// Default interval of a timer probe (as `rtlab measure timer`).
@@ -48,16 +51,25 @@ pub enum ProbeKind {
     Switch,
     /// OS noise seen by a spinning thread, by source (`rtlab measure noise`).
     Noise,
+    /// End-to-end response time of a request/acknowledge exchange over UDP
+    /// or TCP (`rtlab net probe`).
+    Net,
 }
 
 impl ProbeKind {
-    pub const ALL: &'static [ProbeKind] = &[ProbeKind::Timer, ProbeKind::Switch, ProbeKind::Noise];
+    pub const ALL: &'static [ProbeKind] = &[
+        ProbeKind::Timer,
+        ProbeKind::Switch,
+        ProbeKind::Noise,
+        ProbeKind::Net,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ProbeKind::Timer => "timer",
             ProbeKind::Switch => "switch",
             ProbeKind::Noise => "noise",
+            ProbeKind::Net => "net",
         }
     }
 }
@@ -212,6 +224,71 @@ impl Default for NoiseSettings {
     }
 }
 
+/// Default interval of the net probe: a message every 30 ms, as paper 000.
+pub const DEFAULT_NET_INTERVAL_NS: u64 = 30_000_000;
+/// Default round trips per message: four, as paper 000 counted with Wireshark.
+pub const DEFAULT_NET_ROUND_TRIPS: u8 = 4;
+/// Default request size of the net probe, bytes.
+pub const DEFAULT_NET_PAYLOAD: usize = 64;
+/// Default time after which a message with no last reply counts as lost.
+pub const DEFAULT_NET_TIMEOUT_NS: u64 = 100_000_000;
+/// `inject_every` of rtlab's server in campaigns (no delay is injected).
+const NET_INJECT_EVERY: u64 = 100;
+
+/// `udp` or `tcp`, as the net probe's `transport` key takes it.
+pub fn parse_transport(text: &str) -> Result<Transport, String> {
+    match text {
+        "udp" => Ok(Transport::Udp),
+        "tcp" => Ok(Transport::Tcp),
+        _ => Err(format!("unknown transport `{text}` (expected udp or tcp)")),
+    }
+}
+
+/// The net probe's own settings (as `rtlab net probe`). The scheduling of
+/// a run's configuration goes to rtlab's own server (the process whose
+/// promotion the campaign compares, as paper 000 promoted its server);
+/// the client, the measuring instrument, always runs SCHED_FIFO 90. With a
+/// `target` there is no server of ours and the configuration schedules the
+/// client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetSettings {
+    /// The server's address; None: rtlab starts its own server in a
+    /// private network-namespace pair.
+    pub target: Option<SocketAddr>,
+    pub transport: Transport,
+    pub mode: NetMode,
+    /// One message is sent every interval (open loop).
+    pub interval_ns: u64,
+    /// Request/acknowledge round trips per message.
+    pub round_trips: u8,
+    /// Bytes per request.
+    pub payload: usize,
+    /// A message whose last reply has not come after this is lost.
+    pub timeout_ns: u64,
+    /// The client's CPU; None: the first online CPU (unpinned on a
+    /// single-CPU machine).
+    pub client_cpu: Option<usize>,
+    /// rtlab's server's CPU; None: the last online CPU (unpinned on a
+    /// single-CPU machine). Never set with a `target`.
+    pub server_cpu: Option<usize>,
+}
+
+impl Default for NetSettings {
+    fn default() -> Self {
+        NetSettings {
+            target: None,
+            transport: Transport::Udp,
+            mode: NetMode::Exchange,
+            interval_ns: DEFAULT_NET_INTERVAL_NS,
+            round_trips: DEFAULT_NET_ROUND_TRIPS,
+            payload: DEFAULT_NET_PAYLOAD,
+            timeout_ns: DEFAULT_NET_TIMEOUT_NS,
+            client_cpu: None,
+            server_cpu: None,
+        }
+    }
+}
+
 /// A probe's own settings, by kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -219,6 +296,7 @@ pub enum ProbeSettings {
     Timer(TimerSettings),
     Switch(SwitchSettings),
     Noise(NoiseSettings),
+    Net(NetSettings),
 }
 
 impl ProbeSettings {
@@ -228,6 +306,7 @@ impl ProbeSettings {
             ProbeKind::Timer => ProbeSettings::Timer(TimerSettings::default()),
             ProbeKind::Switch => ProbeSettings::Switch(SwitchSettings::default()),
             ProbeKind::Noise => ProbeSettings::Noise(NoiseSettings::default()),
+            ProbeKind::Net => ProbeSettings::Net(NetSettings::default()),
         }
     }
 }
@@ -252,12 +331,21 @@ fn cpus_phrase(cpus: &CpuSelection) -> String {
 
 impl ProbeSpec {
     /// The period of the probe's deadlines, for a periodic probe (timer,
-    /// switch); None for the noise probe.
+    /// switch; net: the period of its messages); None for the noise probe.
     pub fn interval_ns(&self) -> Option<u64> {
         match &self.settings {
             ProbeSettings::Timer(t) => Some(t.interval_ns),
             ProbeSettings::Switch(s) => Some(s.interval_ns),
             ProbeSettings::Noise(_) => None,
+            ProbeSettings::Net(n) => Some(n.interval_ns),
+        }
+    }
+
+    /// The net settings, for a net probe.
+    pub fn net(&self) -> Option<&NetSettings> {
+        match &self.settings {
+            ProbeSettings::Net(n) => Some(n),
+            _ => None,
         }
     }
 
@@ -303,6 +391,7 @@ impl ProbeSpec {
                     rtlab_core::units::human_duration(n.period_ns),
                 );
             }
+            ProbeSettings::Net(n) => return n.describe(),
         };
         let cpus = cpus_phrase(&t.cpus);
         let mut text = format!(
@@ -315,6 +404,57 @@ impl ProbeSpec {
                 ", distance {}",
                 rtlab_core::units::human_duration(t.distance_ns)
             );
+        }
+        text
+    }
+}
+
+impl NetSettings {
+    /// The probe's config for `messages` messages with the threads placed
+    /// as given (`server` exactly when there is no `target`); not checked:
+    /// see [`NetConfig::validate`].
+    pub fn config(&self, messages: u64, client: Placement, server: Option<Placement>) -> NetConfig {
+        NetConfig {
+            target: self.target,
+            transport: self.transport,
+            mode: self.mode,
+            interval_ns: self.interval_ns,
+            messages,
+            round_trips: self.round_trips,
+            payload: self.payload,
+            timeout_ns: self.timeout_ns,
+            key_file: None,
+            client,
+            server: server.map(|placement| OwnServer {
+                placement,
+                inject_delay_ns: None,
+                inject_every: NET_INJECT_EVERY,
+            }),
+        }
+    }
+
+    /// `udp exchange every 30ms to rtlab's server, 4 round trips of 64 B,
+    /// timeout 100ms, client on the first CPU, server on the last CPU`.
+    pub fn describe(&self) -> String {
+        let on = |cpu: Option<usize>, default: &str| {
+            cpu.map_or(default.to_string(), |c| format!("CPU {c}"))
+        };
+        let mut text = format!(
+            "{} {} every {} to {}, {} round trip{} of {} B, timeout {}, client on {}",
+            self.transport,
+            self.mode,
+            rtlab_core::units::human_duration(self.interval_ns),
+            self.target
+                .map_or("rtlab's server".to_string(), |t| t.to_string()),
+            self.round_trips,
+            if self.round_trips == 1 { "" } else { "s" },
+            self.payload,
+            rtlab_core::units::human_duration(self.timeout_ns),
+            on(self.client_cpu, "the first CPU"),
+        );
+        if self.target.is_none() {
+            text += ", server on ";
+            text += &on(self.server_cpu, "the last CPU");
         }
         text
     }

@@ -104,6 +104,7 @@ fn every_preset_parses_and_plans() {
     let expected_runs = [
         ("quick", 8),
         ("hallberg2017", 9),
+        ("hallberg2017-net", 8),
         ("romero", 5),
         ("straumann2001", 2),
     ];
@@ -232,7 +233,7 @@ fn read_names_the_presets_when_the_source_is_neither() {
     let err = read("no-such-campaign.toml", &check_load).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, romero, straumann2001)"
+        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, hallberg2017-net, romero, straumann2001)"
     );
     let dir = tempfile::tempdir().unwrap();
     let err = read(dir.path().to_str().unwrap(), &check_load).unwrap_err();
@@ -639,12 +640,12 @@ fn sysctls_must_be_key_value() {
 
 #[test]
 fn probes_are_checked() {
-    let text = valid().replace("kind = \"timer\"", "kind = \"net\"");
+    let text = valid().replace("kind = \"timer\"", "kind = \"disk\"");
     assert_error(
         &text,
-        "kind = \"net\"",
+        "kind = \"disk\"",
         "probe[0].kind",
-        "unknown probe kind `net` (known kinds: timer, switch, noise)",
+        "unknown probe kind `disk` (known kinds: timer, switch, noise, net)",
     );
 
     let text = file(&[HEAD, PROBE, "cpus = \"0-\"\n", LOADS, CONFIGURATIONS]);
@@ -1256,4 +1257,515 @@ fn switch_and_noise_settings_are_checked() {
         "configuration[0].policy",
         "policy deadline is for timer probes only",
     );
+}
+
+// ---------------------------------------------------------------- net probe
+
+use rtlab_campaign::runner::{net_placement, probe_config, NET_CLIENT_SCHED};
+use rtlab_core::sched::SchedParams;
+use rtlab_probe::net::NetConfig;
+use rtlab_probe::ProbeConfig;
+
+fn net(body: &str) -> String {
+    file(&[
+        HEAD,
+        "\n[[probe]]\nkind = \"net\"\n",
+        body,
+        LOADS,
+        CONFIGURATIONS,
+    ])
+}
+
+fn fifo(priority: u32) -> SchedParams {
+    SchedParams {
+        policy: Policy::Fifo,
+        priority,
+        deadline: None,
+    }
+}
+
+fn other() -> SchedParams {
+    SchedParams {
+        policy: Policy::Other,
+        priority: 0,
+        deadline: None,
+    }
+}
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse(list).unwrap()
+}
+
+/// The net config of a campaign's first probe.
+fn net_config(
+    spec: &ProbeSpec,
+    sched: SchedParams,
+    duration_ns: u64,
+    online: &str,
+) -> Result<NetConfig, String> {
+    match probe_config(spec, sched, duration_ns, &cpus(online))? {
+        ProbeConfig::Net(config) => Ok(config),
+        other => panic!("not a net config: {}", other.kind()),
+    }
+}
+
+#[test]
+fn a_net_probe_takes_its_defaults() {
+    let c = parse_ok(&net(""));
+    let p = &c.probes[0];
+    assert_eq!((p.name.as_str(), p.kind), ("net", ProbeKind::Net));
+    assert_eq!(p.settings, ProbeSettings::Net(NetSettings::default()));
+    let n = p.net().unwrap();
+    assert_eq!(n.target, None);
+    assert_eq!(n.transport, Transport::Udp);
+    assert_eq!(n.mode, NetMode::Exchange);
+    // Paper 000: a message every 30 ms, four round trips.
+    assert_eq!(n.interval_ns, 30_000_000);
+    assert_eq!(n.round_trips, 4);
+    assert_eq!(n.payload, 64);
+    assert_eq!(n.timeout_ns, 100_000_000);
+    assert_eq!((n.client_cpu, n.server_cpu), (None, None));
+    assert_eq!(p.interval_ns(), Some(30_000_000));
+    assert_eq!(p.timer(), None);
+    assert_eq!(
+        p.describe(),
+        "udp exchange every 30ms to rtlab's server, 4 round trips of 64 B, timeout 100ms, \
+         client on the first CPU, server on the last CPU"
+    );
+    // 2 loads × 2 configurations.
+    assert_eq!(plan(c).unwrap().runs.len(), 4);
+}
+
+#[test]
+fn a_net_probe_reads_every_key() {
+    let text = net(r#"name = "to-rack"
+target = "10.0.0.2:7700"
+transport = "tcp"
+mode = "echo"
+interval = "10ms"
+round_trips = 2
+payload = 512
+timeout = "50ms"
+client_cpu = 1
+"#);
+    let c = parse_ok(&text);
+    assert_eq!(c.probes[0].name, "to-rack");
+    assert_eq!(
+        c.probes[0].settings,
+        ProbeSettings::Net(NetSettings {
+            target: Some("10.0.0.2:7700".parse().unwrap()),
+            transport: Transport::Tcp,
+            mode: NetMode::Echo,
+            interval_ns: 10_000_000,
+            round_trips: 2,
+            payload: 512,
+            timeout_ns: 50_000_000,
+            client_cpu: Some(1),
+            server_cpu: None,
+        })
+    );
+    assert_eq!(
+        c.probes[0].describe(),
+        "tcp echo every 10ms to 10.0.0.2:7700, 2 round trips of 512 B, timeout 50ms, client on CPU 1"
+    );
+    let plan = plan(c).unwrap();
+    let json = serde_json::to_value(&plan).unwrap();
+    let probe = &json["campaign"]["probes"][0];
+    assert_eq!(probe["kind"], "net");
+    assert_eq!(probe["target"], "10.0.0.2:7700");
+    assert_eq!(probe["transport"], "tcp");
+    assert_eq!(probe["mode"], "echo");
+    assert_eq!(probe["interval_ns"], 10_000_000);
+    assert_eq!(probe["round_trips"], 2);
+    assert_eq!(probe["client_cpu"], 1);
+    assert_eq!(probe["server_cpu"], serde_json::Value::Null);
+
+    // rtlab's own server, on given CPUs; an IPv6 target.
+    let own = parse_ok(&net(
+        "server_cpu = 0\nclient_cpu = 1\nmode = \"sockperf\"\n",
+    ));
+    let n = own.probes[0].net().unwrap();
+    assert_eq!(
+        (n.target, n.client_cpu, n.server_cpu),
+        (None, Some(1), Some(0))
+    );
+    assert_eq!(n.mode, NetMode::Sockperf);
+    let v6 = parse_ok(&net("target = \"[fd00::2]:7700\"\n"));
+    assert_eq!(
+        v6.probes[0].net().unwrap().target,
+        Some("[fd00::2]:7700".parse().unwrap())
+    );
+}
+
+#[test]
+fn net_settings_are_checked() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // (body, marker, field, says)
+        (
+            "target = \"localhost\"\n",
+            "target",
+            "probe[0].target",
+            "`localhost` is not an ADDR:PORT",
+        ),
+        (
+            "target = \"10.0.0.2\"\n",
+            "target",
+            "probe[0].target",
+            "omit `target` for rtlab's own server",
+        ),
+        (
+            "target = \"10.0.0.2:0\"\n",
+            "target",
+            "probe[0].target",
+            "port 0",
+        ),
+        (
+            "target = 7700\n",
+            "target",
+            "probe[0].target",
+            "expected a string, found integer",
+        ),
+        (
+            "transport = \"sctp\"\n",
+            "transport",
+            "probe[0].transport",
+            "unknown transport `sctp` (expected udp or tcp)",
+        ),
+        (
+            "mode = \"ping\"\n",
+            "mode",
+            "probe[0].mode",
+            "expected exchange, echo or sockperf",
+        ),
+        (
+            "interval = \"0ms\"\n",
+            "interval",
+            "probe[0].interval",
+            "must be longer than 0",
+        ),
+        (
+            "interval = 30\n",
+            "interval",
+            "probe[0].interval",
+            "a duration is a string with its unit",
+        ),
+        (
+            "round_trips = 0\n",
+            "round_trips",
+            "probe[0].round_trips",
+            "0 round trips is out of range 1-32",
+        ),
+        (
+            "round_trips = 33\n",
+            "round_trips",
+            "probe[0].round_trips",
+            "33 round trips is out of range 1-32",
+        ),
+        (
+            "round_trips = \"4\"\n",
+            "round_trips",
+            "probe[0].round_trips",
+            "expected an integer, found string",
+        ),
+        (
+            "payload = 0\n",
+            "payload",
+            "probe[0].payload",
+            "0 is not a size in bytes",
+        ),
+        // The probe's own check: an exchange request has a 32-byte header.
+        (
+            "payload = 16\n",
+            "payload",
+            "probe[0].payload",
+            "must be 32-65507 bytes (got 16)",
+        ),
+        (
+            "payload = 70000\n",
+            "payload",
+            "probe[0].payload",
+            "must be 32-65507 bytes (got 70000)",
+        ),
+        (
+            "timeout = \"0s\"\n",
+            "timeout",
+            "probe[0].timeout",
+            "must be longer than 0",
+        ),
+        (
+            "client_cpu = -1\n",
+            "client_cpu",
+            "probe[0].client_cpu",
+            "-1 is not a CPU number",
+        ),
+        (
+            "server_cpu = \"last\"\n",
+            "server_cpu",
+            "probe[0].server_cpu",
+            "expected an integer, found string",
+        ),
+        (
+            "target = \"10.0.0.2:7700\"\nserver_cpu = 1\n",
+            "server_cpu",
+            "probe[0].server_cpu",
+            "with `target` the server is not rtlab's",
+        ),
+        // Keys of the other kinds are unknown keys here.
+        (
+            "cpus = \"1\"\n",
+            "cpus",
+            "probe[0].cpus",
+            "unknown key `cpus`",
+        ),
+        ("cpu = 1\n", "cpu = 1", "probe[0].cpu", "unknown key `cpu`"),
+        ("rate = \"4khz\"\n", "rate", "probe[0].rate", "unknown key"),
+        (
+            "threshold = \"1us\"\n",
+            "threshold",
+            "probe[0].threshold",
+            "unknown key",
+        ),
+        (
+            "hist_max = \"1ms\"\n",
+            "hist_max",
+            "probe[0].hist_max",
+            "known keys here: kind, name, target, transport, mode, interval, round_trips, \
+             payload, timeout, client_cpu, server_cpu",
+        ),
+    ];
+    for (body, marker, field, says) in cases {
+        assert_error(&net(body), marker, field, says);
+    }
+    // sockperf's header is 14 bytes: a 16-byte request is fine there.
+    parse_ok(&net("mode = \"sockperf\"\npayload = 16\n"));
+    // Over TCP a frame may exceed a datagram.
+    parse_ok(&net("transport = \"tcp\"\npayload = 70000\n"));
+
+    // The run must hold at least one message.
+    assert_error(
+        &net("interval = \"3s\"\n"),
+        "duration = \"2s\"",
+        "duration",
+        "shorter than the interval of probe `net`",
+    );
+
+    // Deadline scheduling is for the timer probe only.
+    let text = file(&[
+        HEAD,
+        "\n[[probe]]\nkind = \"net\"\n",
+        LOADS,
+        "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\n",
+    ]);
+    assert_error(
+        &text,
+        "policy = \"deadline\"",
+        "configuration[0].policy",
+        "policy deadline is for timer probes only; probe `net` is a net probe",
+    );
+}
+
+#[test]
+fn the_configuration_schedules_rtlabs_server_and_the_client_is_fifo_90() {
+    let c = parse_ok(&net(""));
+    let spec = &c.probes[0];
+    let config = net_config(spec, fifo(30), 300_000_000_000, "0-3").unwrap();
+    assert_eq!(config.target, None);
+    let server = config.server.as_ref().expect("rtlab's own server");
+    assert_eq!(server.placement.sched, fifo(30));
+    assert_eq!(server.placement.cpu, Some(3));
+    assert_eq!((server.inject_delay_ns, server.inject_every), (None, 100));
+    assert_eq!(config.client.sched, NET_CLIENT_SCHED);
+    assert_eq!(
+        NET_CLIENT_SCHED,
+        SchedParams {
+            policy: Policy::Fifo,
+            priority: 90,
+            deadline: None
+        }
+    );
+    assert_eq!(config.client.cpu, Some(0));
+    // 300 s at 30 ms: paper 000's 10 000 messages.
+    assert_eq!(config.messages, 10_000);
+    assert_eq!(config.interval_ns, 30_000_000);
+    assert_eq!((config.round_trips, config.payload), (4, 64));
+    assert_eq!(config.timeout_ns, 100_000_000);
+    assert_eq!(config.key_file, None);
+    config.validate().unwrap();
+
+    // Not promoted: the server runs SCHED_OTHER, the client still FIFO 90.
+    let config = net_config(spec, other(), 1_000_000_000, "0-3").unwrap();
+    assert_eq!(config.server.unwrap().placement.sched, other());
+    assert_eq!(config.client.sched, NET_CLIENT_SCHED);
+    // 1 s at 30 ms: 33 messages (the remainder is not a message).
+    assert_eq!(config.messages, 33);
+    // A run shorter than the interval still sends one.
+    assert_eq!(
+        net_config(spec, other(), 1_000_000, "0-3")
+            .unwrap()
+            .messages,
+        1
+    );
+    // The result records the probe's config.
+    let probe = probe_config(spec, fifo(30), 300_000_000_000, &cpus("0-3")).unwrap();
+    assert_eq!(probe.kind(), "net");
+    let json = serde_json::to_value(&probe).unwrap();
+    assert_eq!(json["messages"], 10_000, "{json}");
+    assert_eq!(
+        json["server"]["placement"]["sched"]["priority"], 30,
+        "{json}"
+    );
+    assert_eq!(
+        json["client"]["placement"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+    assert_eq!(json["client"]["sched"]["priority"], 90, "{json}");
+
+    // Deadline scheduling has no period to take here.
+    let deadline = SchedParams {
+        policy: Policy::Deadline,
+        priority: 0,
+        deadline: None,
+    };
+    let err = net_config(spec, deadline, 1_000_000_000, "0-3").unwrap_err();
+    assert!(
+        err.contains("policy deadline is for timer probes only"),
+        "{err}"
+    );
+}
+
+#[test]
+fn with_a_target_the_configuration_schedules_the_client() {
+    let c = parse_ok(&net("target = \"10.0.0.2:7700\"\n"));
+    let config = net_config(&c.probes[0], fifo(30), 3_000_000_000, "0-3").unwrap();
+    assert_eq!(config.target, Some("10.0.0.2:7700".parse().unwrap()));
+    assert!(config.server.is_none());
+    assert_eq!(config.client.sched, fifo(30));
+    assert_eq!(config.client.cpu, Some(0));
+    assert_eq!(config.messages, 100);
+    config.validate().unwrap();
+    let config = net_config(&c.probes[0], other(), 3_000_000_000, "0").unwrap();
+    assert_eq!((config.client.sched, config.client.cpu), (other(), None));
+}
+
+#[test]
+fn net_threads_go_to_the_first_and_last_cpus_apart() {
+    // Defaults: client first, server last; unpinned on one CPU.
+    assert_eq!(
+        net_placement(None, None, true, &cpus("0-3")),
+        Ok((Some(0), Some(3)))
+    );
+    assert_eq!(
+        net_placement(None, None, true, &cpus("2,5,7")),
+        Ok((Some(2), Some(7)))
+    );
+    assert_eq!(
+        net_placement(None, None, true, &cpus("0")),
+        Ok((None, None))
+    );
+    assert_eq!(
+        net_placement(Some(0), None, true, &cpus("0")),
+        Ok((Some(0), None))
+    );
+    // A default never lands on the other thread's given CPU.
+    assert_eq!(
+        net_placement(Some(3), None, true, &cpus("0-3")),
+        Ok((Some(3), Some(2)))
+    );
+    assert_eq!(
+        net_placement(None, Some(0), true, &cpus("0-3")),
+        Ok((Some(1), Some(0)))
+    );
+    // Both given: as given, even on one CPU.
+    assert_eq!(
+        net_placement(Some(1), Some(1), true, &cpus("0-3")),
+        Ok((Some(1), Some(1)))
+    );
+    // With a target there is no server to place.
+    assert_eq!(
+        net_placement(None, None, false, &cpus("0-3")),
+        Ok((Some(0), None))
+    );
+    assert!(net_placement(None, Some(1), false, &cpus("0-3")).is_err());
+    // CPUs must be online when the run starts.
+    let err = net_placement(Some(9), None, true, &cpus("0-3")).unwrap_err();
+    assert_eq!(err, "client_cpu: CPU 9 is not online (online: 0-3)");
+    let c = parse_ok(&net("server_cpu = 9\n"));
+    let err = net_config(&c.probes[0], fifo(30), 1_000_000_000, "0-3").unwrap_err();
+    assert_eq!(err, "server_cpu: CPU 9 is not online (online: 0-3)");
+}
+
+#[test]
+fn hallberg2017_net_mirrors_the_papers_message_exchange() {
+    let plan = plan(read("hallberg2017-net", &check_load).unwrap()).unwrap();
+    let c = &plan.campaign;
+    assert_eq!(c.probes.len(), 1);
+    let n = c.probes[0].net().expect("a net probe");
+    assert_eq!(n.target, None, "rtlab's own server");
+    assert_eq!((n.transport, n.mode), (Transport::Udp, NetMode::Exchange));
+    assert_eq!(n.interval_ns, 30_000_000);
+    assert_eq!((n.round_trips, n.payload), (4, 64));
+    // 10 000 messages at 30 ms.
+    assert_eq!(c.duration_ns, 10_000 * 30_000_000);
+    assert_eq!(c.repeat, 1);
+    assert!(c.cooldown_ns > 0);
+    let specs: Vec<(&str, String)> = c
+        .loads
+        .iter()
+        .map(|l| (l.name.as_str(), l.describe()))
+        .collect();
+    assert_eq!(
+        specs,
+        [
+            ("idle", "-".to_string()),
+            ("dohell-no-stat", "dohell:no-stat".to_string()),
+            ("vm", "vm:workers=40,bytes=256M".to_string()),
+            ("cpu", "cpu:workers=100".to_string()),
+        ]
+    );
+    // The same load specs as the hallberg2017 preset.
+    let timer = read("hallberg2017", &check_load).unwrap();
+    for load in &c.loads {
+        assert!(
+            timer.loads.iter().any(|l| l.run == load.run),
+            "{} is not one of hallberg2017's loads",
+            load.name
+        );
+    }
+    let configurations: Vec<(&str, Policy, Option<u32>)> = c
+        .configurations
+        .iter()
+        .map(|c| (c.name.as_str(), c.policy, c.priority))
+        .collect();
+    assert_eq!(
+        configurations,
+        [
+            ("promoted", Policy::Fifo, Some(30)),
+            ("not-promoted", Policy::Other, None)
+        ]
+    );
+    // Every load promoted and not: the server's promotion is the question.
+    assert_eq!(plan.runs.len(), 8);
+    for run in &plan.runs {
+        let config = net_config(&run.probe, run.sched_params(), run.duration_ns, "0-3").unwrap();
+        assert_eq!(config.messages, 10_000);
+        assert_eq!(config.client.sched, NET_CLIENT_SCHED);
+        let server = config.server.unwrap().placement.sched;
+        match run.configuration.name.as_str() {
+            "promoted" => assert_eq!(server, fifo(30)),
+            _ => assert_eq!(server, other()),
+        }
+    }
+    let table = plan.table();
+    assert!(
+        table.contains("probe net: udp exchange every 30ms to rtlab's server"),
+        "{table}"
+    );
+    assert!(table.contains("8 runs, ETA 40m 15s"), "{table}");
+    // The scheduling column says whose scheduling it is.
+    assert!(table.contains("  server fifo 30  "), "{table}");
+    assert!(table.contains("  server other  "), "{table}");
+    let external = parse_ok(&net("target = \"10.0.0.2:7700\"\n"));
+    let external = rtlab_campaign::plan(external).unwrap();
+    assert_eq!(external.runs[0].scheduling_text(), "fifo 80");
 }
