@@ -46,6 +46,7 @@ fn presets_plan_with_an_eta() {
     for (preset, runs) in [
         ("quick", 8),
         ("hallberg2017", 9),
+        ("hallberg2017-net", 8),
         ("romero", 5),
         ("straumann2001", 2),
     ] {
@@ -346,4 +347,57 @@ fn switch_and_noise_probes_run_in_a_campaign() {
     assert_eq!(noise["noise"]["cpus"][0]["cpu"], 1);
     assert!(noise["noise"]["cpus"][0]["windows"].as_u64().unwrap() > 0);
     assert_eq!(noise["series"][0]["thread"]["requested"]["priority"], 80);
+}
+
+const NET: &str = r#"
+name = "net"
+duration = "1s"
+
+[[probe]]
+kind = "net"
+interval = "10ms"
+round_trips = 2
+
+[[load]]
+name = "idle"
+run = []
+
+[[configuration]]
+name = "promoted"
+policy = "fifo"
+priority = 30
+
+[[configuration]]
+name = "not-promoted"
+policy = "other"
+"#;
+
+#[test]
+fn a_net_campaign_promotes_rtlab_s_server_or_not_and_counts_every_message() {
+    require_realtime!();
+    if !common::is_root() {
+        common::skip("network namespaces need root (CAP_SYS_ADMIN)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _db, json) = run_campaign_file(dir.path(), NET);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc = common::read_json(&json).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, (policy, priority)) in runs.iter().zip([("fifo", 30), ("other", 0)]) {
+        assert_eq!(run["status"], "complete");
+        let messages = &run["net"]["messages"];
+        assert_eq!(messages["completed"], 100, "{messages}");
+        assert_eq!(messages["lost"], 0, "{messages}");
+        let server = &run["net"]["server_thread"]["actual"];
+        assert_eq!(
+            server["policy"], policy,
+            "the configuration schedules the server"
+        );
+        assert_eq!(server["priority"], priority);
+        // The client, the measuring instrument, is FIFO 90 either way.
+        assert_eq!(run["series"][0]["thread"]["requested"]["priority"], 90);
+    }
 }
