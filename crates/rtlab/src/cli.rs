@@ -15,6 +15,7 @@ use std::path::PathBuf;
   rtlab quick                          # timer latency idle and under load, promoted and not (~1 min)
   rtlab measure timer --duration 10s --load vm,io
   rtlab campaign run hallberg2017      # paper 000's loads x promotion
+  rtlab net probe --netns              # response time of 4 round trips per message, open loop
   rtlab runs                           # every stored result
   rtlab compare RUN_A RUN_B            # percentiles side by side, with significance
   rtlab restore                        # undo what a killed rtlab left changed"
@@ -56,7 +57,10 @@ what a SIGKILL or a power loss left behind."
     /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).
     Load(Box<crate::commands::load::LoadArgs>),
     /// End-to-end network response time: a robust server and an open-loop probe.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rtlab net probe --netns                       # rtlab's server across a veth pair, 1000 messages\n  rtlab net serve --listen 0.0.0.0:7700 --policy fifo --priority 80   # on the server host\n  rtlab net probe 10.0.0.2:7700 --count 10000  # from the client host: paper 000's measurement"
+    )]
     Net(Net),
     /// Internal: the process a load runs in.
     #[command(name = "__load-worker", hide = true)]
