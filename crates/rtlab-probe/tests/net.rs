@@ -83,7 +83,8 @@ fn config(target: Option<SocketAddr>, transport: Transport, messages: u64) -> Ne
         messages,
         round_trips: 4,
         payload: 64,
-        timeout_ns: 200_000_000,
+        // Far above any host stall: the tests count, they do not time.
+        timeout_ns: 2_000_000_000,
         key_file: None,
         client: Placement {
             cpu: None,
@@ -127,8 +128,13 @@ fn assert_exact(outcome: &ProbeOutcome, net: &NetReport, n: u64) {
         "{m:?}"
     );
     assert_eq!(
-        (m.duplicate_replies, m.late_replies, m.bad_replies),
-        (0, 0, 0),
+        (
+            m.duplicate_replies,
+            m.late_replies,
+            m.bad_replies,
+            m.reordered_replies
+        ),
+        (0, 0, 0, 0),
         "{m:?}"
     );
     for series in &outcome.series {
@@ -313,4 +319,37 @@ fn echo_and_sockperf_modes_work_against_rtlab_s_server() {
             assert_exact(&outcome, &net, 100);
         }
     }
+}
+
+#[test]
+fn reordered_and_duplicate_replies_are_counted_not_mistaken() {
+    // A server of the test's own that acknowledges requests in pairs, the
+    // second first and twice: every pair gives one duplicate and one
+    // reordered reply (the duplicate comes before the pair's last reply, so
+    // the run cannot end before it is seen).
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..50 {
+            let (n, from) = socket.recv_from(&mut buf).unwrap();
+            let mut first = buf[..n].to_vec();
+            let (n, _) = socket.recv_from(&mut buf).unwrap();
+            let mut second = buf[..n].to_vec();
+            first[5] = 2; // acknowledge
+            second[5] = 2;
+            socket.send_to(&second, from).unwrap();
+            socket.send_to(&second, from).unwrap();
+            socket.send_to(&first, from).unwrap();
+        }
+    });
+    let mut cfg = config(Some(addr), Transport::Udp, 100);
+    cfg.round_trips = 1;
+    let (outcome, net) = run(cfg);
+    server.join().unwrap();
+    let m = &net.messages;
+    assert_eq!((m.completed, m.lost), (100, 0), "{m:?}");
+    assert_eq!(m.reordered_replies, 50, "{m:?}");
+    assert_eq!(m.duplicate_replies, 50, "{m:?}");
+    assert_eq!(outcome.series[0].stats.samples, 100);
 }

@@ -108,6 +108,7 @@ fn assert_every_message_answered(json: &Value, n: u64) {
         "late_replies",
         "duplicate_replies",
         "bad_replies",
+        "reordered_replies",
     ] {
         assert_eq!(
             count(json, field),
@@ -400,6 +401,8 @@ fn the_result_is_stored_and_shown_with_its_message_counts() {
         "1ms",
         "--count",
         "200",
+        "--timeout",
+        "2s",
         "--db",
         db.to_str().unwrap(),
     ]));

@@ -95,6 +95,8 @@ struct Slot {
     sent_ns: u64,
     /// The step whose acknowledge is awaited.
     step: u8,
+    /// Send order of that step's request, across all messages.
+    request_seq: u64,
 }
 
 enum Conn {
@@ -130,8 +132,11 @@ pub struct Client {
     /// One bit per message: completed, and given up as lost.
     done: Vec<u64>,
     lost: Vec<u64>,
-    /// Highest (message, step) acknowledged, for reordering.
-    highest_ack: Option<(u64, u8)>,
+    /// Requests sent so far (the next one's send order).
+    requests_sent: u64,
+    /// Send order of the latest-sent request acknowledged so far: a reply
+    /// to an earlier-sent request after it is reordered.
+    highest_ack: Option<u64>,
     request: Vec<u8>,
     reply: Vec<u8>,
     next_id: u64,
@@ -182,6 +187,7 @@ impl Client {
             oldest: 0,
             done: vec![0; words],
             lost: vec![0; words],
+            requests_sent: 0,
             highest_ack: None,
             request: vec![0u8; plan.payload],
             // Room for a reply larger than any request, to see it as bad.
@@ -268,6 +274,7 @@ impl Client {
             scheduled_ns,
             sent_ns,
             step: 0,
+            request_seq: self.requests_sent,
         };
         self.in_flight += 1;
         bump(&out.counters.sent);
@@ -278,6 +285,7 @@ impl Client {
 
     /// Builds and sends one request; false when the kernel refused it.
     fn send(&mut self, id: u64, step: u8, now_ns: u64) -> bool {
+        self.requests_sent += 1;
         let plan = &self.plan;
         let len = self.request.len();
         match plan.mode {
@@ -400,12 +408,13 @@ impl Client {
             return;
         }
         match self.highest_ack {
-            Some(highest) if (id, step) < highest => bump(&out.counters.reordered),
-            _ => self.highest_ack = Some((id, step)),
+            Some(highest) if slot.request_seq < highest => bump(&out.counters.reordered),
+            _ => self.highest_ack = Some(slot.request_seq),
         }
         let next_step = step + 1;
         if next_step < self.plan.steps {
             self.slots[index].step = next_step;
+            self.slots[index].request_seq = self.requests_sent;
             if !self.send(id, next_step, now_ns) {
                 bump(&out.counters.send_errors);
             }

@@ -13,6 +13,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The client's and the server's addresses on the veth link.
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
@@ -61,6 +62,10 @@ impl NetnsPair {
                  neigh replace {CLIENT_ADDR} lladdr {CLIENT_MAC} dev rtlab-s nud permanent\n"
             ),
         )?;
+        // The kernel attaches a device's queue discipline asynchronously
+        // after its carrier comes up; until then it drops what is sent.
+        wait_until_up(&pair.client, "rtlab-c")?;
+        wait_until_up(&pair.server, "rtlab-s")?;
         Ok(pair)
     }
 
@@ -111,15 +116,50 @@ fn new_namespace() -> anyhow::Result<OwnedFd> {
     })
 }
 
-/// Runs `ip -batch -` inside `namespace` with `commands` on its stdin.
-fn ip_batch(namespace: &OwnedFd, commands: &str) -> anyhow::Result<()> {
+/// How long a new link may take to come up.
+const LINK_UP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Waits until `device` is up with its real queue discipline attached
+/// (`ip` shows `qdisc noop` until the kernel has activated it).
+fn wait_until_up(namespace: &OwnedFd, device: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + LINK_UP_TIMEOUT;
+    loop {
+        let shown = ip_output(namespace, &["-o", "link", "show", "dev", device])?;
+        if shown.contains("state UP") && !shown.contains("qdisc noop") {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the veth link {device} did not come up within {} s: {}",
+            LINK_UP_TIMEOUT.as_secs(),
+            shown.trim()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs `ip ARGS` inside `namespace` and returns what it printed.
+fn ip_output(namespace: &OwnedFd, args: &[&str]) -> anyhow::Result<String> {
+    let output = in_namespace(namespace, args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run `ip` (iproute2): {e}"))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "`ip {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// An `ip` command that runs inside `namespace`.
+fn in_namespace(namespace: &OwnedFd, args: &[&str]) -> Command {
     let raw = namespace.as_raw_fd();
     let mut command = Command::new("ip");
-    command
-        .args(["-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    command.args(args);
     // SAFETY: between fork and exec only setns, a plain syscall; the
     // descriptor is still open in the child then (CLOEXEC acts at exec).
     unsafe {
@@ -130,9 +170,19 @@ fn ip_batch(namespace: &OwnedFd, commands: &str) -> anyhow::Result<()> {
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(|e| {
-        anyhow::anyhow!("cannot run `ip` (iproute2) to set up the network namespaces: {e}")
-    })?;
+    command
+}
+
+/// Runs `ip -batch -` inside `namespace` with `commands` on its stdin.
+fn ip_batch(namespace: &OwnedFd, commands: &str) -> anyhow::Result<()> {
+    let mut child = in_namespace(namespace, &["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            anyhow::anyhow!("cannot run `ip` (iproute2) to set up the network namespaces: {e}")
+        })?;
     child
         .stdin
         .take()
