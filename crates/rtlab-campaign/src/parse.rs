@@ -497,12 +497,10 @@ fn net_settings(r: &Reader, s: &Section) -> Result<NetSettings, CampaignError> {
     };
     let server = net.target.is_none().then_some(placement);
     if let Err(e) = net.config(1, placement, server).validate() {
-        let key = ["payload", "mode", "transport", "round_trips"]
-            .into_iter()
-            .find(|key| s.get(key).is_some())
-            .unwrap_or("payload");
+        // The setting at fault, or the probe table when it was a default.
+        let key = e.field;
         let at = s.get(key).map_or(s.span.clone(), |v| v.span());
-        return Err(r.error(at, &s.field(key), e));
+        return Err(r.error(at, &s.field(key), e.message));
     }
     Ok(net)
 }

@@ -410,7 +410,7 @@ pub fn probe_config(
                     None,
                 )
             };
-            config.validate()?;
+            config.validate().map_err(|e| e.to_string())?;
             ProbeConfig::Net(config)
         }
     })

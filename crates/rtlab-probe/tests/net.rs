@@ -49,6 +49,7 @@ impl TestServer {
             key,
             inject,
             max_clients: 4,
+            idle_timeout_ns: 60_000_000_000,
         })
         .unwrap();
         let addr = server.local_addr();
@@ -352,4 +353,85 @@ fn reordered_and_duplicate_replies_are_counted_not_mistaken() {
     assert_eq!(m.reordered_replies, 50, "{m:?}");
     assert_eq!(m.duplicate_replies, 50, "{m:?}");
     assert_eq!(outcome.series[0].stats.samples, 100);
+}
+
+#[test]
+fn a_tcp_echo_server_survives_writes_larger_than_its_max_size() {
+    use std::io::{Read, Write};
+    let server = TestServer::start(Transport::Tcp, Mode::Echo, None, None);
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    let sent: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+    stream.write_all(&sent).unwrap();
+    let mut back = vec![0u8; sent.len()];
+    stream.read_exact(&mut back).unwrap();
+    assert_eq!(
+        back, sent,
+        "echoed byte for byte, in reads of at most --max-size"
+    );
+    // And it still serves a probe.
+    let mut cfg = config(Some(server.addr), Transport::Tcp, 50);
+    cfg.mode = Mode::Echo;
+    let (outcome, net) = run(cfg);
+    assert_exact(&outcome, &net, 50);
+}
+
+#[test]
+fn a_tcp_server_sending_frames_of_another_size_fails_the_run_without_a_panic() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hostile = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut request = [0u8; 64];
+        stream.read_exact(&mut request).unwrap();
+        // An acknowledge that announces 70 000 bytes.
+        request[5] = 2;
+        request[24..28].copy_from_slice(&70_000u32.to_be_bytes());
+        let _ = stream.write_all(&request);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    });
+    let (outcome, net) = run(config(Some(addr), Transport::Tcp, 20));
+    hostile.join().unwrap();
+    let failure = outcome.failure.expect("the stream cannot be followed");
+    assert!(failure.contains("70000 bytes"), "{failure}");
+    assert_eq!(
+        net.messages.completed + net.messages.lost,
+        net.messages.sent
+    );
+}
+
+#[test]
+fn idle_tcp_connections_give_their_place_up_to_a_real_client() {
+    let server = TestServer::start(Transport::Tcp, Mode::Exchange, None, None);
+    let idle: Vec<_> = (0..4)
+        .map(|_| std::net::TcpStream::connect(server.addr).unwrap())
+        .collect();
+    // Idle for over a second: evictable (the server takes at most 4 clients).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (outcome, net) = run(config(Some(server.addr), Transport::Tcp, 50));
+    assert_exact(&outcome, &net, 50);
+    assert!(server.counters.snapshot().connections_dropped >= 1);
+    drop(idle);
+}
+
+#[test]
+fn rtlab_s_own_server_never_rate_limits_its_probe() {
+    if !is_root() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\nskipped: network namespaces need root (CAP_SYS_ADMIN)"
+        );
+        return;
+    }
+    // 50 000 requests/s, half the default limit of a server for strangers;
+    // over a run the default burst would be long spent.
+    let mut cfg = config(None, Transport::Udp, 20_000);
+    cfg.interval_ns = 20_000;
+    cfg.round_trips = 1;
+    let (_, net) = run(cfg);
+    let server = net.server.unwrap();
+    assert_eq!(server.rate_limited, 0);
+    let m = &net.messages;
+    assert_eq!(m.completed + m.lost, m.sent);
 }

@@ -158,9 +158,13 @@ pub struct NetServeArgs {
     #[arg(long, default_value = "100", value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
     pub every: u64,
 
-    /// TCP clients served at once.
+    /// TCP clients served at once; when full, one idle for 1 s or more gives its place up.
     #[arg(long, default_value = "64", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub max_clients: u64,
+
+    /// Close a TCP connection that sends nothing for this long.
+    #[arg(long, default_value = "60s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub idle_timeout: u64,
 
     /// Stop after this long instead of at SIGINT/SIGTERM.
     #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]

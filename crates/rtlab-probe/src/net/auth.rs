@@ -10,6 +10,25 @@ use std::path::Path;
 /// Shortest key accepted, bytes.
 pub const MIN_KEY_BYTES: usize = 16;
 
+/// A key file is a key, not a document: larger files are refused.
+const MAX_KEY_FILE_BYTES: u64 = 4096;
+
+/// Reads a whole file of at most `limit` bytes (a device such as
+/// /dev/zero never ends: it is refused, not read forever).
+fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than {limit} bytes: not a key"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// A key ready to sign and verify; cloning its keyed state per datagram
 /// costs no allocation.
 #[derive(Clone)]
@@ -41,8 +60,8 @@ impl Key {
     /// read by others than its owner.
     pub fn load(path: &Path) -> Result<(Key, Option<String>), String> {
         let shown = path.display();
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read the key file {shown}: {e}"))?;
+        let bytes = read_at_most(path, MAX_KEY_FILE_BYTES)
+            .map_err(|e| format!("cannot read the key file {shown}: {e}"))?;
         let text = std::str::from_utf8(&bytes).ok().map(str::trim);
         let secret = match text {
             Some(t)

@@ -118,8 +118,24 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// The longest wait between looks at the stop flag.
 const STOP_CHECK_NS: u64 = 100_000_000;
 /// In-flight slots beyond what the timeout needs: room for a client that
-/// falls behind its schedule before an old message is given up early.
-const SPARE_SLOTS: u64 = 64;
+/// falls this far behind its schedule before an old message has to be
+/// given up before its deadline.
+const TOLERATED_LAG_NS: u64 = 1_000_000_000;
+/// Most in-flight slots (about 40 MiB).
+pub const MAX_SLOTS: u64 = 1 << 20;
+/// Receive buffer asked of the kernel, so that a burst of replies waits.
+const RECEIVE_BUFFER: libc::c_int = 4 << 20;
+
+/// In-flight slots for a timeout and an interval: every message that can
+/// be waiting for its replies, plus a second of client lag; at most
+/// [`MAX_SLOTS`].
+pub fn slot_count(timeout_ns: u64, interval_ns: u64) -> u64 {
+    let interval = interval_ns.max(1);
+    (timeout_ns / interval)
+        .saturating_add(2)
+        .saturating_add((TOLERATED_LAG_NS / interval).max(64))
+        .min(MAX_SLOTS)
+}
 
 /// A connected client with everything it needs allocated.
 pub struct Client {
@@ -162,23 +178,26 @@ impl Client {
                 let socket = UdpSocket::bind(any)?;
                 socket.connect(plan.target)?;
                 socket.set_nonblocking(true)?;
+                set_receive_buffer(socket.as_raw_fd());
                 Conn::Udp(socket)
             }
             Transport::Tcp => {
                 let stream = TcpStream::connect_timeout(&plan.target, CONNECT_TIMEOUT)?;
                 stream.set_nodelay(true)?;
                 stream.set_nonblocking(true)?;
-                let per_slot = plan.payload * usize::from(plan.steps);
+                set_receive_buffer(stream.as_raw_fd());
                 Conn::Tcp(TcpLink {
                     stream,
                     input: vec![0u8; plan.payload * 4],
                     filled: 0,
-                    output: vec![0u8; per_slot.max(plan.payload) * 64],
+                    // 64 requests waiting for the socket; payloads are at
+                    // most 64 KiB, so at most 4 MiB.
+                    output: vec![0u8; plan.payload * 64],
                     pending: 0,
                 })
             }
         };
-        let slots = (plan.timeout_ns / plan.interval_ns.max(1) + 2 + SPARE_SLOTS) as usize;
+        let slots = slot_count(plan.timeout_ns, plan.interval_ns) as usize;
         let words = (plan.messages / 64 + 1) as usize;
         Ok(Client {
             conn,
@@ -226,7 +245,15 @@ impl Client {
                 let id = self.next_id;
                 self.next_id += 1;
                 self.begin(id, start_ns + id * interval, &mut out);
+                // A burst after a stall must not let replies pile up unread.
+                if let Err(why) = self.receive(&mut out) {
+                    failure = Some(why);
+                    break;
+                }
                 now = clock::now_ns();
+            }
+            if failure.is_some() {
+                break;
             }
             if let Err(why) = self.receive(&mut out) {
                 failure = Some(why);
@@ -321,8 +348,10 @@ impl Client {
                     Ok(n) => Some(n),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => None,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    // ICMP port unreachable for an earlier request.
-                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    // An ICMP error for an earlier request (port or host
+                    // unreachable, prohibited, ...): that request is lost,
+                    // the run goes on.
+                    Err(e) if is_icmp_error(&e) => {
                         bump(&out.counters.send_errors);
                         continue;
                     }
@@ -332,7 +361,7 @@ impl Client {
                     if !link.flush() {
                         return Err(format!("{} closed the connection", self.plan.target));
                     }
-                    link.next_frame(self.plan.mode, &mut self.reply)?
+                    link.next_frame(self.plan.mode, self.plan.payload, &mut self.reply)?
                 }
             };
             let Some(len) = got else { return Ok(()) };
@@ -545,13 +574,27 @@ impl TcpLink {
         true
     }
 
-    /// The next whole frame, copied into `reply`; None when none is there yet.
-    fn next_frame(&mut self, mode: Mode, reply: &mut [u8]) -> Result<Option<usize>, String> {
+    /// The next whole frame, copied into `reply`; None when none is there
+    /// yet. Every reply has the request's size: a frame of another size
+    /// means the stream cannot be followed.
+    fn next_frame(
+        &mut self,
+        mode: Mode,
+        payload: usize,
+        reply: &mut [u8],
+    ) -> Result<Option<usize>, String> {
         loop {
             if let Some(len) = wire::frame_len(mode, &self.input[..self.filled]) {
                 let len = match len {
-                    Ok(len) if len <= self.input.len() => len,
-                    _ => return Err(format!("the server's byte stream is not in {mode} format")),
+                    Ok(len) if len == payload => len,
+                    Ok(len) => {
+                        return Err(format!(
+                            "the server sent a frame of {len} bytes for requests of {payload}"
+                        ))
+                    }
+                    Err(_) => {
+                        return Err(format!("the server's byte stream is not in {mode} format"))
+                    }
                 };
                 if self.filled >= len {
                     reply[..len].copy_from_slice(&self.input[..len]);
@@ -585,6 +628,49 @@ impl Outlet<'_, '_> {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Asks for a larger receive buffer, so that a burst of datagrams waits
+/// instead of being dropped: beyond net.core.rmem_max where allowed
+/// (CAP_NET_ADMIN), else up to it.
+pub fn set_receive_buffer(fd: RawFd) {
+    let size = RECEIVE_BUFFER;
+    for option in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt with a valid int option value.
+        let done = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        } == 0;
+        if done {
+            return;
+        }
+    }
+}
+
+/// Errors a connected UDP socket reports for an ICMP message about an
+/// earlier datagram: they say nothing about the socket itself.
+fn is_icmp_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ECONNREFUSED
+                | libc::EHOSTUNREACH
+                | libc::ENETUNREACH
+                | libc::EHOSTDOWN
+                | libc::ENONET
+                | libc::EPROTO
+                | libc::EACCES
+                | libc::EMSGSIZE
+                | libc::ENOPROTOOPT
+                | libc::ETIMEDOUT
+                | libc::ECONNRESET
+        )
+    )
 }
 
 fn bit(bits: &[u64], id: u64) -> bool {

@@ -28,7 +28,7 @@ use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NetReport, Series, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
 use serde::Serialize;
-use server::{Inject, RateLimit, ServeConfig, Server};
+use server::{Inject, ServeConfig, Server};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -81,47 +81,109 @@ const METRICS: [&str; 3] = ["response_time", "response_time_from_send", "send_la
 const START_MARGIN_NS: u64 = 20_000_000;
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Most messages in one run (two bits each are kept for the whole run).
+pub const MAX_MESSAGES: u64 = 100_000_000;
+/// Longest schedule accepted: a year.
+const MAX_SCHEDULE_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+
 impl NetConfig {
     /// Planned length: the schedule, then the last message's timeout.
     pub fn planned_ns(&self) -> u64 {
-        self.messages * self.interval_ns + self.timeout_ns
+        self.messages
+            .saturating_mul(self.interval_ns)
+            .saturating_add(self.timeout_ns)
     }
 
     /// Checks what clap and the campaign parser cannot check alone.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.interval_ns == 0 || self.messages == 0 || self.timeout_ns == 0 {
-            return Err("the interval, the message count and the timeout must be above 0".into());
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let invalid = |field, message: String| Err(Invalid { field, message });
+        if self.interval_ns == 0 {
+            return invalid("interval", "must be above 0".into());
+        }
+        if self.messages == 0 || self.messages > MAX_MESSAGES {
+            return invalid(
+                "count",
+                format!("must be 1-{MAX_MESSAGES} messages (got {})", self.messages),
+            );
+        }
+        if self.timeout_ns == 0 {
+            return invalid("timeout", "must be above 0".into());
+        }
+        if self.planned_ns() > MAX_SCHEDULE_NS {
+            return invalid(
+                "count",
+                "the schedule (count × interval) must fit in a year".into(),
+            );
+        }
+        if self.timeout_ns / self.interval_ns + 2 > client::MAX_SLOTS {
+            return invalid(
+                "timeout",
+                format!(
+                    "{} at a {} interval keeps more than {} messages in flight; shorten the timeout or lengthen the interval",
+                    rtlab_core::units::human_duration(self.timeout_ns),
+                    rtlab_core::units::human_duration(self.interval_ns),
+                    client::MAX_SLOTS
+                ),
+            );
         }
         if self.round_trips == 0 || u32::from(self.round_trips) > wire::MAX_STEPS {
-            return Err(format!(
-                "round trips must be 1-{} (got {})",
-                wire::MAX_STEPS,
-                self.round_trips
-            ));
+            return invalid(
+                "round_trips",
+                format!("must be 1-{} (got {})", wire::MAX_STEPS, self.round_trips),
+            );
         }
         let min = self.mode.min_size(self.key_file.is_some());
-        let max = match self.transport {
-            Transport::Udp => wire::MAX_DATAGRAM,
-            Transport::Tcp => 1 << 20,
-        };
+        // The same bound over TCP: frames are requests, not bulk data.
+        let max = wire::MAX_DATAGRAM;
         if self.payload < min || self.payload > max {
-            return Err(format!(
-                "the payload of {} requests over {} must be {min}-{max} bytes (got {})",
-                self.mode, self.transport, self.payload
-            ));
+            let keyed = if self.key_file.is_some() {
+                " with a key"
+            } else {
+                ""
+            };
+            return invalid(
+                "payload",
+                format!(
+                    "{} requests over {}{keyed} take {min}-{max} bytes (got {})",
+                    self.mode, self.transport, self.payload
+                ),
+            );
         }
         if self.key_file.is_some() && self.mode != Mode::Exchange {
-            return Err(format!(
-                "a key authenticates exchange datagrams; mode {} carries none",
-                self.mode
-            ));
+            return invalid(
+                "key_file",
+                format!(
+                    "a key authenticates exchange requests; mode {} carries no tag",
+                    self.mode
+                ),
+            );
         }
         if self.target.is_none() != self.server.is_some() {
-            return Err("give either a server's address or rtlab's own server, not both".into());
+            return invalid(
+                "target",
+                "give either a server's address or rtlab's own server, not both".into(),
+            );
         }
         Ok(())
     }
 }
+
+/// A setting of a [`NetConfig`] that cannot work, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// The setting, as the campaign key (`round_trips`); the CLI flag is
+    /// the same with dashes (`--round-trips`).
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for Invalid {}
 
 /// What a thread reports once set up.
 struct Ready {
@@ -133,7 +195,7 @@ struct Ready {
 pub struct NetRun {
     client: Option<JoinHandle<ClientEnd>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
-    server_stop: Arc<AtomicBool>,
+    server_stop: StopOnDrop,
     server_counters: Option<Arc<server::Counters>>,
     server_thread: Option<ThreadSettings>,
     counters: Arc<ClientCounters>,
@@ -153,7 +215,7 @@ pub fn start(
     stop: Arc<AtomicBool>,
     samples_csv: Option<Box<dyn Write + Send>>,
 ) -> anyhow::Result<Box<dyn ProbeRun>> {
-    config.validate().map_err(anyhow::Error::msg)?;
+    config.validate()?;
     let mut warnings = Vec::new();
     let key = match &config.key_file {
         Some(path) => {
@@ -178,13 +240,16 @@ pub fn start(
             transport: config.transport,
             mode: config.mode,
             max_size: config.payload,
-            rate_limit: Some(RateLimit::DEFAULT),
+            // The probe is its only client: a limit would only cut the
+            // probe's own messages at high rates.
+            rate_limit: None,
             key: key.clone(),
             inject: own.inject_delay_ns.map(|delay_ns| Inject {
                 delay_ns,
                 every: own.inject_every.max(1),
             }),
             max_clients: 4,
+            idle_timeout_ns: u64::MAX,
         };
         let placement = own.placement;
         let pair = Arc::clone(pair);
@@ -307,7 +372,7 @@ pub fn start(
     Ok(Box::new(NetRun {
         client: Some(client),
         server,
-        server_stop,
+        server_stop: StopOnDrop(server_stop),
         server_counters,
         server_thread,
         counters,
@@ -319,6 +384,16 @@ pub fn start(
         start_ns,
         _namespaces: namespaces,
     }))
+}
+
+/// Stops rtlab's server when the run is finished or dropped (a client
+/// thread that panicked must not leave the server serving for good).
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 type ServerLaunch = Launch<std::io::Result<()>, (Ready, Arc<server::Counters>)>;
@@ -389,7 +464,7 @@ impl ProbeRun for NetRun {
             .join()
             .map_err(|_| anyhow::anyhow!("the net client thread panicked"))?;
         let elapsed_ns = run.elapsed_ns();
-        run.server_stop.store(true, Ordering::Relaxed);
+        run.server_stop.0.store(true, Ordering::Relaxed);
         let mut warnings = std::mem::take(&mut run.warnings);
         if let Some(server) = run.server.take() {
             match server.join() {
@@ -402,11 +477,21 @@ impl ProbeRun for NetRun {
         let messages = run.counters.snapshot(run.config.messages);
         let stopped_early = messages.unsent > 0;
         let mut failure = end.failure;
-        if failure.is_none() && messages.sent > 0 && messages.completed == 0 {
+        if failure.is_none() && !stopped_early && messages.sent > 0 && messages.completed == 0 {
             failure = Some(format!(
-                "no message got its reply from {} ({} sent): is a {} server listening there over {}?",
+                "no message got its reply from {} ({} sent): is a server in {} mode listening there over {}?",
                 run.target, messages.sent, run.config.mode, run.config.transport
             ));
+        }
+        warnings.extend(recorded.csv_error.clone());
+        let server = run.server_counters.as_ref().map(|c| c.snapshot());
+        if let Some(c) = &server {
+            let dropped = c.malformed + c.truncated + c.oversized + c.bad_auth + c.rate_limited;
+            if dropped > 0 {
+                warnings.push(format!(
+                    "rtlab's server dropped {dropped} requests (see net.server): some losses are the server's, not the network's"
+                ));
+            }
         }
         let net = NetReport {
             target: run.target.to_string(),
@@ -417,7 +502,7 @@ impl ProbeRun for NetRun {
             interval_ns: run.config.interval_ns,
             timeout_ns: run.config.timeout_ns,
             messages,
-            server: run.server_counters.as_ref().map(|c| c.snapshot()),
+            server,
             server_thread: run.server_thread.take(),
             timeline: recorded.timeline,
             timeline_complete: recorded.timeline_complete,

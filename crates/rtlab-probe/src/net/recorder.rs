@@ -31,6 +31,9 @@ pub struct Recorded {
     pub stats: Vec<SeriesStats>,
     pub timeline: Vec<TimelineRow>,
     pub timeline_complete: bool,
+    /// Why the samples CSV is incomplete, when it is: the measurement is
+    /// kept whatever happened to the file.
+    pub csv_error: Option<String>,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -86,12 +89,16 @@ impl NetRecorder {
         let mut state = lock(&self.state);
         let mut timeline = std::mem::take(&mut state.timeline);
         timeline.sort_unstable_by_key(|row| row.0);
-        let recorded = Recorded {
+        // Messages lost between the client and the recorder have no row.
+        let dropped = state.series[0].live().dropped > 0;
+        Ok(Recorded {
             stats: state.series.iter().map(SeriesRecorder::stats).collect(),
             timeline,
-            timeline_complete: state.timeline_complete,
-        };
-        written.map(|()| recorded)
+            timeline_complete: state.timeline_complete && !dropped,
+            csv_error: written
+                .err()
+                .map(|e| format!("the samples CSV is incomplete: {e}")),
+        })
     }
 }
 

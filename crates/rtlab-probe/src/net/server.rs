@@ -27,8 +27,11 @@ pub struct ServeConfig {
     pub rate_limit: Option<RateLimit>,
     pub key: Option<Key>,
     pub inject: Option<Inject>,
-    /// TCP connections served at once; more are closed on accept.
+    /// TCP connections served at once; when full, one idle for a second
+    /// or more gives its place up, else the newcomer is closed.
     pub max_clients: usize,
+    /// A TCP connection that sends nothing for this long is closed, ns.
+    pub idle_timeout_ns: u64,
 }
 
 /// Requests per second each source may send, with a burst allowance.
@@ -138,6 +141,8 @@ pub struct Server {
 
 /// How often the loop looks at the stop flag when nothing arrives.
 const IDLE_POLL_MS: i32 = 100;
+/// Datagrams taken per wake-up before the signals are looked at again.
+const DRAIN_BATCH: usize = 1024;
 /// Entries of the per-source rate-limit table; sources that hash alike
 /// share a bucket (which can only make the limit stricter).
 const RATE_BUCKETS: usize = 1024;
@@ -151,6 +156,7 @@ impl Server {
         let local = match &socket {
             Socket::Udp(s) => {
                 s.set_nonblocking(true)?;
+                super::client::set_receive_buffer(s.as_raw_fd());
                 s.local_addr()?
             }
             Socket::Tcp(l) => {
@@ -400,7 +406,8 @@ fn serve_udp(
             drain(fds[1].fd);
             on_wake(handler.counters);
         }
-        loop {
+        // A flood must not keep the loop from its signals and stop flag.
+        for _ in 0..DRAIN_BATCH {
             let (len, source) = match socket.recv_from(&mut buf) {
                 Ok(got) => got,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -432,6 +439,8 @@ struct Connection {
     filled: usize,
     output: Vec<u8>,
     pending: usize,
+    /// When a request last arrived from it (CLOCK_MONOTONIC, ns).
+    active_ns: u64,
 }
 
 impl Connection {
@@ -464,6 +473,10 @@ impl Connection {
     }
 }
 
+/// A connection that sent nothing for this long gives its place up when
+/// the server is full (and is closed after [`ServeConfig::idle_timeout_ns`]).
+const EVICTABLE_AFTER_NS: u64 = 1_000_000_000;
+
 fn serve_tcp(
     listener: &TcpListener,
     config: &ServeConfig,
@@ -472,10 +485,11 @@ fn serve_tcp(
     wake: Option<RawFd>,
     on_wake: &mut dyn FnMut(&Counters),
 ) -> io::Result<()> {
-    let frame_max = config.max_size.min(1 << 20);
+    let frame_max = config.max_size.min(wire::MAX_DATAGRAM);
     let mut connections: Vec<Connection> = Vec::with_capacity(config.max_clients);
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(config.max_clients + 2);
-    let mut reply = vec![0u8; frame_max];
+    // As large as a connection's input: an echo reply is whatever one read got.
+    let mut reply = vec![0u8; frame_max + 1];
     while !stop.load(Ordering::Relaxed) {
         fds.clear();
         fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
@@ -489,17 +503,21 @@ fn serve_tcp(
             drain(fds[1].fd);
             on_wake(handler.counters);
         }
-        let mut keep = vec![true; connections.len()];
-        for (index, c) in connections.iter_mut().enumerate() {
-            if fds[index + 2].revents == 0 {
-                continue;
-            }
-            keep[index] = serve_connection(c, config.mode, frame_max, handler, &mut reply);
-        }
-        let mut index = 0;
-        connections.retain(|_| {
+        let now = clock::now_ns();
+        let mut index = 2;
+        connections.retain_mut(|c| {
+            let ready = fds[index].revents != 0;
             index += 1;
-            keep[index - 1]
+            let keep = if ready {
+                serve_connection(c, config.mode, frame_max, handler, &mut reply, now)
+            } else {
+                true
+            };
+            let idle = now.saturating_sub(c.active_ns) >= config.idle_timeout_ns;
+            if keep && idle {
+                bump(&handler.counters.connections_dropped);
+            }
+            keep && !idle
         });
         accept_all(
             listener,
@@ -526,7 +544,23 @@ fn accept_all(
             Err(_) => return,
         };
         bump(&counters.connections);
-        if connections.len() >= config.max_clients || stream.set_nonblocking(true).is_err() {
+        let now = clock::now_ns();
+        if connections.len() >= config.max_clients {
+            // Full: the longest idle connection gives its place up, if it
+            // has been idle long enough; else the newcomer is refused.
+            let idlest = (0..connections.len()).min_by_key(|&i| connections[i].active_ns);
+            match idlest {
+                Some(i) if now.saturating_sub(connections[i].active_ns) >= EVICTABLE_AFTER_NS => {
+                    connections.swap_remove(i);
+                    bump(&counters.connections_dropped);
+                }
+                _ => {
+                    bump(&counters.connections_dropped);
+                    continue;
+                }
+            }
+        }
+        if stream.set_nonblocking(true).is_err() {
             bump(&counters.connections_dropped);
             continue;
         }
@@ -539,6 +573,7 @@ fn accept_all(
             filled: 0,
             output: vec![0u8; frame_max * 16],
             pending: 0,
+            active_ns: now,
         });
     }
 }
@@ -551,11 +586,21 @@ fn serve_connection(
     frame_max: usize,
     handler: &mut Handler<'_>,
     reply: &mut [u8],
+    now_ns: u64,
 ) -> bool {
+    // An echo stream is returned read by read: at most a request's worth.
+    let limit = if mode == Mode::Echo {
+        frame_max
+    } else {
+        c.input.len()
+    };
     loop {
-        match c.stream.read(&mut c.input[c.filled..]) {
+        match c.stream.read(&mut c.input[c.filled..limit]) {
             Ok(0) => return false,
-            Ok(n) => c.filled += n,
+            Ok(n) => {
+                c.filled += n;
+                c.active_ns = now_ns;
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return false,
@@ -647,6 +692,7 @@ mod tests {
             key,
             inject: None,
             max_clients: 4,
+            idle_timeout_ns: 60_000_000_000,
         };
         Handler::new(&config, counters)
     }

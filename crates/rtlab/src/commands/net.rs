@@ -42,9 +42,9 @@ fn sched_of(
         (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(default),
         (Policy::Other, None) => 0,
         (Policy::Other, Some(p)) => bad_input!(
-            "{flag}-priority {p} applies only to fifo or rr (policy other has no static priority)"
+            "--{flag}priority {p} applies only to fifo or rr (policy other has no static priority)"
         ),
-        (policy, _) => bad_input!("{flag}-policy {policy}: the net probe takes fifo, rr or other"),
+        (policy, _) => bad_input!("--{flag}policy {policy}: takes fifo, rr or other"),
     };
     Ok(SchedParams {
         policy,
@@ -55,10 +55,18 @@ fn sched_of(
 
 fn resolve(flag: &str, text: &str) -> anyhow::Result<SocketAddr> {
     match text.to_socket_addrs() {
-        Ok(mut addrs) => match addrs.next() {
-            Some(addr) => Ok(addr),
-            None => bad_input!("{flag} {text}: the name has no address"),
-        },
+        // IPv4 first: `localhost` names both, and most servers listen on 4.
+        Ok(addrs) => {
+            let mut addrs: Vec<SocketAddr> = addrs.collect();
+            addrs.sort_by_key(|a| a.is_ipv6());
+            match addrs.first() {
+                Some(addr) if addr.port() == 0 && flag != "--listen" => {
+                    bad_input!("{flag} {text}: port 0 is no server's port")
+                }
+                Some(addr) => Ok(*addr),
+                None => bad_input!("{flag} {text}: the name has no address"),
+            }
+        }
         Err(e) => bad_input!("{flag} {text}: expected ADDR:PORT or HOST:PORT ({e})"),
     }
 }
@@ -90,7 +98,7 @@ fn probe_config(args: &NetProbeArgs) -> anyhow::Result<NetConfig> {
     let online = CpuSet::online();
     check_cpu("--cpu", args.cpu, &online)?;
     check_cpu("--server-cpu", args.server_cpu, &online)?;
-    let client_sched = sched_of("--", args.policy, args.priority, CLIENT_PRIORITY)?;
+    let client_sched = sched_of("", args.policy, args.priority, CLIENT_PRIORITY)?;
     let target = match &args.target {
         Some(text) => Some(resolve("the server", text)?),
         None => None,
@@ -105,7 +113,7 @@ fn probe_config(args: &NetProbeArgs) -> anyhow::Result<NetConfig> {
     }
     let server = if args.netns {
         let server_sched = sched_of(
-            "--server",
+            "server-",
             args.server_policy.unwrap_or(Policy::Fifo),
             args.server_priority,
             SERVER_PRIORITY,
@@ -152,9 +160,9 @@ fn probe_config(args: &NetProbeArgs) -> anyhow::Result<NetConfig> {
         },
         server,
     };
-    config
-        .validate()
-        .map_err(|why| InputError(format!("net probe: {why}")))?;
+    if let Err(e) = config.validate() {
+        bad_input!("--{}: {}", e.field.replace('_', "-"), e.message);
+    }
     Ok(config)
 }
 
@@ -179,6 +187,18 @@ fn serve_config(args: &NetServeArgs) -> anyhow::Result<ServeConfig> {
     if args.burst.is_some() && rate_limit.is_none() {
         bad_input!("--burst needs a --rate-limit above 0");
     }
+    if args.burst == Some(0) {
+        bad_input!("--burst 0 would refuse every request: give at least 1");
+    }
+    let smallest = args.mode.min_size(key.is_some());
+    if (args.max_size as usize) < smallest {
+        bad_input!(
+            "--max-size {}: a {} request{} has at least {smallest} bytes",
+            args.max_size,
+            args.mode,
+            if key.is_some() { " with its tag" } else { "" }
+        );
+    }
     Ok(ServeConfig {
         listen,
         transport: transport(args.transport),
@@ -191,6 +211,7 @@ fn serve_config(args: &NetServeArgs) -> anyhow::Result<ServeConfig> {
             every: args.every,
         }),
         max_clients: args.max_clients as usize,
+        idle_timeout_ns: args.idle_timeout,
     })
 }
 
@@ -207,7 +228,7 @@ fn print_counters(counters: &NetServerCounters, json: bool) {
 pub fn serve(args: NetServeArgs) -> anyhow::Result<ExitCode> {
     let config = serve_config(&args)?;
     check_cpu("--cpu", args.cpu, &CpuSet::online())?;
-    let sched = sched_of("--", args.policy, args.priority, SERVER_PRIORITY)?;
+    let sched = sched_of("", args.policy, args.priority, SERVER_PRIORITY)?;
     let (transport, mode) = (config.transport, config.mode);
     let server = Server::bind(config)
         .map_err(|e| InputError(format!("--listen {}: cannot listen: {e}", args.listen)))?;
