@@ -1,8 +1,9 @@
 # Shared by the side-by-side benchmarks in bench/ (sourced, not run):
 # messages, checks of the machine, installing rt-tests, building rtlab, the
 # temporary directory and its KEEP_RAW copy, waiting for builds to finish,
-# running one measured command and recording it in the manifest, and the
-# host description handed to the python helpers.
+# running one measured command and recording it in the manifest, a server
+# the measured commands talk to, and the host description handed to the
+# python helpers.
 #
 # The sourcing script sets, before it calls anything here:
 #   NAME       its own name: the prefix of every message and of the temp dir
@@ -112,12 +113,13 @@ build_rtlab() {
 
 # ---------------------------------------------------------------- temp + traps
 # Creates TMP, where every run writes its files. On exit (normal, error or
-# signal) it stops the measured tool still running (CHILD), copies TMP to
-# KEEP_RAW when that is set, so a report can be rebuilt from the raw files
-# later, and removes TMP.
+# signal) it stops the measured tool still running (CHILD) and the server
+# (SERVER, see start_server), copies TMP to KEEP_RAW when that is set, so a
+# report can be rebuilt from the raw files later, and removes TMP.
 make_temp_dir() {
     TMP=$(mktemp -d "${TMPDIR:-/tmp}/$NAME.XXXXXX")
     CHILD=
+    SERVER=
     trap cleanup EXIT
     trap 'log "interrupted"; exit 130' INT TERM HUP
 }
@@ -127,6 +129,7 @@ cleanup() {
         kill -TERM "$CHILD" 2>/dev/null || true
         wait "$CHILD" 2>/dev/null || true
     fi
+    [[ -z ${SERVER:-} ]] || stop_server TERM 2
     if [[ -n $KEEP_RAW && -d $TMP ]]; then
         mkdir -p "$KEEP_RAW" && cp -a "$TMP"/. "$KEEP_RAW"/ && log "raw files kept in $KEEP_RAW"
     fi
@@ -136,9 +139,12 @@ cleanup() {
 
 # ---------------------------------------------------------------- a quiet machine
 busy_builds() { pgrep -c -x 'cargo|rustc' 2>/dev/null || true; }
-# Whole-machine CPU ticks from /proc/stat: "busy idle steal" (busy excludes steal).
-cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $9; exit}' /proc/stat; }
-# Busy and steal % of all CPUs between two cpu_ticks readings.
+# CPU ticks from /proc/stat, of the whole machine or of CPU N: "busy idle
+# steal" (busy excludes steal).
+cpu_ticks() {  # [N]
+    awk -v row="cpu${1-} " 'index($0, row) == 1 {print $2+$3+$4+$7+$8, $5+$6, $9; exit}' /proc/stat
+}
+# Busy and steal % between two cpu_ticks readings (of the CPUs they read).
 cpu_pct() {
     awk -v a="$1" -v b="$2" 'BEGIN{split(a,x," "); split(b,y," ");
         bu=y[1]-x[1]; id=y[2]-x[2]; st=y[3]-x[3]; t=bu+id+st; if (t<=0) t=1;
@@ -210,14 +216,15 @@ run_timed() {  # LOGFILE
 
 # Stops the benchmark when the run failed or left no JSON (nor histfile,
 # when HIST is given), with the tool's output; passes on any warning or
-# error the tool printed although it succeeded.
+# error the tool printed although it succeeded. JSON can be any file the
+# run must leave (a tool without JSON output: its data file).
 check_run_output() {  # TOOL LOGFILE JSON [HIST]
     local tool=$1 logf=$2 json=$3 hist=${4:-}
     if (( RUN_RC != 0 )) || [[ ! -s $json ]] || [[ -n $hist && ! -s $hist ]]; then
         log "$tool failed (exit code $RUN_RC); command: $(quote "${CMD[@]}")"
         log "its output:"; sed 's/^/    /' "$logf" >&2 || true
         [[ -z $hist || -s $hist ]] || log "no histfile was written"
-        [[ -s $json ]] || log "no JSON was written"
+        [[ -s $json ]] || log "no ${json##*/} was written"
         exit 1
     fi
     if [[ -s $logf ]] && grep -qiE 'warn|error' "$logf"; then
@@ -230,6 +237,54 @@ append_manifest_row() {  # OWN_FIELD... (as named to start_manifest)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$*" "$RUN_STARTED" "$RUN_ENDED" \
         "$RUN_ELAPSED" "$RUN_RC" "$RUN_LOAD" "${RUN_BUSY:-0}" "$RUN_CPU_PCT" \
         "$(quote "${CMD[@]}")" >>"$MANIFEST"
+}
+
+# ---------------------------------------------------------------- servers
+# A server the measured commands talk to: CMD, started in the background
+# with its stdout in OUT and its stderr in ERR. Returns once PATTERN (grep
+# -E) shows in either, and sets SERVER (its pid); stops the benchmark, with
+# the server's output, when it exits or is not ready within TIMEOUT_S.
+start_server() {  # OUT ERR PATTERN TIMEOUT_S
+    local tenths=0 rc=0
+    "${CMD[@]}" >"$1" 2>"$2" &
+    SERVER=$!
+    until grep -qE "$3" "$1" "$2" 2>/dev/null; do
+        if ! kill -0 "$SERVER" 2>/dev/null || (( tenths >= $4 * 10 )); then
+            if kill -0 "$SERVER" 2>/dev/null; then
+                log "the server was not ready within $4 s"
+                stop_server TERM 2
+            else
+                wait "$SERVER" || rc=$?
+                SERVER=
+                log "the server exited (code $rc) before it was ready"
+            fi
+            log "command: $(quote "${CMD[@]}")"
+            log "its output:"; cat "$1" "$2" | sed 's/^/    /' >&2 || true
+            exit 1
+        fi
+        sleep 0.1
+        tenths=$(( tenths + 1 ))
+    done
+}
+
+# Stops SERVER: SIGNAL first (the one after which it prints its totals),
+# then SIGTERM and SIGKILL, each after GRACE_S seconds in which it did not
+# exit. Sets SERVER_STOPPED_BY (the signal that ended it) and SERVER_RC.
+stop_server() {  # SIGNAL GRACE_S
+    local sig tenths
+    SERVER_STOPPED_BY= SERVER_RC=
+    [[ -n $SERVER ]] || return 0
+    for sig in "$1" TERM KILL; do
+        kill -s "$sig" "$SERVER" 2>/dev/null || break
+        SERVER_STOPPED_BY=$sig
+        for (( tenths = 0; tenths < $2 * 10; tenths++ )); do
+            kill -0 "$SERVER" 2>/dev/null || break 2
+            sleep 0.1
+        done
+    done
+    SERVER_RC=0
+    wait "$SERVER" 2>/dev/null || SERVER_RC=$?
+    SERVER=
 }
 
 # ---------------------------------------------------------------- report
