@@ -9,10 +9,12 @@
 //! and receives under test.
 
 use super::auth::Key;
+use super::bump;
+use super::outgoing::Outgoing;
 use super::wire::{self, Exchange, Kind, Mode, Sockperf, Transport};
 use rtlab_core::clock;
 use rtlab_core::result::NetMessageCounts;
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,10 +66,6 @@ pub struct ClientCounters {
     send_errors: AtomicU64,
 }
 
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
 impl ClientCounters {
     pub fn snapshot(&self, planned: u64) -> NetMessageCounts {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -109,8 +107,7 @@ struct TcpLink {
     stream: TcpStream,
     input: Vec<u8>,
     filled: usize,
-    output: Vec<u8>,
-    pending: usize,
+    output: Outgoing,
 }
 
 /// How long connecting may take.
@@ -192,8 +189,7 @@ impl Client {
                     filled: 0,
                     // 64 requests waiting for the socket; payloads are at
                     // most 64 KiB, so at most 4 MiB.
-                    output: vec![0u8; plan.payload * 64],
-                    pending: 0,
+                    output: Outgoing::with_capacity(plan.payload * 64),
                 })
             }
         };
@@ -336,7 +332,7 @@ impl Client {
         }
         match &mut self.conn {
             Conn::Udp(socket) => socket.send(&self.request).is_ok(),
-            Conn::Tcp(link) => link.send(&self.request),
+            Conn::Tcp(link) => link.output.send(&mut link.stream, &self.request),
         }
     }
 
@@ -358,7 +354,7 @@ impl Client {
                     Err(e) => return Err(format!("receiving from {}: {e}", self.plan.target)),
                 },
                 Conn::Tcp(link) => {
-                    if !link.flush() {
+                    if !link.output.flush(&mut link.stream) {
                         return Err(format!("{} closed the connection", self.plan.target));
                     }
                     link.next_frame(self.plan.mode, self.plan.payload, &mut self.reply)?
@@ -516,7 +512,12 @@ impl Client {
             Conn::Udp(socket) => (socket.as_raw_fd(), libc::POLLIN),
             Conn::Tcp(link) => (
                 link.stream.as_raw_fd(),
-                libc::POLLIN | if link.pending > 0 { libc::POLLOUT } else { 0 },
+                libc::POLLIN
+                    | if link.output.is_empty() {
+                        0
+                    } else {
+                        libc::POLLOUT
+                    },
             ),
         };
         let mut fds = [libc::pollfd {
@@ -534,46 +535,6 @@ impl Client {
 }
 
 impl TcpLink {
-    /// Sends a frame, or queues what the socket would not take; false
-    /// when there is no room left (the server does not read).
-    fn send(&mut self, frame: &[u8]) -> bool {
-        let mut written = 0;
-        if self.pending == 0 {
-            match self.stream.write(frame) {
-                Ok(n) => written = n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(_) => return false,
-            }
-        }
-        let rest = &frame[written..];
-        if rest.is_empty() {
-            return true;
-        }
-        if self.pending + rest.len() > self.output.len() {
-            return false;
-        }
-        self.output[self.pending..self.pending + rest.len()].copy_from_slice(rest);
-        self.pending += rest.len();
-        true
-    }
-
-    /// Sends what is queued; false when the connection is gone.
-    fn flush(&mut self) -> bool {
-        while self.pending > 0 {
-            match self.stream.write(&self.output[..self.pending]) {
-                Ok(0) => return false,
-                Ok(n) => {
-                    self.output.copy_within(n..self.pending, 0);
-                    self.pending -= n;
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-
     /// The next whole frame, copied into `reply`; None when none is there
     /// yet. Every reply has the request's size: a frame of another size
     /// means the stream cannot be followed.

@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod client;
 pub mod netns;
+mod outgoing;
 mod recorder;
 pub mod server;
 pub mod wire;
@@ -37,6 +38,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 pub use wire::{Mode, Transport};
+
+/// Counts one more (a relaxed add: no lock, no syscall).
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
 
 /// Where a thread runs and how it is scheduled.
 #[derive(Debug, Clone, Copy, Serialize)]

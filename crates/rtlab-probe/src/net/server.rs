@@ -7,10 +7,12 @@
 //! a key only requests carrying a valid tag are answered.
 
 use super::auth::Key;
+use super::bump;
+use super::outgoing::Outgoing;
 use super::wire::{self, Exchange, Kind, Mode, Reject, Sockperf, Transport};
 use rtlab_core::clock;
 use rtlab_core::result::NetServerCounters;
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -72,10 +74,6 @@ pub struct Counters {
     send_errors: AtomicU64,
     connections: AtomicU64,
     connections_dropped: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 impl Counters {
@@ -437,40 +435,9 @@ struct Connection {
     source: IpAddr,
     input: Vec<u8>,
     filled: usize,
-    output: Vec<u8>,
-    pending: usize,
+    output: Outgoing,
     /// When a request last arrived from it (CLOCK_MONOTONIC, ns).
     active_ns: u64,
-}
-
-impl Connection {
-    /// Sends what is pending; false when the connection is gone.
-    fn flush(&mut self) -> bool {
-        while self.pending > 0 {
-            match self.stream.write(&self.output[..self.pending]) {
-                Ok(0) => return false,
-                Ok(n) => {
-                    self.output.copy_within(n..self.pending, 0);
-                    self.pending -= n;
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-
-    /// Queues a reply; false when the client does not read its replies
-    /// (the buffer is full), which closes the connection.
-    fn queue(&mut self, reply: &[u8]) -> bool {
-        if self.pending + reply.len() > self.output.len() {
-            return false;
-        }
-        self.output[self.pending..self.pending + reply.len()].copy_from_slice(reply);
-        self.pending += reply.len();
-        true
-    }
 }
 
 /// A connection that sent nothing for this long gives its place up when
@@ -495,7 +462,11 @@ fn serve_tcp(
         fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
         fds.push(pollfd(wake.unwrap_or(-1), libc::POLLIN));
         for c in &connections {
-            let out = if c.pending > 0 { libc::POLLOUT } else { 0 };
+            let out = if c.output.is_empty() {
+                0
+            } else {
+                libc::POLLOUT
+            };
             fds.push(pollfd(c.stream.as_raw_fd(), libc::POLLIN | out));
         }
         poll_fds(&mut fds, IDLE_POLL_MS)?;
@@ -571,8 +542,7 @@ fn accept_all(
             source: peer.ip(),
             input: vec![0u8; frame_max + 1],
             filled: 0,
-            output: vec![0u8; frame_max * 16],
-            pending: 0,
+            output: Outgoing::with_capacity(frame_max * 16),
             active_ns: now,
         });
     }
@@ -611,7 +581,7 @@ fn serve_connection(
             c.filled = 0;
             reply[..n].copy_from_slice(&c.input[..n]);
             if handler.handle(&mut reply[..n], c.source) {
-                if !c.queue(&reply[..n]) {
+                if !c.output.send(&mut c.stream, &reply[..n]) {
                     bump(&handler.counters.connections_dropped);
                     return false;
                 }
@@ -645,7 +615,7 @@ fn serve_connection(
             c.input.copy_within(len..c.filled, 0);
             c.filled -= len;
             if handler.handle(&mut reply[..len], c.source) {
-                if !c.queue(&reply[..len]) {
+                if !c.output.send(&mut c.stream, &reply[..len]) {
                     bump(&handler.counters.connections_dropped);
                     return false;
                 }
@@ -653,7 +623,7 @@ fn serve_connection(
             }
         }
     }
-    c.flush()
+    c.output.flush(&mut c.stream)
 }
 
 #[cfg(test)]
