@@ -59,7 +59,7 @@ what a SIGKILL or a power loss left behind."
     /// End-to-end network response time: a robust server and an open-loop probe.
     #[command(
         subcommand,
-        after_help = "Examples:\n  rtlab net probe --netns                       # rtlab's server across a veth pair, 1000 messages\n  rtlab net serve --listen 0.0.0.0:7700 --policy fifo --priority 80   # on the server host\n  rtlab net probe 10.0.0.2:7700 --count 10000  # from the client host: paper 000's measurement"
+        after_help = "Examples:\n  rtlab net probe --netns                       # rtlab's server across a veth pair\n  rtlab net serve --listen 0.0.0.0:7700 --policy fifo --priority 80   # on the server host\n  rtlab net probe 10.0.0.2:7700 --count 10000  # from the client host: paper 000's measurement"
     )]
     Net(Net),
     /// Internal: the process a load runs in.
@@ -177,17 +177,17 @@ pub struct NetServeArgs {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rtlab net probe --netns                            # rtlab's server in a namespace pair, 1000 messages
-  rtlab net probe 10.0.0.2:7700 --interval 30ms --count 10000 --round-trips 4
-                                                     # paper 000's measurement
+  rtlab net probe --netns                  # rtlab's server in a namespace pair
+  rtlab net probe 10.0.0.2:7700 --count 10000  # paper 000: 4 round trips every 30 ms
   rtlab net probe --netns --tcp --interval 1ms --count 1000 --load vm
   rtlab net probe 127.0.0.1:11111 --mode sockperf --round-trips 1   # against `sockperf sr`
 
 Open loop: message i leaves at start + i x --interval whether or not earlier ones were
 answered, so a stalled server shows as the stall it is. A message is --round-trips
 request/acknowledge steps; its response time runs to the last reply. Series: response
-(from the scheduled send), response_from_send (from the actual send, as closed-loop
-tools report) and send_lag. Every message ends completed or lost (no reply within
+(from the scheduled send), response_from_send (from the actual send, a closed-loop
+tool's figure, except that every message caught in a stall counts) and send_lag
+(the probe wakes 100 µs early and spins to each send). Every message ends completed or lost (no reply within
 --timeout); late, duplicate, reordered and bad replies are counted. --samples writes
 the per-message timeline. Exit code: 0 done, 1 failure, 2 bad input, 130 signal.")]
 pub struct NetProbeArgs {

@@ -68,7 +68,9 @@ impl Served {
             .map(Result::unwrap)
             .last()
             .expect("the server prints its counters at exit");
-        serde_json::from_str::<Value>(&last).unwrap()["counters"].clone()
+        let last: Value = serde_json::from_str(&last).unwrap();
+        assert_eq!(last["event"], "exit", "{last}");
+        last["counters"].clone()
     }
 }
 

@@ -215,9 +215,14 @@ fn serve_config(args: &NetServeArgs) -> anyhow::Result<ServeConfig> {
     })
 }
 
-fn print_counters(counters: &NetServerCounters, json: bool) {
+/// Prints the counters; `event` says why (`signal`: SIGUSR1, `exit`).
+fn print_counters(counters: &NetServerCounters, json: bool, event: &str) {
     if json {
-        let line = serde_json::json!({ "counters": counters });
+        let line = serde_json::json!({
+            "event": event,
+            "at": rtlab_core::result::timestamp_now(),
+            "counters": counters,
+        });
         println!("{line}");
         let _ = std::io::stdout().flush();
     } else {
@@ -277,10 +282,10 @@ pub fn serve(args: NetServeArgs) -> anyhow::Result<ExitCode> {
     let json = args.json;
     let result = server.run(&stop, Some(wake_read.as_raw_fd()), &mut |counters| {
         if usr1.swap(false, Ordering::Relaxed) {
-            print_counters(&counters.snapshot(), json);
+            print_counters(&counters.snapshot(), json, "signal");
         }
     });
-    print_counters(&counters.snapshot(), json);
+    print_counters(&counters.snapshot(), json, "exit");
     result?;
     Ok(ExitCode::SUCCESS)
 }
