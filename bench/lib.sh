@@ -139,10 +139,11 @@ cleanup() {
 
 # ---------------------------------------------------------------- a quiet machine
 busy_builds() { pgrep -c -x 'cargo|rustc' 2>/dev/null || true; }
-# CPU ticks from /proc/stat, of the whole machine or of CPU N: "busy idle
-# steal" (busy excludes steal).
-cpu_ticks() {  # [N]
-    awk -v row="cpu${1-} " 'index($0, row) == 1 {print $2+$3+$4+$7+$8, $5+$6, $9; exit}' /proc/stat
+# CPU ticks from /proc/stat, of the whole machine (cpu_ticks) or of CPU N
+# (cpu_ticks_of N): "busy idle steal" (busy excludes steal).
+cpu_ticks() { cpu_ticks_of ''; }
+cpu_ticks_of() {  # N
+    awk -v row="cpu$1 " 'index($0, row) == 1 {print $2+$3+$4+$7+$8, $5+$6, $9; exit}' /proc/stat
 }
 # Busy and steal % between two cpu_ticks readings (of the CPUs they read).
 cpu_pct() {
@@ -269,10 +270,12 @@ start_server() {  # OUT ERR PATTERN TIMEOUT_S
 
 # Stops SERVER: SIGNAL first (the one after which it prints its totals),
 # then SIGTERM and SIGKILL, each after GRACE_S seconds in which it did not
-# exit. Sets SERVER_STOPPED_BY (the signal that ended it) and SERVER_RC.
+# exit. Sets SERVER_STOPPED_BY (the signal that ended it) and SERVER_RC
+# (its exit code), for the caller.
+# shellcheck disable=SC2034
 stop_server() {  # SIGNAL GRACE_S
     local sig tenths
-    SERVER_STOPPED_BY= SERVER_RC=
+    SERVER_STOPPED_BY='' SERVER_RC=''
     [[ -n $SERVER ]] || return 0
     for sig in "$1" TERM KILL; do
         kill -s "$sig" "$SERVER" 2>/dev/null || break
