@@ -596,8 +596,10 @@ fn after_a_stall_of_the_probe_its_catch_up_burst_loses_nothing() {
     assert_every_message_answered(&json, 20_000);
     let send_lag = &json["series"][2];
     assert_eq!(send_lag["name"], "send_lag");
+    // The first message due in the stall waited for most of it (the stop
+    // can land up to an interval before that message was due).
     assert!(
-        send_lag["max_ns"].as_u64().unwrap() >= stall_ms * 1_000_000,
+        send_lag["max_ns"].as_u64().unwrap() >= stall_ms * 1_000_000 / 2,
         "the stall shows as the probe's own lateness: {}",
         send_lag["max_ns"]
     );
