@@ -552,6 +552,50 @@ fn bad_input_is_refused_with_what_and_where() {
         &["net", "serve", "--mode", "sockperf", "--max-size", "8"],
         &["max-size"],
     );
+    assert_refused(
+        &[
+            "net",
+            "probe",
+            "127.0.0.1:7700",
+            "--count",
+            "100000000000000",
+        ],
+        &["--count", "100000000"],
+    );
+    assert_refused(
+        &[
+            "net",
+            "probe",
+            "127.0.0.1:7700",
+            "--interval",
+            "1us",
+            "--timeout",
+            "1h",
+        ],
+        &["--timeout", "in flight"],
+    );
+    assert_refused(
+        &["net", "probe", "127.0.0.1:7700", "--key-file", "/dev/zero"],
+        &["--key-file", "not a key"],
+    );
+    assert_refused(&["net", "probe", "127.0.0.1:0"], &["port 0"]);
+    assert_refused(
+        &[
+            "net",
+            "probe",
+            "127.0.0.1:7700",
+            "--policy",
+            "other",
+            "--priority",
+            "5",
+        ],
+        &["--priority 5"],
+    );
+    assert_refused(
+        &["net", "serve", "--max-size", "20"],
+        &["--max-size 20", "32"],
+    );
+    assert_refused(&["net", "serve", "--burst", "0"], &["--burst 0"]);
 }
 
 #[test]
