@@ -16,7 +16,7 @@ use rtlab_probe::noise::NoiseConfig;
 use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
 use rtlab_probe::switch::SwitchConfig;
 use rtlab_probe::timer::{self, RunLength, TimerConfig, WaitMode};
-use rtlab_probe::{ProbeConfig, ProbeOutcome, ProbeRun};
+use rtlab_probe::{Probe, ProbeConfig, ProbeOutcome, ProbeRun};
 use rtlab_store::Store;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +30,7 @@ pub const CHECKPOINT: Duration = Duration::from_secs(2);
 
 /// Everything one run needs.
 pub struct RunRequest {
-    pub probe: ProbeConfig,
+    pub probe: Box<dyn Probe>,
     pub process: ProcessOptions,
     /// `key=value` sysctls set through the journal for the run.
     pub sysctls: Vec<String>,
@@ -100,7 +100,7 @@ pub fn execute(
         ended_at: None,
         elapsed_ns: 0,
         command: std::mem::take(&mut request.command),
-        config: serde_json::to_value(&request.probe)?,
+        config: request.probe.config_json(),
         effective,
         environment: Environment::default(),
         series: Vec::new(),
@@ -276,7 +276,7 @@ pub fn request_for(
     )
     .map_err(|e| anyhow::anyhow!("probe {}: {e}", planned.probe.name))?;
     Ok(RunRequest {
-        probe,
+        probe: Box::new(probe),
         process: ProcessOptions {
             mlock: true,
             dma_latency_us: configuration.dma_latency.then_some(0),

@@ -61,6 +61,47 @@ pub struct ProbeOutcome {
     pub net: Option<NetReport>,
 }
 
+/// Anything the runner can run and record: the probes of this crate
+/// ([`ProbeConfig`]) and those of other crates (the executive's
+/// dispatcher and periodic tasks).
+pub trait Probe: Send {
+    /// The probe's name as recorded in `RunResult::probe`.
+    fn kind(&self) -> &'static str;
+    /// Planned length of the run, ns (for progress and ETAs).
+    fn planned_ns(&self) -> u64;
+    /// Every setting, defaults included: the result's `config`.
+    fn config_json(&self) -> serde_json::Value;
+    /// Starts the probe. `stop` ends it early when set; `samples_csv`
+    /// receives every sample as CSV; system changes the probe makes itself
+    /// go through `journal`.
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>>;
+}
+
+impl Probe for ProbeConfig {
+    fn kind(&self) -> &'static str {
+        ProbeConfig::kind(self)
+    }
+    fn planned_ns(&self) -> u64 {
+        ProbeConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        ProbeConfig::start(self, stop, samples_csv, journal)
+    }
+}
+
 /// The settings of one run of any probe; serialized (untagged) as the
 /// result's `config`.
 #[derive(Debug, Clone, Serialize)]

@@ -13,7 +13,7 @@ use rtlab_core::journal;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
 use rtlab_probe::setup::ProcessOptions;
-use rtlab_probe::{ProbeConfig, ProbeRun};
+use rtlab_probe::{Probe, ProbeRun};
 use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
@@ -44,7 +44,7 @@ pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
 /// Runs `probe` with the shared flags of `args`; `extra_outputs` are
 /// (path, flag) pairs of the command's own files, created before measuring.
 pub fn measure(
-    probe: ProbeConfig,
+    probe: Box<dyn Probe>,
     args: &RunArgs,
     extra_outputs: &[(&Path, &str)],
 ) -> anyhow::Result<Measured> {

@@ -72,5 +72,5 @@ fn config_from(args: &NoiseArgs) -> anyhow::Result<NoiseConfig> {
 
 pub fn run(args: NoiseArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    measure(ProbeConfig::Noise(config), &args.run, &[])?.report(args.run.quiet)
+    measure(Box::new(ProbeConfig::Noise(config)), &args.run, &[])?.report(args.run.quiet)
 }

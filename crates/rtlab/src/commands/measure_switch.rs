@@ -74,5 +74,5 @@ fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
 
 pub fn run(args: SwitchArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    measure(ProbeConfig::Switch(config), &args.run, &[])?.report(args.run.quiet)
+    measure(Box::new(ProbeConfig::Switch(config)), &args.run, &[])?.report(args.run.quiet)
 }

@@ -87,7 +87,11 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
 pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
     let histfile = args.histfile.as_deref().map(|p| (p, "--histfile"));
-    let measured = measure(ProbeConfig::Timer(config), &args.run, histfile.as_slice())?;
+    let measured = measure(
+        Box::new(ProbeConfig::Timer(config)),
+        &args.run,
+        histfile.as_slice(),
+    )?;
     if let Some(path) = &args.histfile {
         let exporter = HistfileExporter {
             hist_max_us: args.hist_max / 1000,

@@ -168,7 +168,7 @@ fn probe_config(args: &NetProbeArgs) -> anyhow::Result<NetConfig> {
 
 pub fn probe(args: NetProbeArgs) -> anyhow::Result<ExitCode> {
     let config = probe_config(&args)?;
-    measure(ProbeConfig::Net(config), &args.run, &[])?.report(args.run.quiet)
+    measure(Box::new(ProbeConfig::Net(config)), &args.run, &[])?.report(args.run.quiet)
 }
 
 fn serve_config(args: &NetServeArgs) -> anyhow::Result<ServeConfig> {
