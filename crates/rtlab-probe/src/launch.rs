@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 /// How long threads told to leave get to end before they are left to end
 /// on their own (a thread still in its set-up leaves when it reports).
-pub(crate) const LEAVE_GRACE: Duration = Duration::from_secs(2);
+pub const LEAVE_GRACE: Duration = Duration::from_secs(2);
 
 /// The text of a panic's payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_string())
@@ -29,7 +29,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// Runs a thread's set-up; a panic in it is an error with its message.
-pub(crate) fn caught<R>(set_up: impl FnOnce() -> Result<R, String>) -> Result<R, String> {
+pub fn caught<R>(set_up: impl FnOnce() -> Result<R, String>) -> Result<R, String> {
     std::panic::catch_unwind(AssertUnwindSafe(set_up))
         .unwrap_or_else(|panic| Err(format!("its set-up panicked: {}", panic_message(&*panic))))
 }
@@ -41,7 +41,7 @@ struct Ready<R> {
 }
 
 /// A started thread's side of the rendezvous.
-pub(crate) struct Gate<R> {
+pub struct Gate<R> {
     index: usize,
     ready: mpsc::Sender<Ready<R>>,
     go: mpsc::Receiver<u64>,
@@ -51,7 +51,7 @@ impl<R> Gate<R> {
     /// Reports the thread's set-up, then waits for the common start (ns,
     /// `CLOCK_MONOTONIC`). None: the set-up failed, or the thread is told
     /// to leave.
-    pub(crate) fn ready(self, result: Result<R, String>) -> Option<u64> {
+    pub fn ready(self, result: Result<R, String>) -> Option<u64> {
         let Gate { index, ready, go } = self;
         let ok = result.is_ok();
         // The receiver may be gone (the start was given up): leave then.
@@ -65,7 +65,7 @@ impl<R> Gate<R> {
 }
 
 /// Threads started and waiting at the rendezvous.
-pub(crate) struct Launch<T, R> {
+pub struct Launch<T, R> {
     /// What each thread is, for messages (`the spinner of CPU 1`).
     names: Vec<String>,
     threads: Vec<JoinHandle<T>>,
@@ -77,7 +77,7 @@ pub(crate) struct Launch<T, R> {
 }
 
 impl<T: Send + 'static, R: Send + 'static> Launch<T, R> {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let (ready_tx, ready_rx) = mpsc::channel();
         Launch {
             names: Vec::new(),
@@ -90,7 +90,7 @@ impl<T: Send + 'static, R: Send + 'static> Launch<T, R> {
 
     /// Spawns `body`, which must call [`Gate::ready`] once set up and
     /// leave when it returns None.
-    pub(crate) fn spawn(
+    pub fn spawn(
         &mut self,
         name: String,
         builder: Builder,
@@ -116,7 +116,7 @@ impl<T: Send + 'static, R: Send + 'static> Launch<T, R> {
 
     /// Waits at most `timeout` for every thread's report: their set-ups in
     /// spawn order, or why not every thread is ready.
-    pub(crate) fn wait_ready(&mut self, timeout: Duration) -> Result<Vec<R>, String> {
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<Vec<R>, String> {
         self.ready_tx = None;
         let n = self.threads.len();
         let mut reports: Vec<Option<R>> = (0..n).map(|_| None).collect();
@@ -167,7 +167,7 @@ impl<T: Send + 'static, R: Send + 'static> Launch<T, R> {
     }
 
     /// Publishes the common start: the threads are on their own from here.
-    pub(crate) fn go(mut self, start_ns: u64) -> Vec<JoinHandle<T>> {
+    pub fn go(mut self, start_ns: u64) -> Vec<JoinHandle<T>> {
         for go in self.go.drain(..) {
             // A thread gone since its report shows when it is joined.
             let _ = go.send(start_ns);
@@ -178,7 +178,7 @@ impl<T: Send + 'static, R: Send + 'static> Launch<T, R> {
     /// Gives the start up: tells every thread to leave and joins them
     /// (waiting at most `grace`); `why` is returned as the error, with the
     /// threads that had to be left running, if any.
-    pub(crate) fn fail(mut self, why: String) -> anyhow::Error {
+    pub fn fail(mut self, why: String) -> anyhow::Error {
         let left = self.abandon(LEAVE_GRACE);
         if left.is_empty() {
             anyhow::anyhow!(why)
@@ -215,7 +215,7 @@ impl<T, R> Drop for Launch<T, R> {
 
 /// Joins the threads that end within `grace`; returns the indices of the
 /// others (detached).
-pub(crate) fn join_within<T>(threads: Vec<JoinHandle<T>>, grace: Duration) -> Vec<usize> {
+pub fn join_within<T>(threads: Vec<JoinHandle<T>>, grace: Duration) -> Vec<usize> {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline && !threads.iter().all(JoinHandle::is_finished) {
         std::thread::sleep(Duration::from_millis(1));

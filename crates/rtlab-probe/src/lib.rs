@@ -5,7 +5,7 @@
 //! [`ProbeRun`]: the runner watches it, checkpoints it and finishes it the
 //! same way whatever it measures.
 
-mod launch;
+pub mod launch;
 pub mod net;
 pub mod noise;
 pub mod recorder;

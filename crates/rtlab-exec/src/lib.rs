@@ -1,0 +1,7 @@
+//! rtlab's firm real-time executive (paper 002, KURT, in user space):
+//! plan files of events at exact offsets ([`plan`]), modules that handle
+//! them ([`module`]), the dispatcher that fires each event at its
+//! nanosecond ([`dispatch`]) and periodic tasks ([`periodic`]).
+
+pub mod plan;
+pub mod module;

@@ -1,0 +1,99 @@
+//! Plans: a header naming modules and their settings, then events, each
+//! an offset from the plan's start, a module id, flags and 12 bytes of
+//! module data (paper 002 §4.1.4). Two forms, one model: text for people
+//! ([`text`]) and fixed 24-byte records read through mmap ([`binary`]).
+//! The format is specified in docs/plan-format.md.
+
+use std::fmt;
+
+/// Bytes of module data an event carries.
+pub const DATA_BYTES: usize = 12;
+
+/// One event of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Event {
+    /// Time from the plan's start (or from the start of its repetition), ns.
+    pub offset_ns: u64,
+    /// Index of the module in the plan's module table.
+    pub module: u16,
+    /// Reserved: 0 in version 1.
+    pub flags: u16,
+    pub data: [u8; DATA_BYTES],
+}
+
+/// A module the plan uses: its id (the index in the table), the name the
+/// events use, its kind (`mark`, `udp`, `wake`, `signal`) and its settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModuleDecl {
+    pub id: u16,
+    pub name: String,
+    pub kind: String,
+    /// `key=value` settings in the order given.
+    pub settings: Vec<(String, String)>,
+}
+
+impl ModuleDecl {
+    pub fn setting(&self, key: &str) -> Option<&str> {
+        self.settings
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What a plan says besides its events.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PlanHeader {
+    pub modules: Vec<ModuleDecl>,
+    /// The plan repeats with this period, ns (at least the last offset
+    /// plus one); None: it runs once (unless the dispatcher is told to
+    /// repeat it, back to back).
+    pub repeat_ns: Option<u64>,
+}
+
+impl PlanHeader {
+    pub fn module_named(&self, name: &str) -> Option<&ModuleDecl> {
+        self.modules.iter().find(|m| m.name == name)
+    }
+}
+
+/// Events by index: a plan in memory, or a mapped binary plan whose
+/// events are read from the page cache as the dispatcher reaches them.
+pub trait EventSource: Send + Sync {
+    fn len(&self) -> u64;
+    /// The event at `index` (< `len()`).
+    fn event(&self, index: u64) -> Event;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl EventSource for Vec<Event> {
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+    fn event(&self, index: u64) -> Event {
+        self[index as usize]
+    }
+}
+
+/// A plan that failed to read: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError {
+    /// The file, as given.
+    pub file: String,
+    /// 1-based line of a text plan, or None (binary plans, whole-file errors).
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
