@@ -76,6 +76,12 @@ pub struct Launch<T, R> {
     ready_rx: mpsc::Receiver<Ready<R>>,
 }
 
+impl<T: Send + 'static, R: Send + 'static> Default for Launch<T, R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T: Send + 'static, R: Send + 'static> Launch<T, R> {
     pub fn new() -> Self {
         let (ready_tx, ready_rx) = mpsc::channel();
