@@ -3,5 +3,7 @@
 //! them ([`module`]), the dispatcher that fires each event at its
 //! nanosecond ([`dispatch`]) and periodic tasks ([`periodic`]).
 
-pub mod plan;
+pub mod dispatch;
 pub mod module;
+pub mod periodic;
+pub mod plan;

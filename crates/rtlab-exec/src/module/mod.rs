@@ -8,6 +8,9 @@
 
 use super::plan::{Event, ModuleDecl};
 
+mod builtin;
+pub use builtin::build;
+
 /// The built-in module kinds.
 pub const KINDS: &[&str] = &["mark", "udp", "wake", "signal"];
 
@@ -49,10 +52,9 @@ pub fn validate(decl: &ModuleDecl) -> Result<(), String> {
         check_value(decl, key, value)?;
     }
     match decl.kind.as_str() {
-        "udp" if decl.setting("dest").is_none() => Err(format!(
-            "module {}: udp needs dest=ADDR:PORT",
-            decl.name
-        )),
+        "udp" if decl.setting("dest").is_none() => {
+            Err(format!("module {}: udp needs dest=ADDR:PORT", decl.name))
+        }
         "signal" if decl.setting("pid").is_none() => {
             Err(format!("module {}: signal needs pid=N", decl.name))
         }

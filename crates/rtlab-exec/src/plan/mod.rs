@@ -66,6 +66,12 @@ pub trait EventSource: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Hints that events `[from, to)` will be read soon and that those
+    /// before `from` will not be read again until the plan repeats: a
+    /// mapped plan prefetches the ones and drops the others from the
+    /// process's resident memory, so a long plan costs what a short one
+    /// does. Called off the hot path; a no-op for plans in memory.
+    fn advise(&self, _from: u64, _to: u64) {}
 }
 
 impl EventSource for Vec<Event> {
@@ -97,3 +103,39 @@ impl fmt::Display for PlanError {
 }
 
 impl std::error::Error for PlanError {}
+
+pub mod binary;
+pub mod check;
+pub mod gen;
+pub mod load;
+pub mod text;
+
+pub use binary::{write_binary, write_binary_iter, MappedPlan, BINARY_MAGIC};
+pub use check::{check, Finding, Report, Severity, MIN_SPACING_NS};
+pub use load::{load, LoadedPlan};
+pub use text::{parse, write};
+
+impl PlanError {
+    /// An error at a 1-based line of a text plan.
+    pub fn at(file: &str, line: usize, message: impl Into<String>) -> PlanError {
+        PlanError {
+            file: file.to_string(),
+            line: Some(line),
+            message: message.into(),
+        }
+    }
+
+    /// An error about the whole file (or a binary plan).
+    pub fn whole(file: &str, message: impl Into<String>) -> PlanError {
+        PlanError {
+            file: file.to_string(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// The longest module name and kind (one byte of length in the binary form).
+pub const MAX_NAME_BYTES: usize = 255;
+/// The most modules a plan declares (ids are u16).
+pub const MAX_MODULES: usize = 65_535;

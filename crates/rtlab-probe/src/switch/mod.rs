@@ -40,6 +40,9 @@ mod sys;
 mod task;
 mod wait;
 
+/// The futex calls, for other crates' hand-offs (the executive's wake module and tasks).
+pub use sys::{futex_wait, futex_wait_for, futex_wake};
+
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
 use crate::timer::RunLength;
 use crate::ProbeRun;

@@ -1,16 +1,19 @@
 //! One module per command.
 
 mod campaign;
+mod exec;
 pub mod load;
 mod measure;
 mod measure_noise;
 mod measure_switch;
 mod measure_timer;
 mod net;
+pub mod plan;
+pub mod plan_run;
 mod restore;
 mod stored;
 
-use crate::cli::{CampaignCommand, Cli, Command, Measure, Net};
+use crate::cli::{CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand};
 use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -31,5 +34,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Net(Net::Probe(args)) => net::probe(*args),
         Command::Load(args) => load::run(*args),
         Command::LoadWorker(args) => load::worker(args),
+        Command::Plan(PlanCommand::Compile(args)) => plan::compile(args),
+        Command::Plan(PlanCommand::Check(args)) => plan::check(args),
+        Command::Plan(PlanCommand::Show(args)) => plan::show(args),
+        Command::Plan(PlanCommand::Gen(args)) => plan::gen(args),
+        Command::Plan(PlanCommand::Run(args)) => plan_run::run(*args),
+        Command::Exec(ExecCommand::Periodic(args)) => exec::periodic(*args),
+        Command::Exec(ExecCommand::KurtTable(args)) => exec::kurt_table(*args),
     }
 }

@@ -1,0 +1,509 @@
+//! The dispatcher (paper 002's plan scheduler, §4.1): one SCHED_FIFO
+//! thread that, for each event of a plan, sleeps on an absolute
+//! clock_nanosleep programmed only for that event (KURT's on-demand timer)
+//! until the event's time minus a guard, spins on the clock to the exact
+//! nanosecond (§4.1.1's wake early and spin) and fires the event's module.
+//!
+//! Each event's dispatch error (fire time − planned time) is a sample of
+//! the series `dispatch`; an event the dispatcher reaches more than
+//! `skip_after` late is not fired (firm real time: it is worth nothing
+//! then, and a burst of stale events would delay the next ones) and counts
+//! as missed. Samples + missed = events.
+
+mod calibrate;
+
+use crate::module::{self, Module};
+use crate::plan::{self, EventSource, LoadedPlan};
+use calibrate::Calibration;
+use rtlab_core::clock;
+use rtlab_core::journal::Journal;
+use rtlab_core::record::LiveStats;
+use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
+use rtlab_core::sched::{self, SchedParams};
+use rtlab_probe::launch::{self, Launch};
+use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How early the dispatcher wakes before an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Guard {
+    /// From a warm-up of this machine's own wake-up latency.
+    Auto,
+    Fixed(u64),
+}
+
+/// How often the plan runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Repeat {
+    Times(u64),
+    Forever,
+}
+
+/// A test hook: spin this long before firing every `every`-th event; the
+/// stall must show in the dispatch-error series at exactly those events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Inject {
+    pub delay_ns: u64,
+    pub every: u64,
+}
+
+/// Everything the dispatcher needs; serialized as the result's `config`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DispatchConfig {
+    pub plan: PathBuf,
+    pub cpu: Option<usize>,
+    pub sched: SchedParams,
+    pub repeat: Repeat,
+    pub guard: Guard,
+    /// An event reached later than this is skipped and counted missed.
+    pub skip_after_ns: u64,
+    pub inject: Option<Inject>,
+}
+
+/// Time between the thread being ready and the plan's start.
+const START_MARGIN_NS: u64 = 20_000_000;
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl DispatchConfig {
+    /// One repetition's length: the plan's repeat period, or back to back
+    /// (the last offset plus one ns).
+    fn period_of(plan: &LoadedPlan) -> u64 {
+        let last = if plan.events.is_empty() {
+            0
+        } else {
+            plan.events.event(plan.events.len() - 1).offset_ns
+        };
+        plan.header.repeat_ns.unwrap_or(last + 1).max(1)
+    }
+}
+
+impl Probe for DispatchConfig {
+    fn kind(&self) -> &'static str {
+        "plan"
+    }
+
+    fn planned_ns(&self) -> u64 {
+        let Ok(plan) = plan::load(&self.plan) else {
+            return 0;
+        };
+        let period = DispatchConfig::period_of(&plan);
+        match self.repeat {
+            Repeat::Times(n) => period.saturating_mul(n),
+            Repeat::Forever => u64::MAX,
+        }
+    }
+
+    fn config_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        _journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, stop, samples_csv)?))
+    }
+}
+
+/// What the dispatcher thread reports once set up.
+struct Ready {
+    settings: ThreadSettings,
+    warnings: Vec<String>,
+    guard_ns: u64,
+    calibration: Option<Calibration>,
+}
+
+/// How the dispatcher thread ended.
+struct End {
+    fired: u64,
+    missed: u64,
+    planned: u64,
+    module_counts: Vec<(String, u64, u64)>,
+}
+
+/// A plan being dispatched.
+pub struct DispatchRun {
+    pager: Option<Pager>,
+    thread: Option<JoinHandle<End>>,
+    recorder: Option<Recorder>,
+    start_ns: u64,
+    interval_ns: u64,
+    cpu: Option<usize>,
+    settings: ThreadSettings,
+    warnings: Vec<String>,
+}
+
+fn start(
+    config: &DispatchConfig,
+    stop: Arc<AtomicBool>,
+    samples_csv: Option<Box<dyn Write + Send>>,
+) -> anyhow::Result<DispatchRun> {
+    let plan = plan::load(&config.plan).map_err(anyhow::Error::new)?;
+    anyhow::ensure!(
+        !plan.events.is_empty(),
+        "{}: the plan has no events",
+        config.plan.display()
+    );
+    let report =
+        plan::check::check_lines(&plan.header, plan.events.as_ref(), plan.lines.as_deref());
+    if let Some(error) = report
+        .findings
+        .iter()
+        .find(|f| f.severity == plan::Severity::Error)
+    {
+        anyhow::bail!(
+            "{}: {} ({} errors: see `rtlab plan check`)",
+            config.plan.display(),
+            error.message,
+            report.errors
+        );
+    }
+    let period = DispatchConfig::period_of(&plan);
+    let span = plan.events.event(plan.events.len() - 1).offset_ns + 1;
+    // The ring holds two seconds of events at the plan's mean rate.
+    let mean_spacing = (span / plan.events.len()).max(1);
+    let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(mean_spacing));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let recorder = Recorder::spawn(
+        vec![SeriesInput {
+            csv_label: "dispatch".into(),
+            consumer,
+            dropped: Arc::clone(&dropped),
+        }],
+        None,
+        samples_csv.map(|out| SamplesCsv {
+            out,
+            label_column: "series",
+        }),
+    )?;
+
+    // Where the dispatcher is, for the pager thread (off the hot path).
+    let position = Arc::new(AtomicU64::new(0));
+    let plan = Arc::new(plan);
+    let mut launch: Launch<End, Ready> = Launch::new();
+    let cfg = config.clone();
+    let thread_plan = Arc::clone(&plan);
+    let thread_position = Arc::clone(&position);
+    let builder = std::thread::Builder::new()
+        .name("rtlab-dispatch".into())
+        .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024);
+    launch.spawn("the dispatcher".into(), builder, move |gate| {
+        let plan = thread_plan;
+        let set_up = launch::caught(|| {
+            let mut modules = Vec::with_capacity(plan.header.modules.len());
+            for decl in &plan.header.modules {
+                modules.push((decl.name.clone(), module::build(decl)?));
+            }
+            let (settings, warnings) =
+                rtlab_probe::thread::set_up_measuring_thread(cfg.cpu, &cfg.sched);
+            let (guard_ns, calibration) = match cfg.guard {
+                Guard::Fixed(ns) => (ns, None),
+                Guard::Auto => {
+                    let c = calibrate::calibrate();
+                    (c.guard_ns, Some(c))
+                }
+            };
+            Ok((
+                Ready {
+                    settings,
+                    warnings,
+                    guard_ns,
+                    calibration,
+                },
+                modules,
+            ))
+        });
+        let (ready, modules, guard_ns) = match set_up {
+            Ok((ready, modules)) => {
+                let guard = ready.guard_ns;
+                (Ok(ready), modules, guard)
+            }
+            Err(why) => (Err(why), Vec::new(), 0),
+        };
+        let planned = match cfg.repeat {
+            Repeat::Times(n) => plan.events.len().saturating_mul(n),
+            Repeat::Forever => u64::MAX,
+        };
+        match gate.ready(ready) {
+            Some(start_ns) => {
+                let mut dispatcher = Dispatcher {
+                    events: plan.events.as_ref(),
+                    position: &thread_position,
+                    modules,
+                    period,
+                    guard_ns,
+                    skip_after_ns: cfg.skip_after_ns,
+                    inject: cfg.inject,
+                };
+                dispatcher.run(start_ns, planned, &mut producer, &dropped, &stop)
+            }
+            None => End {
+                fired: 0,
+                missed: 0,
+                planned,
+                module_counts: Vec::new(),
+            },
+        }
+    })?;
+    let ready = match launch.wait_ready(READY_TIMEOUT) {
+        Ok(mut reports) => reports.remove(0),
+        Err(why) => {
+            let error = launch.fail(why);
+            let _ = recorder.finish();
+            return Err(error);
+        }
+    };
+    let mut warnings = ready.warnings;
+    if let Some(c) = ready.calibration {
+        warnings.push(format!(
+            "guard auto: {} warm-up wake-ups were late by p50 {} ns, p99 {} ns, max {} ns: guard {} ns",
+            c.wakeups, c.p50_ns, c.p99_ns, c.max_ns, c.guard_ns
+        ));
+    }
+    let start_ns = clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns * 2);
+    let thread = launch.go(start_ns).remove(0);
+    let pager = spawn_pager(plan, position);
+    Ok(DispatchRun {
+        pager,
+        thread: Some(thread),
+        recorder: Some(recorder),
+        start_ns,
+        interval_ns: mean_spacing,
+        cpu: config.cpu,
+        settings: ready.settings,
+        warnings,
+    })
+}
+
+/// Keeps a mapped plan's resident memory to a window around the
+/// dispatcher: every PAGER_PERIOD it prefetches the events ahead and drops
+/// those behind (two madvise calls, on this thread, never the dispatcher's).
+struct Pager {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+const PAGER_PERIOD: Duration = Duration::from_millis(20);
+/// Events prefetched ahead of the dispatcher (6 MiB of records).
+const PAGER_AHEAD: u64 = 1 << 18;
+
+fn spawn_pager(plan: Arc<LoadedPlan>, position: Arc<AtomicU64>) -> Option<Pager> {
+    if !plan.binary {
+        return None;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("rtlab-pager".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let at = position.load(Ordering::Relaxed);
+                plan.events.advise(at, at + PAGER_AHEAD);
+                std::thread::sleep(PAGER_PERIOD);
+            }
+        })
+        .ok()?;
+    Some(Pager {
+        stop,
+        thread: Some(thread),
+    })
+}
+
+impl Drop for Pager {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The dispatching loop's state: everything allocated before the first event.
+struct Dispatcher<'a> {
+    events: &'a dyn EventSource,
+    /// The index of the event being dispatched (for the pager).
+    position: &'a AtomicU64,
+    modules: Vec<(String, Box<dyn Module>)>,
+    period: u64,
+    guard_ns: u64,
+    skip_after_ns: u64,
+    inject: Option<Inject>,
+}
+
+impl Dispatcher<'_> {
+    /// Hot path: the clock, the sleep, the spin, the module and the ring
+    /// push; nothing else until the plan is done or `stop` is set.
+    fn run(
+        &mut self,
+        start_ns: u64,
+        planned: u64,
+        ring: &mut rtrb::Producer<Sample>,
+        dropped: &AtomicU64,
+        stop: &AtomicBool,
+    ) -> End {
+        let n = self.events.len();
+        let mut done: u64 = 0;
+        let mut fired: u64 = 0;
+        let mut missed: u64 = 0;
+        let mut repetition_start = start_ns;
+        let mut pending_missed = 0;
+        'plan: loop {
+            for index in 0..n {
+                if done >= planned || stop.load(Ordering::Relaxed) {
+                    break 'plan;
+                }
+                done += 1;
+                self.position.store(index, Ordering::Relaxed);
+                let event = self.events.event(index);
+                let at = repetition_start + event.offset_ns;
+                let mut now = clock::now_ns();
+                if now > at + self.skip_after_ns {
+                    missed += 1;
+                    pending_missed += 1;
+                    continue;
+                }
+                if at > now + self.guard_ns {
+                    clock::sleep_until(at - self.guard_ns);
+                }
+                while now < at {
+                    now = clock::now_ns();
+                }
+                if let Some(inject) = self.inject {
+                    if done.is_multiple_of(inject.every) {
+                        let until = now + inject.delay_ns;
+                        while now < until {
+                            now = clock::now_ns();
+                        }
+                    }
+                }
+                let fire = clock::now_ns();
+                if let Some((_, module)) = self.modules.get_mut(usize::from(event.module)) {
+                    module.fire(&event, fire);
+                }
+                fired += 1;
+                let sample = Sample {
+                    at_ns: at - start_ns,
+                    latency_ns: fire - at,
+                    missed: pending_missed,
+                };
+                pending_missed = 0;
+                if ring.push(sample).is_err() {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            repetition_start += self.period;
+        }
+        End {
+            fired,
+            missed,
+            planned,
+            module_counts: self
+                .modules
+                .iter()
+                .map(|(name, m)| {
+                    let (n, failed) = m.counts();
+                    (name.clone(), n, failed)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl DispatchRun {
+    fn series(&self, stats: SeriesStats) -> Vec<Series> {
+        vec![Series {
+            name: "dispatch".into(),
+            metric: "dispatch_error".into(),
+            cpu: self.cpu,
+            interval_ns: self.interval_ns,
+            thread: self.settings.clone(),
+            stats,
+        }]
+    }
+}
+
+impl ProbeRun for DispatchRun {
+    fn series_names(&self) -> Vec<String> {
+        vec!["dispatch".into()]
+    }
+
+    fn live(&self) -> Vec<LiveStats> {
+        self.recorder
+            .as_ref()
+            .map(Recorder::live)
+            .unwrap_or_default()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        clock::now_ns().saturating_sub(self.start_ns)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn snapshot(&self) -> Vec<Series> {
+        let stats = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.stats().pop())
+            .unwrap_or_default();
+        self.series(stats)
+    }
+
+    fn finish(mut self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
+        let end = self
+            .thread
+            .take()
+            .expect("finished once")
+            .join()
+            .map_err(|_| anyhow::anyhow!("the dispatcher thread panicked"))?;
+        drop(self.pager.take());
+        let elapsed_ns = self.elapsed_ns();
+        let mut stats = self
+            .recorder
+            .take()
+            .expect("finished once")
+            .finish()?
+            .pop()
+            .unwrap_or_default();
+        // Skipped events ride on the next sample; those after the last
+        // sample have none: the thread's own count is the whole truth.
+        stats.missed = end.missed;
+        let mut warnings = std::mem::take(&mut self.warnings);
+        for (name, fired, failed) in &end.module_counts {
+            if *failed > 0 {
+                warnings.push(format!("module {name}: {failed} of {fired} events failed"));
+            }
+        }
+        if end.missed > 0 {
+            warnings.push(format!(
+                "{} of {} events were reached too late and skipped",
+                end.missed,
+                end.fired + end.missed
+            ));
+        }
+        Ok(ProbeOutcome {
+            series: self.series(stats),
+            elapsed_ns,
+            stopped_early: end.fired + end.missed < end.planned,
+            warnings,
+            ..ProbeOutcome::default()
+        })
+    }
+}

@@ -1,0 +1,244 @@
+//! Periodic tasks (paper 002, KURT §4.3 and §4.4.1): `tasks` threads, each
+//! activated every `period_ns` on one CPU, doing `work_ns` of spinning
+//! work per activation, released either by rtlab's executive or by their
+//! own `clock_nanosleep` (the paper's SCHED_FIFO comparison).
+//!
+//! * [`Mode::Executive`]: one executive thread (SCHED_FIFO, above the
+//!   tasks) keeps every task's next activation, sleeps with an absolute
+//!   `clock_nanosleep` until the earliest activation minus `guard_ns`,
+//!   spins to the activation minus `release_early_ns` and wakes that
+//!   task's futex (§4.1.1: wake early and spin). The task, blocked on its
+//!   own futex, spins to its activation instant, stamps its lateness where
+//!   the work really starts, spins `work_ns` and stamps its response.
+//! * [`Mode::Fifo`]: every task is its own SCHED_FIFO thread sleeping with
+//!   an absolute `clock_nanosleep` to its activations, stamping its
+//!   lateness at wake-up and doing the same work.
+//!
+//! Phasing: task `i` is activated at `start + i × period / tasks + k ×
+//! period` (staggered, the default), or every task at `start + k × period`
+//! ([`Phasing::InPhase`]). The paper measured the time between consecutive
+//! iterations of each process, which a constant phase does not change; we
+//! measure lateness against the absolute grid, where tasks in phase on one
+//! CPU are late by the work of the tasks released before them: staggering
+//! measures the scheduler, not the queue.
+//!
+//! Series, per task: `taskN.lateness` (metric `activation_lateness`: the
+//! start of the work minus the activation instant) and `taskN.response`
+//! (metric `response_time`: the end of the work minus the activation).
+//! Every planned activation is accounted for: `samples + missed` of a
+//! lateness series is the number of activations planned for that task. An
+//! activation is *missed* when it comes while the task is still working on
+//! an earlier one (executive), or when the task wakes a whole period or
+//! more late (fifo: every activation that passed meanwhile). The `missed`
+//! count of a response series is the number of deadline misses: a response
+//! later than the next activation (deadline = period).
+
+mod threads;
+
+use crate::periodic::threads::{PeriodicRun, START_MARGIN_NS};
+use rtlab_core::cpuset::CpuSet;
+use rtlab_core::journal::Journal;
+use rtlab_probe::{Probe, ProbeRun};
+use serde::Serialize;
+use std::fmt;
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+pub use threads::start;
+
+/// Who releases the tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// rtlab's executive: sleep to the activation minus the guard, spin,
+    /// wake the task early, the task spins to its instant.
+    Executive,
+    /// Each task sleeps to its own activations (the paper's SCHED_FIFO).
+    Fifo,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Executive => "executive",
+            Mode::Fifo => "fifo",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "executive" | "exec" | "kurt" => Ok(Mode::Executive),
+            "fifo" => Ok(Mode::Fifo),
+            other => Err(format!(
+                "unknown mode '{other}': expected executive or fifo"
+            )),
+        }
+    }
+}
+
+/// Where in the period each task's activations fall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phasing {
+    /// Task i at i × period / tasks (default).
+    Staggered,
+    /// Every task at the same instants.
+    InPhase,
+}
+
+/// Default SCHED_FIFO priority of the executive.
+pub const EXECUTIVE_PRIORITY: u32 = 90;
+/// Default SCHED_FIFO priority of the tasks (both modes).
+pub const TASK_PRIORITY: u32 = 80;
+/// Default guard: how early the executive wakes and spins (DESIGN.md:
+/// sleeping to 100 µs before the instant and spinning puts 96-98 % of
+/// wake-ups within 10 µs on these machines).
+pub const GUARD_NS: u64 = 100_000;
+/// Default release margin: how early a task is woken so that the futex
+/// wake-up path (and the executive going back to sleep on the same CPU)
+/// is absorbed before its instant.
+pub const RELEASE_EARLY_NS: u64 = 50_000;
+
+/// Everything a periodic run needs; serialized as the result's `config`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeriodicConfig {
+    pub tasks: usize,
+    pub period_ns: u64,
+    /// Spinning work per activation (wall clock), ns.
+    pub work_ns: u64,
+    /// Activations planned per task.
+    pub activations: u64,
+    pub mode: Mode,
+    pub phasing: Phasing,
+    /// The CPU of every task and of the executive (the paper's uniprocessor).
+    pub cpu: usize,
+    /// SCHED_FIFO priority of the executive.
+    pub executive_priority: u32,
+    /// SCHED_FIFO priority of the tasks.
+    pub task_priority: u32,
+    /// Executive: how early it wakes before an activation and spins.
+    pub guard_ns: u64,
+    /// Executive: how early a task is released; it spins to its instant.
+    pub release_early_ns: u64,
+}
+
+/// The last online CPU (CPU 0 takes most of the housekeeping).
+pub fn default_cpu() -> usize {
+    CpuSet::online().iter().last().unwrap_or(0)
+}
+
+impl PeriodicConfig {
+    /// A config with every default: executive mode, staggered, on the last
+    /// online CPU, `duration_ns` of activations.
+    pub fn new(tasks: usize, period_ns: u64, work_ns: u64, duration_ns: u64) -> PeriodicConfig {
+        PeriodicConfig {
+            tasks,
+            period_ns,
+            work_ns,
+            activations: activations_in(duration_ns, period_ns),
+            mode: Mode::Executive,
+            phasing: Phasing::Staggered,
+            cpu: default_cpu(),
+            executive_priority: EXECUTIVE_PRIORITY,
+            task_priority: TASK_PRIORITY,
+            guard_ns: GUARD_NS,
+            release_early_ns: RELEASE_EARLY_NS,
+        }
+    }
+
+    /// Activation instant `k` of task `task`, ns after the run's start.
+    pub fn offset_of(&self, task: usize) -> u64 {
+        match self.phasing {
+            Phasing::Staggered => self.period_ns * task as u64 / self.tasks.max(1) as u64,
+            Phasing::InPhase => 0,
+        }
+    }
+
+    /// Planned length of the run, ns.
+    pub fn planned_ns(&self) -> u64 {
+        self.activations * self.period_ns
+    }
+
+    /// Checks the settings; the message names the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tasks == 0 {
+            return Err("tasks: at least 1 task is needed".into());
+        }
+        if self.tasks > 1000 {
+            return Err(format!("tasks: {} is more than 1000", self.tasks));
+        }
+        if self.period_ns == 0 {
+            return Err("period: must be above 0".into());
+        }
+        if self.activations == 0 {
+            return Err("the run is shorter than one period: no activation planned".into());
+        }
+        if self.work_ns >= self.period_ns {
+            return Err(format!(
+                "work: {} ns is not shorter than the period {} ns",
+                self.work_ns, self.period_ns
+            ));
+        }
+        if self.mode == Mode::Executive && self.release_early_ns > self.guard_ns {
+            return Err(format!(
+                "release early: {} ns is more than the guard {} ns (the executive cannot release a task before it is awake)",
+                self.release_early_ns, self.guard_ns
+            ));
+        }
+        if self.mode == Mode::Executive && self.guard_ns >= START_MARGIN_NS {
+            return Err(format!("guard: {} ns is too large", self.guard_ns));
+        }
+        for (what, p) in [
+            ("executive priority", self.executive_priority),
+            ("task priority", self.task_priority),
+        ] {
+            if !(1..=99).contains(&p) {
+                return Err(format!("{what}: {p} is not in 1-99"));
+            }
+        }
+        if self.mode == Mode::Executive && self.executive_priority <= self.task_priority {
+            return Err(format!(
+                "the executive's priority {} must be above the tasks' {}",
+                self.executive_priority, self.task_priority
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Activations of a task in `duration_ns` (at least 1).
+pub fn activations_in(duration_ns: u64, period_ns: u64) -> u64 {
+    (duration_ns / period_ns.max(1)).max(1)
+}
+
+impl Probe for PeriodicConfig {
+    fn kind(&self) -> &'static str {
+        "periodic"
+    }
+    fn planned_ns(&self) -> u64 {
+        PeriodicConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        _journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let run: PeriodicRun = start(self, stop, samples_csv)?;
+        Ok(Box::new(run))
+    }
+}

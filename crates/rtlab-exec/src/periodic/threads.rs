@@ -1,0 +1,586 @@
+//! The threads of a periodic run: the executive and its tasks, or the
+//! self-timed FIFO tasks; the recorder; the [`ProbeRun`].
+
+use super::{Mode, PeriodicConfig};
+use rtlab_core::clock;
+use rtlab_core::record::LiveStats;
+use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
+use rtlab_core::sched::{self, Policy, SchedParams};
+use rtlab_probe::launch::{self, Launch};
+use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use rtlab_probe::switch::{futex_wait, futex_wake};
+use rtlab_probe::timer::dedup_keep_order;
+use rtlab_probe::{ProbeOutcome, ProbeRun};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Margin between every thread being ready and the first activation.
+pub const START_MARGIN_NS: u64 = 50_000_000;
+/// How long the threads get to set themselves up.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the executive waits, after its last release, for the tasks to
+/// finish their work before telling them to leave.
+const DRAIN_TIMEOUT_NS: u64 = 2_000_000_000;
+
+/// One task's hand-off with the executive, on a cache line of its own.
+#[repr(align(64))]
+#[derive(Default)]
+struct Slot {
+    /// The futex word: bumped by the executive at every release (and to
+    /// tell the task to leave).
+    seq: AtomicU32,
+    /// Set by the executive at a release, cleared by the task once its
+    /// work for that activation is done and its samples pushed.
+    busy: AtomicBool,
+    /// The task is to leave (checked after every wake-up).
+    quit: AtomicBool,
+    /// The activation instant of the current release, ns.
+    activation_ns: AtomicU64,
+    /// Activations the executive could not release because the task was
+    /// still working; the task reports them as `missed` with its next sample.
+    skipped: AtomicU64,
+}
+
+/// State shared by every thread of one run.
+struct Shared {
+    stop: Arc<AtomicBool>,
+    start_ns: AtomicU64,
+    slots: Vec<Slot>,
+}
+
+impl Shared {
+    /// Tells every task to leave (executive mode).
+    fn quit_all(&self) {
+        for slot in &self.slots {
+            slot.quit.store(true, Ordering::Release);
+            slot.seq.fetch_add(1, Ordering::Release);
+            futex_wake(&slot.seq, 1);
+        }
+    }
+}
+
+/// What a thread reports once set up.
+struct ThreadReady {
+    settings: ThreadSettings,
+    warnings: Vec<String>,
+}
+
+/// How a thread ended.
+struct ThreadEnd {
+    /// Activations accounted for (released or missed).
+    accounted: u64,
+    planned: u64,
+}
+
+/// One task's side of the recorder.
+struct TaskRings {
+    lateness: rtrb::Producer<Sample>,
+    response: rtrb::Producer<Sample>,
+    dropped_lateness: Arc<AtomicU64>,
+    dropped_response: Arc<AtomicU64>,
+}
+
+impl TaskRings {
+    /// Hands one activation's two samples over. Hot path: no allocation.
+    #[inline]
+    fn push(
+        &mut self,
+        at_ns: u64,
+        lateness_ns: u64,
+        missed: u64,
+        response_ns: u64,
+        deadline_miss: bool,
+    ) {
+        let lateness = Sample {
+            at_ns,
+            latency_ns: lateness_ns,
+            missed,
+        };
+        if self.lateness.push(lateness).is_err() {
+            self.dropped_lateness.fetch_add(1, Ordering::Relaxed);
+        }
+        let response = Sample {
+            at_ns,
+            latency_ns: response_ns,
+            missed: u64::from(deadline_miss),
+        };
+        if self.response.push(response).is_err() {
+            self.dropped_response.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Spins until the clock reaches `instant_ns`; returns the time read last.
+#[inline(always)]
+fn spin_until(instant_ns: u64) -> u64 {
+    loop {
+        let now = clock::now_ns();
+        if now >= instant_ns {
+            return now;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// A periodic run in progress.
+pub struct PeriodicRun {
+    threads: Vec<JoinHandle<ThreadEnd>>,
+    recorder: Recorder,
+    shared: Arc<Shared>,
+    config: PeriodicConfig,
+    names: Vec<String>,
+    settings: Vec<ThreadSettings>,
+    warnings: Vec<String>,
+}
+
+fn fifo(priority: u32) -> SchedParams {
+    SchedParams {
+        policy: Policy::Fifo,
+        priority,
+        deadline: None,
+    }
+}
+
+fn set_up(cpu: usize, priority: u32) -> Result<ThreadReady, String> {
+    let (settings, warnings) =
+        rtlab_probe::thread::set_up_measuring_thread(Some(cpu), &fifo(priority));
+    Ok(ThreadReady { settings, warnings })
+}
+
+fn builder(name: &str) -> std::thread::Builder {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024)
+}
+
+/// Starts the tasks (and the executive) and the recorder; `stop` ends the
+/// run early when set.
+pub fn start(
+    config: &PeriodicConfig,
+    stop: Arc<AtomicBool>,
+    samples_csv: Option<Box<dyn Write + Send>>,
+) -> anyhow::Result<PeriodicRun> {
+    config.validate().map_err(|e| anyhow::anyhow!(e))?;
+    let n = config.tasks;
+    let shared = Arc::new(Shared {
+        stop,
+        start_ns: AtomicU64::new(0),
+        slots: (0..n).map(|_| Slot::default()).collect(),
+    });
+    let mut launch: Launch<ThreadEnd, ThreadReady> = Launch::new();
+    let mut inputs = Vec::with_capacity(2 * n);
+    let mut names = Vec::with_capacity(2 * n);
+    for task in 0..n {
+        let mut rings = Vec::with_capacity(2);
+        for what in ["lateness", "response"] {
+            let (producer, consumer) = rtrb::RingBuffer::new(ring_capacity(config.period_ns));
+            let dropped = Arc::new(AtomicU64::new(0));
+            let name = format!("task{task}.{what}");
+            inputs.push(SeriesInput {
+                csv_label: name.clone(),
+                consumer,
+                dropped: Arc::clone(&dropped),
+            });
+            names.push(name);
+            rings.push((producer, dropped));
+        }
+        let (response, dropped_response) = rings.pop().expect("two rings");
+        let (lateness, dropped_lateness) = rings.pop().expect("two rings");
+        let rings = TaskRings {
+            lateness,
+            response,
+            dropped_lateness,
+            dropped_response,
+        };
+        let plan = TaskPlan {
+            index: task,
+            cpu: config.cpu,
+            priority: config.task_priority,
+            period_ns: config.period_ns,
+            work_ns: config.work_ns,
+            offset_ns: config.offset_of(task),
+            activations: config.activations,
+        };
+        let shared = Arc::clone(&shared);
+        let mode = config.mode;
+        let spawned = launch.spawn(
+            format!("periodic task {task}"),
+            builder(&format!("rtlab-task{task}")),
+            move |gate| {
+                let ready = launch::caught(|| set_up(plan.cpu, plan.priority));
+                let Some(start_ns) = gate.ready(ready) else {
+                    return ThreadEnd {
+                        accounted: 0,
+                        planned: plan.activations,
+                    };
+                };
+                let mut rings = rings;
+                match mode {
+                    Mode::Executive => plan.released(start_ns, &shared, &mut rings),
+                    Mode::Fifo => plan.self_timed(start_ns, &shared, &mut rings),
+                }
+            },
+        );
+        if let Err(e) = spawned {
+            return Err(launch.fail(e.to_string()));
+        }
+    }
+    if config.mode == Mode::Executive {
+        let plan = ExecutivePlan {
+            cpu: config.cpu,
+            priority: config.executive_priority,
+            period_ns: config.period_ns,
+            offsets: (0..n).map(|t| config.offset_of(t)).collect(),
+            activations: config.activations,
+            guard_ns: config.guard_ns,
+            release_early_ns: config.release_early_ns,
+        };
+        let executive_shared = Arc::clone(&shared);
+        let spawned = launch.spawn(
+            "the executive".into(),
+            builder("rtlab-executive"),
+            move |gate| {
+                // Whatever happens to the executive, the tasks leave.
+                let shared = executive_shared;
+                let _quit = QuitOnDrop(&shared);
+                let ready = launch::caught(|| set_up(plan.cpu, plan.priority));
+                match gate.ready(ready) {
+                    Some(start_ns) => plan.run(start_ns, &shared),
+                    None => ThreadEnd {
+                        accounted: 0,
+                        planned: plan.activations * plan.offsets.len() as u64,
+                    },
+                }
+            },
+        );
+        if let Err(e) = spawned {
+            shared.quit_all();
+            return Err(launch.fail(e.to_string()));
+        }
+    }
+
+    let csv = samples_csv.map(|out| SamplesCsv {
+        out,
+        label_column: "series",
+    });
+    let recorder = match Recorder::spawn(inputs, None, csv) {
+        Ok(recorder) => recorder,
+        Err(e) => {
+            shared.quit_all();
+            return Err(launch.fail(format!("cannot start the recorder thread: {e}")));
+        }
+    };
+    let reports = match launch.wait_ready(READY_TIMEOUT) {
+        Ok(reports) => reports,
+        Err(why) => {
+            shared.quit_all();
+            let error = launch.fail(why);
+            let _ = recorder.finish();
+            return Err(error);
+        }
+    };
+    let mut warnings = Vec::new();
+    let mut settings = Vec::with_capacity(n);
+    for (index, report) in reports.into_iter().enumerate() {
+        warnings.extend(report.warnings);
+        if index < n {
+            settings.push(report.settings);
+        }
+    }
+    dedup_keep_order(&mut warnings);
+    let start_ns = clock::now_ns() + START_MARGIN_NS;
+    shared.start_ns.store(start_ns, Ordering::Release);
+    let threads = launch.go(start_ns);
+    Ok(PeriodicRun {
+        threads,
+        recorder,
+        shared,
+        config: config.clone(),
+        names,
+        settings,
+        warnings,
+    })
+}
+
+/// Tells the tasks to leave when the executive ends, however it ends.
+struct QuitOnDrop<'a>(&'a Shared);
+
+impl Drop for QuitOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.quit_all();
+    }
+}
+
+/// What one task does.
+struct TaskPlan {
+    index: usize,
+    cpu: usize,
+    priority: u32,
+    period_ns: u64,
+    work_ns: u64,
+    offset_ns: u64,
+    activations: u64,
+}
+
+impl TaskPlan {
+    /// Executive mode: blocked on its futex until released, spins to its
+    /// activation instant, works, reports. Hot path: no allocation, lock
+    /// or syscall other than the clock, the futex wait and the ring pushes.
+    fn released(&self, start_ns: u64, shared: &Shared, rings: &mut TaskRings) -> ThreadEnd {
+        let slot = &shared.slots[self.index];
+        // The word starts at 0 and only the executive bumps it, after the
+        // start: reading it here instead would lose a release made before
+        // this thread got the CPU back from the rendezvous.
+        let mut seen: u32 = 0;
+        let mut done: u64 = 0;
+        loop {
+            let current = slot.seq.load(Ordering::Acquire);
+            if current == seen {
+                futex_wait(&slot.seq, seen);
+                continue;
+            }
+            seen = current;
+            if slot.quit.load(Ordering::Acquire) {
+                break;
+            }
+            let activation = slot.activation_ns.load(Ordering::Acquire);
+            let started = spin_until(activation);
+            let missed = slot.skipped.swap(0, Ordering::AcqRel);
+            spin_until(started + self.work_ns);
+            let end = clock::now_ns();
+            let response = end - activation;
+            rings.push(
+                activation - start_ns,
+                started - activation,
+                missed,
+                response,
+                response > self.period_ns,
+            );
+            done += 1 + missed;
+            slot.busy.store(false, Ordering::Release);
+        }
+        ThreadEnd {
+            accounted: done + slot.skipped.load(Ordering::Acquire),
+            planned: self.activations,
+        }
+    }
+
+    /// FIFO mode: sleeps to each activation with an absolute
+    /// clock_nanosleep, stamps the wake-up, works, reports. Hot path: no
+    /// allocation, lock or syscall other than the clock, the sleep and
+    /// the ring pushes.
+    fn self_timed(&self, start_ns: u64, shared: &Shared, rings: &mut TaskRings) -> ThreadEnd {
+        let first = start_ns + self.offset_ns;
+        let planned = self.activations;
+        let mut k: u64 = 0;
+        while k < planned && !shared.stop.load(Ordering::Relaxed) {
+            let activation = first + k * self.period_ns;
+            clock::sleep_until(activation);
+            let started = clock::now_ns();
+            let lateness = started.saturating_sub(activation);
+            // Activations that passed while this one was late: counted,
+            // never measured as fake catch-up samples.
+            let missed = (lateness / self.period_ns).min(planned - k - 1);
+            spin_until(started + self.work_ns);
+            let end = clock::now_ns();
+            let response = end - activation;
+            rings.push(
+                activation - start_ns,
+                lateness,
+                missed,
+                response,
+                response > self.period_ns,
+            );
+            k += 1 + missed;
+        }
+        ThreadEnd {
+            accounted: k,
+            planned,
+        }
+    }
+}
+
+/// What the executive does.
+struct ExecutivePlan {
+    cpu: usize,
+    priority: u32,
+    period_ns: u64,
+    offsets: Vec<u64>,
+    activations: u64,
+    guard_ns: u64,
+    release_early_ns: u64,
+}
+
+impl ExecutivePlan {
+    /// Releases every activation of every task in time order. Hot path:
+    /// no allocation, lock or syscall other than the clock, the sleep and
+    /// the futex wake.
+    fn run(&self, start_ns: u64, shared: &Shared) -> ThreadEnd {
+        let n = self.offsets.len();
+        let mut next: Vec<u64> = self.offsets.iter().map(|o| start_ns + o).collect();
+        let mut done: Vec<u64> = vec![0; n];
+        let mut accounted: u64 = 0;
+        while !shared.stop.load(Ordering::Relaxed) {
+            // The earliest pending activation (the lowest task on a tie).
+            let mut task = usize::MAX;
+            let mut activation = u64::MAX;
+            for i in 0..n {
+                if done[i] < self.activations && next[i] < activation {
+                    activation = next[i];
+                    task = i;
+                }
+            }
+            if task == usize::MAX {
+                break;
+            }
+            let wake = activation - self.guard_ns;
+            if clock::now_ns() < wake {
+                clock::sleep_until(wake);
+            }
+            spin_until(activation - self.release_early_ns);
+            let slot = &shared.slots[task];
+            if slot.busy.load(Ordering::Acquire) {
+                // Still working on an earlier activation: this one is missed.
+                slot.skipped.fetch_add(1, Ordering::AcqRel);
+            } else {
+                slot.busy.store(true, Ordering::Release);
+                slot.activation_ns.store(activation, Ordering::Release);
+                slot.seq.fetch_add(1, Ordering::Release);
+                futex_wake(&slot.seq, 1);
+            }
+            next[task] += self.period_ns;
+            done[task] += 1;
+            accounted += 1;
+        }
+        // Off the hot path: let the last releases finish their work.
+        let give_up = clock::now_ns() + DRAIN_TIMEOUT_NS + self.period_ns;
+        while shared
+            .slots
+            .iter()
+            .any(|slot| slot.busy.load(Ordering::Acquire))
+            && clock::now_ns() < give_up
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        shared.quit_all();
+        ThreadEnd {
+            accounted,
+            planned: self.activations * n as u64,
+        }
+    }
+}
+
+/// The run's series: per task its lateness then its response.
+fn build_series(
+    shared: &Shared,
+    config: &PeriodicConfig,
+    names: &[String],
+    settings: &[ThreadSettings],
+    stats: Vec<SeriesStats>,
+) -> Vec<Series> {
+    stats
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut stats)| {
+            let task = i / 2;
+            let lateness = i % 2 == 0;
+            if lateness {
+                // Skips the task has not reported with a sample yet.
+                stats.missed += shared.slots[task].skipped.load(Ordering::Acquire);
+            }
+            Series {
+                name: names[i].clone(),
+                metric: if lateness {
+                    "activation_lateness"
+                } else {
+                    "response_time"
+                }
+                .into(),
+                cpu: Some(config.cpu),
+                interval_ns: config.period_ns,
+                thread: settings[task].clone(),
+                stats,
+            }
+        })
+        .collect()
+}
+
+impl ProbeRun for PeriodicRun {
+    fn series_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn live(&self) -> Vec<LiveStats> {
+        self.recorder.live()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.threads.iter().all(JoinHandle::is_finished)
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        clock::now_ns().saturating_sub(self.shared.start_ns.load(Ordering::Acquire))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn snapshot(&self) -> Vec<Series> {
+        build_series(
+            &self.shared,
+            &self.config,
+            &self.names,
+            &self.settings,
+            self.recorder.stats(),
+        )
+    }
+
+    fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
+        let PeriodicRun {
+            threads,
+            recorder,
+            shared,
+            config,
+            names,
+            settings,
+            mut warnings,
+        } = *self;
+        let mut stopped_early = false;
+        for thread in threads {
+            let end = thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("a periodic thread panicked"))?;
+            stopped_early |= end.accounted < end.planned;
+        }
+        let elapsed_ns = clock::now_ns().saturating_sub(shared.start_ns.load(Ordering::Acquire));
+        let stats = recorder.finish()?;
+        let series = build_series(&shared, &config, &names, &settings, stats);
+        let (mut missed, mut misses, mut tasks_missing) = (0, 0, 0);
+        for pair in series.chunks(2) {
+            missed += pair[0].stats.missed;
+            misses += pair[1].stats.missed;
+            tasks_missing += usize::from(pair[1].stats.missed > 0);
+        }
+        if missed > 0 {
+            warnings.push(format!(
+                "{missed} activations missed (the task was still working, or woke a period or more late): the `missed` count of the taskN.lateness series"
+            ));
+        }
+        if misses > 0 {
+            warnings.push(format!(
+                "{misses} deadline misses in {tasks_missing} tasks (a response later than the next activation): the `missed` count of the taskN.response series"
+            ));
+        }
+        Ok(ProbeOutcome {
+            series,
+            elapsed_ns,
+            stopped_early,
+            warnings,
+            ..ProbeOutcome::default()
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! Checks a plan before it runs (docs/plan-format.md, "Checks"). One pass
+//! over the events, so a mapped 10 M event plan checks in bounded memory.
+//!
+//! Errors (the dispatcher refuses the plan): offsets out of order, an event
+//! for a module outside the table, a repeat period not longer than the
+//! plan's span, non-zero flags (reserved in version 1).
+//! Warnings: a module declared but never used, events closer than
+//! [`MIN_SPACING_NS`] (the dispatcher fires them back to back, late), a
+//! plan without events.
+
+use super::text::format_offset;
+use super::{EventSource, PlanHeader};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The closest spacing the dispatcher is designed to honour: 1 µs, i.e.
+/// one million events per second. Closer events are fired back to back.
+pub const MIN_SPACING_NS: u64 = 1_000;
+
+/// Findings kept per code; the rest are only counted.
+pub const KEEP_PER_CODE: u64 = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// One thing wrong (or doubtful) in a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// Stable name: `unsorted`, `unknown-module`, `repeat-too-short`,
+    /// `flags`, `unused-module`, `too-close`, `empty`.
+    pub code: &'static str,
+    /// 0-based index of the event, when about one.
+    pub index: Option<u64>,
+    /// 1-based line of a text plan, when known.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// All findings of a check: the first [`KEEP_PER_CODE`] of each code, and
+/// how many there were of each.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub counts: BTreeMap<&'static str, u64>,
+    pub errors: u64,
+    pub warnings: u64,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.errors == 0
+    }
+
+    fn add(&mut self, finding: Finding) {
+        let count = self.counts.entry(finding.code).or_insert(0);
+        *count += 1;
+        match finding.severity {
+            Severity::Error => self.errors += 1,
+            Severity::Warning => self.warnings += 1,
+        }
+        if *count <= KEEP_PER_CODE {
+            self.findings.push(finding);
+        }
+    }
+
+    /// Findings beyond those kept, per code.
+    pub fn not_shown(&self) -> Vec<(&'static str, u64)> {
+        self.counts
+            .iter()
+            .filter(|(_, &n)| n > KEEP_PER_CODE)
+            .map(|(&code, &n)| (code, n - KEEP_PER_CODE))
+            .collect()
+    }
+}
+
+/// How many events the scan reads between two residency hints.
+const ADVISE_EVERY: u64 = 1 << 16;
+
+/// Checks a plan.
+pub fn check(header: &PlanHeader, events: &dyn EventSource) -> Report {
+    check_lines(header, events, None)
+}
+
+/// [`check`], with the line of each event of a text plan.
+pub fn check_lines(
+    header: &PlanHeader,
+    events: &dyn EventSource,
+    lines: Option<&[usize]>,
+) -> Report {
+    let mut report = Report::default();
+    let line_of = |i: u64| lines.and_then(|l| l.get(i as usize).copied());
+    let mut used = vec![false; header.modules.len()];
+    let mut previous: Option<u64> = None;
+    let mut first = None;
+    let mut max = 0u64;
+    let n = events.len();
+    for i in 0..n {
+        if i % ADVISE_EVERY == 0 {
+            // A mapped plan is read once here: keep only a window resident.
+            events.advise(i, i + ADVISE_EVERY);
+        }
+        let e = events.event(i);
+        let mut finding = |severity, code, message| {
+            report.add(Finding {
+                severity,
+                code,
+                index: Some(i),
+                line: line_of(i),
+                message,
+            })
+        };
+        match used.get_mut(e.module as usize) {
+            Some(u) => *u = true,
+            None => finding(
+                Severity::Error,
+                "unknown-module",
+                format!(
+                    "event {i}: module id {} is outside the module table ({} modules)",
+                    e.module,
+                    header.modules.len()
+                ),
+            ),
+        }
+        if e.flags != 0 {
+            finding(
+                Severity::Error,
+                "flags",
+                format!(
+                    "event {i}: flags 0x{:x}: reserved, must be 0 in version 1",
+                    e.flags
+                ),
+            );
+        }
+        if let Some(prev) = previous {
+            if e.offset_ns < prev {
+                finding(
+                    Severity::Error,
+                    "unsorted",
+                    format!(
+                        "event {i}: offset {} is before the previous event's {}: offsets must not decrease",
+                        format_offset(e.offset_ns),
+                        format_offset(prev)
+                    ),
+                );
+            } else if e.offset_ns - prev < MIN_SPACING_NS {
+                finding(
+                    Severity::Warning,
+                    "too-close",
+                    format!(
+                        "event {i}: {} after the previous event, closer than the dispatcher's {} (it fires them back to back)",
+                        format_offset(e.offset_ns - prev),
+                        format_offset(MIN_SPACING_NS)
+                    ),
+                );
+            }
+        }
+        first.get_or_insert(e.offset_ns);
+        max = max.max(e.offset_ns);
+        previous = Some(e.offset_ns);
+    }
+    if let Some(repeat) = header.repeat_ns {
+        if n > 0 && repeat <= max {
+            report.add(Finding {
+                severity: Severity::Error,
+                code: "repeat-too-short",
+                index: None,
+                line: None,
+                message: format!(
+                    "repeat period {} is not longer than the last offset {}",
+                    format_offset(repeat),
+                    format_offset(max)
+                ),
+            });
+        } else if let (Some(first), Some(last)) = (first, previous) {
+            if repeat > last && repeat - last + first < MIN_SPACING_NS {
+                report.add(Finding {
+                    severity: Severity::Warning,
+                    code: "too-close",
+                    index: Some(0),
+                    line: line_of(0),
+                    message: format!(
+                        "the first event of a repetition is {} after the last of the previous one, closer than {}",
+                        format_offset(repeat - last + first),
+                        format_offset(MIN_SPACING_NS)
+                    ),
+                });
+            }
+        }
+    }
+    for (m, used) in header.modules.iter().zip(&used) {
+        if !used {
+            report.add(Finding {
+                severity: Severity::Warning,
+                code: "unused-module",
+                index: None,
+                line: None,
+                message: format!(
+                    "module {} ({} {}) is declared but no event uses it",
+                    m.id, m.name, m.kind
+                ),
+            });
+        }
+    }
+    if n == 0 {
+        report.add(Finding {
+            severity: Severity::Warning,
+            code: "empty",
+            index: None,
+            line: None,
+            message: "the plan has no events".into(),
+        });
+    }
+    report.findings.sort_by_key(|f| {
+        (
+            std::cmp::Reverse(f.severity),
+            f.index.unwrap_or(u64::MAX),
+            f.code,
+        )
+    });
+    report
+}
+
+/// Figures of a plan's timing, from one pass over its events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub events: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: Option<u64>,
+    /// Last offset minus first offset.
+    pub span_ns: u64,
+    /// Smallest gap between consecutive events (None below 2 events);
+    /// 0 if some events share an offset or are out of order.
+    pub min_spacing_ns: Option<u64>,
+    /// Span / (events - 1).
+    pub mean_spacing_ns: Option<f64>,
+    /// Events per module id.
+    pub per_module: BTreeMap<u16, u64>,
+}
+
+pub fn stats(events: &dyn EventSource) -> Stats {
+    let mut s = Stats {
+        events: events.len(),
+        ..Stats::default()
+    };
+    let mut previous: Option<u64> = None;
+    for i in 0..events.len() {
+        let e = events.event(i);
+        if let Some(prev) = previous {
+            let gap = e.offset_ns.saturating_sub(prev);
+            s.min_spacing_ns = Some(s.min_spacing_ns.map_or(gap, |m| m.min(gap)));
+        }
+        s.first_ns.get_or_insert(e.offset_ns);
+        s.last_ns = Some(e.offset_ns);
+        *s.per_module.entry(e.module).or_insert(0) += 1;
+        previous = Some(e.offset_ns);
+    }
+    if let (Some(first), Some(last)) = (s.first_ns, s.last_ns) {
+        s.span_ns = last.saturating_sub(first);
+        if s.events > 1 {
+            s.mean_spacing_ns = Some(s.span_ns as f64 / (s.events - 1) as f64);
+        }
+    }
+    s
+}

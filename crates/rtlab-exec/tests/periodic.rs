@@ -1,0 +1,238 @@
+//! Periodic tasks: every planned activation is accounted for (samples +
+//! missed) in both modes, an injected stall of known size shows in the
+//! lateness series, the stop flag ends a run early, and bad settings are
+//! refused.
+//!
+//! These tests need real-time scheduling (CI is root) and skip with a
+//! printed reason without it. They never assert absolute timings. They run
+//! one at a time (each holds `SERIAL`).
+
+use rtlab_core::result::Series;
+use rtlab_core::sched::{self, Policy, SchedParams};
+use rtlab_exec::periodic::{self, Mode, PeriodicConfig, Phasing};
+use rtlab_probe::{ProbeOutcome, ProbeRun};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+struct Serial {
+    _guard: MutexGuard<'static, ()>,
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        sched::unlock_memory();
+    }
+}
+
+/// None (with the reason printed) when real-time scheduling is not allowed.
+fn serial() -> Option<Serial> {
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let allowed = std::thread::spawn(|| {
+        sched::set_current_thread(&SchedParams {
+            policy: Policy::Fifo,
+            priority: 1,
+            deadline: None,
+        })
+    })
+    .join()
+    .unwrap();
+    if let Err(e) = allowed {
+        use std::io::Write;
+        let _ = write!(
+            std::io::stderr(),
+            "\nskipped: sched_setscheduler(SCHED_FIFO) is not allowed here ({e})\n"
+        );
+        return None;
+    }
+    let _ = sched::lock_memory();
+    Some(Serial { _guard: guard })
+}
+
+fn config(mode: Mode, tasks: usize, period_ns: u64, activations: u64) -> PeriodicConfig {
+    let mut config = PeriodicConfig::new(tasks, period_ns, 20_000, period_ns * activations);
+    config.mode = mode;
+    config
+}
+
+fn run_with(config: &PeriodicConfig, stop: Arc<AtomicBool>) -> ProbeOutcome {
+    let run = periodic::start(config, stop, None).expect("the periodic run starts");
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Box::new(run).finish().expect("the periodic run finishes")
+}
+
+fn lateness(outcome: &ProbeOutcome) -> Vec<&Series> {
+    outcome
+        .series
+        .iter()
+        .filter(|s| s.metric == "activation_lateness")
+        .collect()
+}
+
+/// Every task has its two series and every planned activation is a
+/// sample or a missed activation; every sample has its response.
+fn assert_accounted(outcome: &ProbeOutcome, tasks: usize, activations: u64) {
+    assert_eq!(outcome.series.len(), 2 * tasks);
+    for task in 0..tasks {
+        let lateness = &outcome.series[2 * task];
+        let response = &outcome.series[2 * task + 1];
+        assert_eq!(lateness.name, format!("task{task}.lateness"));
+        assert_eq!(response.name, format!("task{task}.response"));
+        assert_eq!(response.metric, "response_time");
+        assert_eq!(lateness.stats.dropped, 0);
+        assert_eq!(
+            lateness.stats.samples + lateness.stats.missed,
+            activations,
+            "{}: {} samples + {} missed",
+            lateness.name,
+            lateness.stats.samples,
+            lateness.stats.missed
+        );
+        assert_eq!(response.stats.samples, lateness.stats.samples);
+        assert!(response.stats.min_ns >= 20_000, "the work takes 20 µs");
+    }
+    assert!(!outcome.stopped_early);
+}
+
+#[test]
+fn every_activation_is_accounted_for_in_both_modes() {
+    let Some(_serial) = serial() else { return };
+    for mode in [Mode::Executive, Mode::Fifo] {
+        for phasing in [Phasing::Staggered, Phasing::InPhase] {
+            let mut config = config(mode, 5, 2_000_000, 300);
+            config.phasing = phasing;
+            let outcome = run_with(&config, Arc::new(AtomicBool::new(false)));
+            assert_accounted(&outcome, 5, 300);
+        }
+    }
+}
+
+/// A SCHED_FIFO 99 thread on `cpu` spinning `stall` every `every`,
+/// `count` times.
+fn inject_stalls(
+    cpu: usize,
+    stall: Duration,
+    every: Duration,
+    count: u32,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        sched::pin_current_thread(cpu).expect("pinned");
+        sched::set_current_thread(&SchedParams {
+            policy: Policy::Fifo,
+            priority: 99,
+            deadline: None,
+        })
+        .expect("FIFO 99");
+        for _ in 0..count {
+            std::thread::sleep(every);
+            let start = Instant::now();
+            while start.elapsed() < stall {
+                std::hint::spin_loop();
+            }
+        }
+    })
+}
+
+#[test]
+fn an_injected_stall_shows_in_the_lateness_series() {
+    let Some(_serial) = serial() else { return };
+    for mode in [Mode::Executive, Mode::Fifo] {
+        // 4 tasks every 1 ms, 2 s; 3 ms stalls every 200 ms from 300 ms on.
+        let config = config(mode, 4, 1_000_000, 2000);
+        let stalls = 5;
+        let cpu = config.cpu;
+        let injector = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            inject_stalls(
+                cpu,
+                Duration::from_millis(3),
+                Duration::from_millis(200),
+                stalls,
+            )
+            .join()
+            .unwrap();
+        });
+        let outcome = run_with(&config, Arc::new(AtomicBool::new(false)));
+        injector.join().unwrap();
+        assert_accounted(&outcome, 4, 2000);
+        // Each 3 ms stall delays the activations of its first 2 ms by
+        // at least 1 ms: one such sample per stall at least.
+        let late: u64 = lateness(&outcome)
+            .iter()
+            .flat_map(|s| s.stats.histogram_ns.iter())
+            .filter(|bin| bin[0] >= 1_000_000)
+            .map(|bin| bin[1])
+            .sum();
+        assert!(
+            late >= u64::from(stalls),
+            "{mode}: {late} activations late by 1 ms or more, {stalls} stalls injected"
+        );
+        let max = lateness(&outcome)
+            .iter()
+            .map(|s| s.stats.max_ns)
+            .max()
+            .unwrap();
+        assert!(max >= 2_000_000, "{mode}: max lateness {max} ns");
+    }
+}
+
+#[test]
+fn the_stop_flag_ends_a_run_early_with_what_was_measured() {
+    let Some(_serial) = serial() else { return };
+    for mode in [Mode::Executive, Mode::Fifo] {
+        let config = config(mode, 3, 10_000_000, 1000);
+        let stop = Arc::new(AtomicBool::new(false));
+        let setter = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        let started = Instant::now();
+        let outcome = run_with(&config, stop);
+        setter.join().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5), "{mode}");
+        assert!(outcome.stopped_early, "{mode}");
+        for series in lateness(&outcome) {
+            assert!(series.stats.samples > 0, "{mode}: {}", series.name);
+            assert!(series.stats.samples < 1000, "{mode}: {}", series.name);
+        }
+    }
+}
+
+#[test]
+fn bad_settings_are_refused() {
+    let mut c = config(Mode::Executive, 0, 1_000_000, 10);
+    assert!(c.validate().unwrap_err().contains("tasks"));
+    c.tasks = 2;
+    c.work_ns = 1_000_000;
+    assert!(c.validate().unwrap_err().contains("work"));
+    c.work_ns = 1000;
+    c.release_early_ns = c.guard_ns + 1;
+    assert!(c.validate().unwrap_err().contains("release early"));
+    c.release_early_ns = 0;
+    c.executive_priority = c.task_priority;
+    assert!(c.validate().unwrap_err().contains("priority"));
+    assert!(periodic::start(&c, Arc::new(AtomicBool::new(false)), None).is_err());
+}
+
+#[test]
+fn the_config_is_recorded_with_every_default() {
+    use rtlab_probe::Probe;
+    let c = PeriodicConfig::new(30, 10_000_000, 100_000, 5_000_000_000);
+    assert_eq!(c.activations, 500);
+    assert_eq!(Probe::kind(&c), "periodic");
+    assert_eq!(Probe::planned_ns(&c), 5_000_000_000);
+    let json = c.config_json();
+    assert_eq!(json["mode"], "executive");
+    assert_eq!(json["phasing"], "staggered");
+    assert_eq!(json["guard_ns"], 100_000);
+    assert_eq!(json["executive_priority"], 90);
+    assert_eq!(json["task_priority"], 80);
+    assert_eq!(c.offset_of(3), 1_000_000);
+}

@@ -1,0 +1,423 @@
+//! `rtlab exec periodic` and `rtlab exec kurt-table`: periodic tasks
+//! released by rtlab's executive or self-timed SCHED_FIFO threads (paper
+//! 002, KURT §4.3/§4.4.1), and the paper's Tables 4.1/4.2.
+
+use super::measure::{create_output, exit_code, measure, print_summary};
+use crate::cli::{
+    ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
+};
+use crate::input::{bad_input, InputError};
+use anyhow::Context;
+use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::units::human_duration;
+use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing};
+use rtlab_report::probe_tables::{within_percentages, within_table, WITHIN_US};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// The periodic config of `tasks` tasks for `duration_ns` in `mode`.
+fn config_from(
+    task: &PeriodicTaskArgs,
+    tasks: u64,
+    duration_ns: u64,
+    mode: Mode,
+) -> anyhow::Result<PeriodicConfig> {
+    let mut config = PeriodicConfig::new(tasks as usize, task.period, task.work, duration_ns);
+    config.mode = mode;
+    config.phasing = if task.in_phase {
+        Phasing::InPhase
+    } else {
+        Phasing::Staggered
+    };
+    if let Some(cpu) = task.cpu {
+        let online = rtlab_core::cpuset::CpuSet::online();
+        if !online.iter().any(|c| c == cpu) {
+            bad_input!("--cpu {cpu}: not an online CPU (online: {online})");
+        }
+        config.cpu = cpu;
+    }
+    config.executive_priority = task.priority;
+    config.task_priority = task.task_priority;
+    config.guard_ns = task.guard;
+    config.release_early_ns = task.release_early;
+    if duration_ns < task.period {
+        bad_input!(
+            "--duration {} is shorter than the --period {}: no activation",
+            human_duration(duration_ns),
+            human_duration(task.period)
+        );
+    }
+    if let Err(why) = config.validate() {
+        let why = why
+            .replace("work:", "--work:")
+            .replace("release early:", "--release-early:")
+            .replace("guard:", "--guard:")
+            .replace("tasks:", "--tasks:");
+        bad_input!("{why}");
+    }
+    Ok(config)
+}
+
+/// The shared flags of one of several runs: no --json or --samples of
+/// their own (the command writes one document for them all), quiet when
+/// asked, the load given.
+fn inner_args(run: &RunArgs, load: Option<String>, quiet: bool) -> RunArgs {
+    RunArgs {
+        load,
+        no_dma_latency: run.no_dma_latency,
+        sysctl: run.sysctl.clone(),
+        json: None,
+        samples: None,
+        store: StoreArgs {
+            db: run.store.db.clone(),
+        },
+        no_store: run.no_store,
+        quiet,
+    }
+}
+
+/// Where the human-readable output goes: stderr when the JSON goes to stdout.
+fn human_out(json: Option<&Path>) -> Box<dyn Write> {
+    if json == Some(Path::new("-")) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    }
+}
+
+/// Writes a command's JSON document to a file or stdout.
+fn write_json(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(doc)? + "\n";
+    if path == Path::new("-") {
+        std::io::stdout().write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    // Written aside then renamed: an interrupted write never leaves half a file.
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// One run's figures for the tables and the JSON.
+fn cell_json(result: &RunResult) -> serde_json::Value {
+    let lateness = result
+        .series
+        .iter()
+        .filter(|s| s.metric == "activation_lateness");
+    let (mut samples, mut missed) = (0, 0);
+    for s in lateness {
+        samples += s.stats.samples;
+        missed += s.stats.missed;
+    }
+    let misses: u64 = result
+        .series
+        .iter()
+        .filter(|s| s.metric == "response_time")
+        .map(|s| s.stats.missed)
+        .sum();
+    let within = within_percentages(&result.series);
+    json!({
+        "run_id": result.id,
+        "status": result.status,
+        "activations": samples + missed,
+        "missed_activations": missed,
+        "deadline_misses": misses,
+        "within_us": WITHIN_US,
+        "within_percent": within,
+    })
+}
+
+/// The worse of two exit statuses (failed or stopped wins over complete).
+fn worse(a: Option<RunStatus>, b: RunStatus) -> Option<RunStatus> {
+    let rank = |s: RunStatus| match s {
+        RunStatus::Partial => 3,
+        RunStatus::Failed => 2,
+        RunStatus::Break => 1,
+        _ => 0,
+    };
+    match a {
+        Some(a) if rank(a) >= rank(b) => Some(a),
+        _ => Some(b),
+    }
+}
+
+/// `rtlab exec periodic`.
+pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
+    let mode = match args.mode {
+        PeriodicMode::Executive => Mode::Executive,
+        PeriodicMode::Fifo => Mode::Fifo,
+    };
+    let config = config_from(&args.task, args.tasks, args.duration, mode)?;
+    if args.baseline.is_none() {
+        return measure(Box::new(config), &args.run, &[])?.report(args.run.quiet);
+    }
+    if mode != Mode::Executive {
+        bad_input!(
+            "--baseline fifo compares the executive with SCHED_FIFO: leave --mode executive"
+        );
+    }
+    if args.run.samples.is_some() {
+        bad_input!("--samples takes one run: not with --baseline (run each mode on its own)");
+    }
+    let json_path = args.run.json.as_deref();
+    if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
+        create_output(path, "--json")?;
+    }
+    let mut human = human_out(json_path);
+    let mut baseline = config.clone();
+    baseline.mode = Mode::Fifo;
+    let mut results: Vec<RunResult> = Vec::new();
+    let mut status = None;
+    for config in [config, baseline] {
+        let quiet = args.run.quiet || json_path == Some(Path::new("-"));
+        let measured = measure(
+            Box::new(config),
+            &inner_args(&args.run, args.run.load.clone(), quiet),
+            &[],
+        )?;
+        let result = measured.result;
+        if !args.run.quiet {
+            print_summary(&mut human, &result)?;
+            if measured.stored {
+                writeln!(human, "stored as run {}", result.id)?;
+            }
+        }
+        status = worse(status, result.status);
+        let stop = result.status == RunStatus::Partial;
+        results.push(result);
+        if stop {
+            break;
+        }
+    }
+    let rows: Vec<(String, Option<[f64; 5]>)> = results
+        .iter()
+        .map(|r| {
+            let mode = r.config["mode"].as_str().unwrap_or("?");
+            let label = if mode == "fifo" {
+                "SCHED_FIFO".to_string()
+            } else {
+                "rtlab executive".to_string()
+            };
+            (label, within_percentages(&r.series))
+        })
+        .collect();
+    let first = &results[0];
+    if !args.run.quiet {
+        writeln!(
+            human,
+            "\n% of activations within x µs of the expected time: {} tasks every {}, work {}{}",
+            args.tasks,
+            human_duration(args.task.period),
+            human_duration(args.task.work),
+            first
+                .loads
+                .first()
+                .map_or_else(String::new, |l| format!(", under {}", l.spec)),
+        )?;
+        write!(human, "{}", within_table("scheduler", &rows))?;
+    }
+    if let Some(path) = json_path {
+        let doc = json!({
+            "schema": "rtlab.exec-periodic/1",
+            "cells": results.iter().map(|r| {
+                let mut cell = cell_json(r);
+                cell["mode"] = r.config["mode"].clone();
+                cell
+            }).collect::<Vec<_>>(),
+            "runs": results,
+        });
+        write_json(path, &doc)?;
+    }
+    let last = results.last().expect("one run at least");
+    let mut worst = last.clone();
+    worst.status = status.unwrap_or(RunStatus::Complete);
+    Ok(exit_code(&worst))
+}
+
+/// One cell of the KURT table.
+struct Cell {
+    load: Option<String>,
+    tasks: u64,
+    mode: Mode,
+}
+
+/// `rtlab exec kurt-table`.
+pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
+    if args.run.samples.is_some() {
+        bad_input!("--samples takes one run: kurt-table makes many (use rtlab exec periodic)");
+    }
+    if args.tasks.is_empty() {
+        bad_input!("--tasks: at least one task count is needed");
+    }
+    let loaded = args.run.load.clone().unwrap_or_else(|| "io".to_string());
+    rtlab_load::parse_list(&loaded).map_err(|e| InputError(format!("--load: {e}")))?;
+    let mut loads = vec![None];
+    if !args.idle_only {
+        loads.push(Some(loaded.clone()));
+    }
+    // Every config is checked before the first run.
+    let mut cells = Vec::new();
+    for load in &loads {
+        for &tasks in &args.tasks {
+            for mode in [Mode::Fifo, Mode::Executive] {
+                config_from(&args.task, tasks, args.duration, mode)?;
+                cells.push(Cell {
+                    load: load.clone(),
+                    tasks,
+                    mode,
+                });
+            }
+        }
+    }
+    let json_path = args.run.json.as_deref();
+    if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
+        create_output(path, "--json")?;
+    }
+    let mut human = human_out(json_path);
+    let total = cells.len();
+    if !args.run.quiet {
+        eprintln!(
+            "kurt-table: {total} runs of {} ({} in all): tasks {:?} every {}, work {}, SCHED_FIFO and executive, idle{}",
+            human_duration(args.duration),
+            human_duration(args.duration * total as u64),
+            args.tasks,
+            human_duration(args.task.period),
+            human_duration(args.task.work),
+            if args.idle_only {
+                String::new()
+            } else {
+                format!(" and under {loaded}")
+            }
+        );
+    }
+    let mut done: Vec<(Cell, RunResult)> = Vec::new();
+    let mut status = None;
+    for (index, cell) in cells.into_iter().enumerate() {
+        let config = config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
+        let load_name = cell.load.clone().unwrap_or_else(|| "idle".into());
+        if !args.run.quiet {
+            eprint!(
+                "[{}/{total}] {} tasks, {}, {load_name} ... ",
+                index + 1,
+                cell.tasks,
+                cell.mode
+            );
+        }
+        let measured = measure(
+            Box::new(config),
+            &inner_args(&args.run, cell.load.clone(), true),
+            &[],
+        )?;
+        let result = measured.result;
+        if !args.run.quiet {
+            let within = within_percentages(&result.series);
+            eprintln!(
+                "{} within 10 µs, {} within 100 µs, run {}{}",
+                within.map_or("-".into(), |w| format!("{:.2}%", w[0])),
+                within.map_or("-".into(), |w| format!("{:.2}%", w[2])),
+                result.id,
+                if result.status == RunStatus::Complete {
+                    String::new()
+                } else {
+                    format!(
+                        " ({})",
+                        serde_json::to_value(result.status)?.as_str().unwrap_or("?")
+                    )
+                }
+            );
+        }
+        status = worse(status, result.status);
+        let stop = result.status == RunStatus::Partial;
+        done.push((cell, result));
+        if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
+            write_json(path, &kurt_json(&args, &loads, &done))?;
+        }
+        if stop {
+            break;
+        }
+    }
+    if !args.run.quiet {
+        write!(human, "{}", kurt_text(&args, &loads, &done))?;
+    }
+    if let Some(path) = json_path {
+        write_json(path, &kurt_json(&args, &loads, &done))?;
+    }
+    let mut worst = done.last().expect("one run at least").1.clone();
+    worst.status = status.unwrap_or(RunStatus::Complete);
+    Ok(exit_code(&worst))
+}
+
+/// The row of `tasks` in `mode` under `load`, if it ran.
+fn find<'a>(
+    done: &'a [(Cell, RunResult)],
+    load: &Option<String>,
+    tasks: u64,
+    mode: Mode,
+) -> Option<&'a RunResult> {
+    done.iter()
+        .find(|(c, _)| &c.load == load && c.tasks == tasks && c.mode == mode)
+        .map(|(_, r)| r)
+}
+
+/// Paper 002's layout: per load a table, per scheduler a sub-table, rows =
+/// task counts, columns = % within 10/50/100/500/1000 µs.
+fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunResult)]) -> String {
+    let mut out = String::new();
+    for (number, load) in loads.iter().enumerate() {
+        out += &format!(
+            "\nTable 4.{} ({}): % of activations within x µs of the expected time, tasks every {}, work {}, {} per run\n",
+            number + 1,
+            load.as_deref().map_or("idle".to_string(), |l| format!("load {l}")),
+            human_duration(args.task.period),
+            human_duration(args.task.work),
+            human_duration(args.duration),
+        );
+        for (letter, mode, title) in [
+            ('a', Mode::Fifo, "SCHED_FIFO (self-timed, clock_nanosleep)"),
+            (
+                'b',
+                Mode::Executive,
+                "rtlab executive (wake early and spin)",
+            ),
+        ] {
+            out += &format!("({letter}) {title}\n");
+            let rows: Vec<(String, Option<[f64; 5]>)> = args
+                .tasks
+                .iter()
+                .map(|&tasks| {
+                    (
+                        tasks.to_string(),
+                        find(done, load, tasks, mode).and_then(|r| within_percentages(&r.series)),
+                    )
+                })
+                .collect();
+            out += &within_table("tasks", &rows);
+        }
+    }
+    out
+}
+
+fn kurt_json(
+    args: &KurtTableArgs,
+    loads: &[Option<String>],
+    done: &[(Cell, RunResult)],
+) -> serde_json::Value {
+    json!({
+        "schema": "rtlab.kurt-table/1",
+        "period_ns": args.task.period,
+        "work_ns": args.task.work,
+        "duration_ns": args.duration,
+        "tasks": args.tasks,
+        "loads": loads.iter().map(|l| l.clone().unwrap_or_else(|| "idle".into())).collect::<Vec<_>>(),
+        "cells": done.iter().map(|(cell, result)| {
+            let mut value = cell_json(result);
+            value["tasks"] = json!(cell.tasks);
+            value["mode"] = json!(cell.mode.as_str());
+            value["load"] = json!(cell.load.clone().unwrap_or_else(|| "idle".into()));
+            value
+        }).collect::<Vec<_>>(),
+        "runs": done.iter().map(|(_, r)| r).collect::<Vec<_>>(),
+    })
+}

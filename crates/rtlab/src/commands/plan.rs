@@ -1,0 +1,646 @@
+//! `rtlab plan compile|check|show|gen`: plan files (docs/plan.md,
+//! docs/plan-format.md). `rtlab plan run` (the dispatcher) lives elsewhere.
+
+use crate::input::{bad_input, InputError};
+use crate::progress::bar_style;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget};
+use rtlab_core::units::human_duration;
+use rtlab_exec::plan::check::{check_lines, stats, Report, Severity};
+use rtlab_exec::plan::gen::{DataGen, GenSpec, Length, Pattern};
+use rtlab_exec::plan::text::{format_offset, write_event, write_header};
+use rtlab_exec::plan::{
+    load, write_binary_iter, LoadedPlan, ModuleDecl, PlanError, PlanHeader, DATA_BYTES,
+};
+use serde_json::json;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Plans at least this large get a progress bar (on a terminal).
+const PROGRESS_FROM: u64 = 1_000_000;
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab plan compile examples/plan.txt -o plan.bin      # text -> binary
+  rtlab plan compile plan.bin --text -o plan.txt        # binary -> text
+
+Reads a plan in either form (told apart by its first bytes), checks it and
+writes it in the binary form (or the text form with --text). A plan with
+check errors (offsets out of order, unknown module ids, ...) is refused.
+Exit code: 0 written, 2 bad input (file:line: what was expected).")]
+pub struct CompileArgs {
+    /// The plan to read (text or binary).
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Where to write (replaced atomically).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Write the text form instead of the binary one.
+    #[arg(long)]
+    pub text: bool,
+    /// Print what was written as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab plan check plan.txt
+  rtlab plan check big.plan --json
+
+Errors: offsets out of order, events for a module outside the table, a repeat
+period not longer than the last offset, non-zero (reserved) flags. Warnings:
+modules never used, events closer than 1 us, no events. Each finding names
+the event index and, for a text plan, its line.
+Exit code: 0 no errors (warnings allowed), 1 errors found, 2 the file does not read.")]
+pub struct CheckArgs {
+    /// The plan (text or binary).
+    pub file: PathBuf,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab plan show plan.txt
+  rtlab plan show big.plan --events 3 --json")]
+pub struct ShowArgs {
+    /// The plan (text or binary).
+    pub file: PathBuf,
+    /// How many of the first events to list.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub events: u64,
+    /// Print it all as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GenPattern {
+    /// One event every --period.
+    Periodic,
+    /// Every --period, each moved by a uniform ±--jitter (seeded).
+    Jittered,
+    /// Exponential gaps of mean 1/--rate (or --period), seeded.
+    Poisson,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab plan gen periodic --period 1ms --count 1000 -o tick.plan
+  rtlab plan gen periodic --period 1us --count 10000000 -o big.plan   # 240 MB, bounded memory
+  rtlab plan gen jittered --period 1ms --jitter 50us --duration 10s --seed 7 -o j.plan
+  rtlab plan gen poisson --rate 1000/s --duration 1m --data seq --module tx:udp:dest=127.0.0.1:7700 -o p.plan
+  rtlab plan gen periodic --period 10ms --count 5 --text -o small.txt
+
+Events are generated one at a time and streamed to the file (binary by
+default, text with --text). --data seq puts the event's sequence number (u32,
+little-endian) in data bytes 0-3. Exit code: 0 written, 2 bad input.")]
+pub struct GenArgs {
+    /// The pattern of offsets.
+    #[arg(value_enum)]
+    pub pattern: GenPattern,
+    /// The module every event goes to: NAME:KIND[:key=value,...].
+    #[arg(long, default_value = "tick:mark", value_name = "NAME:KIND[:k=v,...]")]
+    pub module: String,
+    /// Time between events (periodic, jittered), or the mean gap (poisson).
+    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
+    pub period: Option<u64>,
+    /// Poisson: mean events per time, e.g. 1000/s, 5/ms, 2khz.
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// How many events.
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    pub count: Option<u64>,
+    /// Events whose (nominal) offset is below --start + DURATION.
+    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
+    pub duration: Option<u64>,
+    /// Jittered: the largest shift either way (at most half the period).
+    #[arg(long, value_parser = crate::input::duration, value_name = "DURATION")]
+    pub jitter: Option<u64>,
+    /// Offset of the first (nominal) event.
+    #[arg(long, default_value = "0ns", value_parser = crate::input::duration, value_name = "DURATION")]
+    pub start: u64,
+    /// Seed of the jitter and Poisson gaps (the same seed, the same plan).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Event data: hex:0102.. (up to 24 digits), seq, or text (up to 12 bytes).
+    #[arg(long, value_name = "hex:..|seq|TEXT")]
+    pub data: Option<String>,
+    /// The plan repeats with this period (longer than the last offset).
+    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
+    pub repeat: Option<u64>,
+    /// Where to write.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Write the text form instead of the binary one.
+    #[arg(long)]
+    pub text: bool,
+    /// Print what was written as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn plan_err(e: PlanError) -> anyhow::Error {
+    anyhow::Error::new(InputError(e.to_string()))
+}
+
+fn open(path: &Path) -> anyhow::Result<LoadedPlan> {
+    load(path).map_err(plan_err)
+}
+
+fn progress(total: u64, quiet: bool, what: &str) -> Option<ProgressBar> {
+    if quiet || total < PROGRESS_FROM || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
+    bar.set_style(bar_style());
+    bar.set_message(what.to_string());
+    Some(bar)
+}
+
+/// Writes `count` events from `events` to `output` (via a temporary file
+/// renamed at the end), binary or text.
+fn write_plan(
+    output: &Path,
+    header: &PlanHeader,
+    count: u64,
+    events: impl Iterator<Item = rtlab_exec::plan::Event>,
+    text: bool,
+    quiet: bool,
+) -> anyhow::Result<u64> {
+    let tmp = output.with_file_name(format!(
+        ".{}.tmp{}",
+        output
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let file =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let bar = progress(count, quiet, &format!("writing {}", output.display()));
+    let result = (|| -> anyhow::Result<()> {
+        if text {
+            let mut line = String::new();
+            write_header(header, &mut line);
+            out.write_all(line.as_bytes())?;
+            for (i, event) in events.enumerate() {
+                line.clear();
+                write_event(header, &event, &mut line);
+                out.write_all(line.as_bytes())?;
+                if i % 65_536 == 0 {
+                    if let Some(bar) = &bar {
+                        bar.set_position(i as u64);
+                    }
+                }
+            }
+            out.flush()?;
+        } else {
+            write_binary_iter(header, count, events, &mut out, |n| {
+                if let Some(bar) = &bar {
+                    bar.set_position(n);
+                }
+            })?;
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        Ok(())
+    })();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.context(format!("cannot write {}", output.display())));
+    }
+    std::fs::rename(&tmp, output)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), output.display()))?;
+    Ok(std::fs::metadata(output)?.len())
+}
+
+fn finding_line(file: &Path, f: &rtlab_exec::plan::Finding) -> String {
+    let place = match (f.line, f.index) {
+        (Some(line), _) => format!("{}:{line}", file.display()),
+        (None, Some(index)) => format!("{} event {index}", file.display()),
+        (None, None) => file.display().to_string(),
+    };
+    let severity = match f.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    format!("{place}: {severity}: {}", f.message)
+}
+
+fn print_report(file: &Path, report: &Report) {
+    for f in &report.findings {
+        eprintln!("{}", finding_line(file, f));
+    }
+    for (code, more) in report.not_shown() {
+        eprintln!("{}: ... and {more} more '{code}' findings", file.display());
+    }
+}
+
+fn check_plan(plan: &LoadedPlan) -> Report {
+    check_lines(&plan.header, plan.events.as_ref(), plan.lines.as_deref())
+}
+
+pub fn compile(args: CompileArgs) -> anyhow::Result<ExitCode> {
+    let plan = open(&args.input)?;
+    let report = check_plan(&plan);
+    print_report(&args.input, &report);
+    if !report.is_clean() {
+        bad_input!(
+            "{}: {} check error(s); not compiled (see `rtlab plan check`)",
+            args.input.display(),
+            report.errors
+        );
+    }
+    let events = plan.events.as_ref();
+    let n = events.len();
+    let bytes = write_plan(
+        &args.output,
+        &plan.header,
+        n,
+        (0..n).map(|i| events.event(i)),
+        args.text,
+        args.quiet,
+    )?;
+    let form = if args.text { "text" } else { "binary" };
+    if args.json {
+        let doc = json!({
+            "schema": "rtlab.plan.compile/1",
+            "input": args.input,
+            "output": args.output,
+            "form": form,
+            "modules": plan.header.modules.len(),
+            "events": n,
+            "bytes": bytes,
+            "warnings": report.warnings,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "{}: {n} events, {} modules, {bytes} bytes ({form})",
+            args.output.display(),
+            plan.header.modules.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let plan = open(&args.file)?;
+    let report = check_plan(&plan);
+    if args.json {
+        let not_shown: serde_json::Map<String, serde_json::Value> = report
+            .not_shown()
+            .into_iter()
+            .map(|(code, n)| (code.to_string(), json!(n)))
+            .collect();
+        let doc = json!({
+            "schema": "rtlab.plan.check/1",
+            "file": args.file,
+            "events": plan.events.len(),
+            "modules": plan.header.modules.len(),
+            "errors": report.errors,
+            "warnings": report.warnings,
+            "counts": report.counts,
+            "findings": report.findings,
+            "not_shown": not_shown,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for f in &report.findings {
+            println!("{}", finding_line(&args.file, f));
+        }
+        for (code, more) in report.not_shown() {
+            println!(
+                "{}: ... and {more} more '{code}' findings",
+                args.file.display()
+            );
+        }
+        println!(
+            "{}: {} events, {} error(s), {} warning(s)",
+            args.file.display(),
+            plan.events.len(),
+            report.errors,
+            report.warnings
+        );
+    }
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn data_text(data: &[u8; DATA_BYTES]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let plan = open(&args.file)?;
+    let events = plan.events.as_ref();
+    let s = stats(events);
+    let shown = args.events.min(events.len());
+    let module_name = |id: u16| {
+        plan.header
+            .modules
+            .get(id as usize)
+            .map_or_else(|| format!("@{id}"), |m| m.name.clone())
+    };
+    if args.json {
+        let modules: Vec<_> = plan
+            .header
+            .modules
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id,
+                    "name": m.name,
+                    "kind": m.kind,
+                    "settings": m.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                    "events": s.per_module.get(&m.id).copied().unwrap_or(0),
+                })
+            })
+            .collect();
+        let listed: Vec<_> = (0..shown)
+            .map(|i| {
+                let e = events.event(i);
+                json!({
+                    "index": i,
+                    "line": plan.lines.as_ref().and_then(|l| l.get(i as usize)),
+                    "offset_ns": e.offset_ns,
+                    "module": e.module,
+                    "module_name": module_name(e.module),
+                    "flags": e.flags,
+                    "data_hex": data_text(&e.data),
+                })
+            })
+            .collect();
+        let doc = json!({
+            "schema": "rtlab.plan.show/1",
+            "file": args.file,
+            "form": if plan.binary { "binary" } else { "text" },
+            "repeat_ns": plan.header.repeat_ns,
+            "modules": modules,
+            "events": s.events,
+            "first_ns": s.first_ns,
+            "last_ns": s.last_ns,
+            "span_ns": s.span_ns,
+            "min_spacing_ns": s.min_spacing_ns,
+            "mean_spacing_ns": s.mean_spacing_ns,
+            "first_events": listed,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} ({} plan)",
+        args.file.display(),
+        if plan.binary { "binary" } else { "text" }
+    )?;
+    match plan.header.repeat_ns {
+        Some(r) => writeln!(out, "repeat     every {}", format_offset(r))?,
+        None => writeln!(out, "repeat     no (runs once)")?,
+    }
+    writeln!(out, "modules    {}", plan.header.modules.len())?;
+    for m in &plan.header.modules {
+        let settings: Vec<String> = m.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(
+            out,
+            "  {:>5}  {:<16} {:<8} {:>10} events  {}",
+            m.id,
+            m.name,
+            m.kind,
+            s.per_module.get(&m.id).copied().unwrap_or(0),
+            settings.join(" ")
+        )?;
+    }
+    writeln!(out, "events     {}", s.events)?;
+    if let (Some(first), Some(last)) = (s.first_ns, s.last_ns) {
+        writeln!(
+            out,
+            "span       {} (first at {}, last at {})",
+            human_duration(s.span_ns),
+            format_offset(first),
+            format_offset(last)
+        )?;
+    }
+    if let (Some(min), Some(mean)) = (s.min_spacing_ns, s.mean_spacing_ns) {
+        writeln!(
+            out,
+            "spacing    min {}, mean {}",
+            human_duration(min),
+            human_duration(mean.round() as u64)
+        )?;
+    }
+    if shown > 0 {
+        writeln!(out, "first {shown} events:")?;
+        writeln!(
+            out,
+            "  {:>10}  {:>14}  {:<16} {:>6}  data",
+            "index", "offset", "module", "flags"
+        )?;
+        for i in 0..shown {
+            let e = events.event(i);
+            writeln!(
+                out,
+                "  {i:>10}  {:>14}  {:<16} {:>6}  {}",
+                format_offset(e.offset_ns),
+                module_name(e.module),
+                e.flags,
+                data_text(&e.data)
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `NAME:KIND[:key=value,...]`.
+fn module_arg(text: &str) -> anyhow::Result<ModuleDecl> {
+    let mut parts = text.splitn(3, ':');
+    let (Some(name), Some(kind)) = (parts.next(), parts.next()) else {
+        bad_input!("--module {text}: expected NAME:KIND[:key=value,...], e.g. tick:mark");
+    };
+    let mut settings = Vec::new();
+    if let Some(rest) = parts.next() {
+        for pair in rest.split(',').filter(|p| !p.is_empty()) {
+            let Some((k, v)) = pair.split_once('=') else {
+                bad_input!("--module {text}: setting '{pair}' is not key=value");
+            };
+            settings.push((k.to_string(), v.to_string()));
+        }
+    }
+    let decl = ModuleDecl {
+        id: 0,
+        name: name.to_string(),
+        kind: kind.to_string(),
+        settings,
+    };
+    if let Err(e) = rtlab_exec::plan::binary::check_header(&PlanHeader {
+        modules: vec![decl.clone()],
+        repeat_ns: None,
+    }) {
+        bad_input!("--module {text}: {e}");
+    }
+    if let Err(e) = rtlab_exec::module::validate(&decl) {
+        bad_input!("--module {text}: {e}");
+    }
+    Ok(decl)
+}
+
+/// `1000/s`, `5/ms`, `2.5khz`: the mean gap in ns.
+fn rate_arg(text: &str) -> anyhow::Result<f64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let (number, per_ns) = if let Some((n, unit)) = lower.split_once('/') {
+        let per = match unit {
+            "s" => 1e9,
+            "ms" => 1e6,
+            "us" => 1e3,
+            _ => bad_input!("--rate {text}: unknown unit '/{unit}' (expected /s, /ms or /us)"),
+        };
+        (n.to_string(), per)
+    } else if let Some(n) = lower.strip_suffix("khz") {
+        (n.to_string(), 1e6)
+    } else if let Some(n) = lower.strip_suffix("hz") {
+        (n.to_string(), 1e9)
+    } else {
+        bad_input!("--rate {text}: expected events per time, e.g. 1000/s, 5/ms or 2khz");
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(per_ns / n),
+        _ => bad_input!("--rate {text}: expected a positive number before the unit"),
+    }
+}
+
+fn data_arg(text: &str) -> anyhow::Result<DataGen> {
+    if text == "seq" {
+        return Ok(DataGen::Sequence);
+    }
+    match rtlab_exec::plan::text::data_arg(text) {
+        Ok(data) => Ok(DataGen::Fixed(data)),
+        Err(e) => bad_input!("--data {text}: {e}"),
+    }
+}
+
+pub fn gen(args: GenArgs) -> anyhow::Result<ExitCode> {
+    let module = module_arg(&args.module)?;
+    let length = match (args.count, args.duration) {
+        (Some(n), None) => Length::Count(n),
+        (None, Some(d)) => Length::Duration(d),
+        _ => bad_input!("give --count N or --duration D (how many events to generate)"),
+    };
+    let pattern = match args.pattern {
+        GenPattern::Periodic | GenPattern::Jittered => {
+            let Some(period_ns) = args.period else {
+                bad_input!("--period is required, e.g. --period 1ms");
+            };
+            if args.rate.is_some() {
+                bad_input!("--rate is for poisson; periodic plans take --period");
+            }
+            if matches!(args.pattern, GenPattern::Periodic) {
+                if args.jitter.is_some() {
+                    bad_input!("--jitter is for jittered plans (rtlab plan gen jittered ...)");
+                }
+                Pattern::Periodic { period_ns }
+            } else {
+                let Some(jitter_ns) = args.jitter else {
+                    bad_input!("jittered needs --jitter, e.g. --jitter 50us");
+                };
+                Pattern::Jittered {
+                    period_ns,
+                    jitter_ns,
+                }
+            }
+        }
+        GenPattern::Poisson => {
+            if args.jitter.is_some() {
+                bad_input!("--jitter is for jittered plans");
+            }
+            let mean_gap_ns = match (&args.rate, args.period) {
+                (Some(rate), None) => rate_arg(rate)?,
+                (None, Some(period)) => period as f64,
+                _ => bad_input!(
+                    "poisson needs --rate (e.g. 1000/s) or --period (the mean gap), not both"
+                ),
+            };
+            Pattern::Poisson { mean_gap_ns }
+        }
+    };
+    let data = match &args.data {
+        Some(d) => data_arg(d)?,
+        None => DataGen::Fixed([0; DATA_BYTES]),
+    };
+    let spec = GenSpec {
+        pattern,
+        length,
+        module: 0,
+        start_ns: args.start,
+        seed: args.seed,
+        data,
+    };
+    if let Err(e) = spec.validate() {
+        bad_input!("{e}");
+    }
+    let header = PlanHeader {
+        modules: vec![module],
+        repeat_ns: args.repeat,
+    };
+    let count = spec.count();
+    // The last offset, for the repeat check: one more pass for jittered
+    // and poisson plans is cheap (no events are kept).
+    if let Some(repeat) = args.repeat {
+        let last = match spec.pattern {
+            Pattern::Periodic { period_ns } if count > 0 => {
+                Some(spec.start_ns + (count - 1) * period_ns)
+            }
+            _ => spec.events().last().map(|e| e.offset_ns),
+        };
+        if let Some(last) = last.filter(|&l| repeat <= l) {
+            bad_input!(
+                "--repeat {} is not longer than the last offset {}",
+                format_offset(repeat),
+                format_offset(last)
+            );
+        }
+    }
+    let bytes = write_plan(
+        &args.output,
+        &header,
+        count,
+        spec.events(),
+        args.text,
+        args.quiet,
+    )?;
+    let form = if args.text { "text" } else { "binary" };
+    if args.json {
+        let doc = json!({
+            "schema": "rtlab.plan.gen/1",
+            "output": args.output,
+            "form": form,
+            "events": count,
+            "bytes": bytes,
+            "seed": args.seed,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "{}: {count} events, {bytes} bytes ({form})",
+            args.output.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,269 @@
+//! `rtlab exec periodic` and `rtlab exec kurt-table` end to end: every
+//! activation accounted for in both modes, an injected stall seen in the
+//! lateness series, paper 002's table printed with its rows and columns,
+//! bad input refused. Never an absolute timing.
+
+mod common;
+
+use common::{assert_refused, rtlab, run};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The CPU the tasks run on by default: the last online one.
+fn last_cpu() -> usize {
+    // SAFETY: sysconf has no memory side effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n.max(1) - 1) as usize
+}
+
+fn lateness(run: &Value) -> Vec<&Value> {
+    run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["metric"] == "activation_lateness")
+        .collect()
+}
+
+/// Every task of `run` has `activations` samples + missed, and a response
+/// series with as many samples.
+fn assert_accounted(run: &Value, tasks: usize, activations: u64) {
+    assert_eq!(run["probe"], "periodic");
+    assert_eq!(run["status"], "complete");
+    let series = run["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2 * tasks);
+    for pair in series.chunks(2) {
+        let (late, resp) = (&pair[0], &pair[1]);
+        assert_eq!(late["metric"], "activation_lateness");
+        assert_eq!(resp["metric"], "response_time");
+        let samples = late["samples"].as_u64().unwrap();
+        let missed = late["missed"].as_u64().unwrap();
+        assert_eq!(samples + missed, activations, "{}", late["name"]);
+        assert_eq!(resp["samples"].as_u64().unwrap(), samples);
+    }
+}
+
+#[test]
+fn periodic_with_baseline_accounts_every_activation_and_prints_both() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("periodic.json");
+    let out = run(rtlab(&dir.path().join("state"))
+        .args([
+            "exec",
+            "periodic",
+            "--tasks",
+            "3",
+            "--period",
+            "5ms",
+            "--work",
+            "50us",
+            "--duration",
+            "1s",
+            "--baseline",
+            "fifo",
+            "--json",
+        ])
+        .arg(&json));
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "periodic (executive): 3 tasks",
+        "periodic (fifo): 3 tasks",
+        "% of activations within x µs of the expected time: 3 tasks",
+        "rtlab executive",
+        "SCHED_FIFO",
+        "10 µs",
+        "50 µs",
+        "100 µs",
+        "500 µs",
+        "1000 µs",
+        "stored as run",
+    ] {
+        assert!(stdout.contains(needle), "'{needle}' not in:\n{stdout}");
+    }
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["schema"], "rtlab.exec-periodic/1");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["config"]["mode"], "executive");
+    assert_eq!(runs[1]["config"]["mode"], "fifo");
+    for run in runs {
+        assert_accounted(run, 3, 200);
+    }
+    for cell in doc["cells"].as_array().unwrap() {
+        assert_eq!(cell["activations"], 600);
+        let within = cell["within_percent"].as_array().unwrap();
+        assert_eq!(within.len(), 5);
+        // Cumulative: never decreasing with the bound.
+        let values: Vec<f64> = within.iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+        assert!(values[4] <= 100.0);
+    }
+}
+
+#[test]
+fn an_injected_stall_shows_in_the_executive_lateness() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stall.json");
+    let cpu = last_cpu();
+    let stalls = 5;
+    let injector = std::thread::spawn(move || {
+        // Once the run is set up (well within its first second).
+        std::thread::sleep(Duration::from_millis(600));
+        common::inject_stalls(
+            cpu,
+            Duration::from_millis(3),
+            Duration::from_millis(200),
+            stalls,
+        )
+        .join()
+        .unwrap()
+    });
+    let out = run(rtlab(&dir.path().join("state"))
+        .args([
+            "exec",
+            "periodic",
+            "--tasks",
+            "4",
+            "--period",
+            "1ms",
+            "--work",
+            "20us",
+            "--duration",
+            "3s",
+            "--quiet",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json));
+    assert_eq!(injector.join().unwrap(), stalls);
+    let doc = common::read_json(&json).unwrap();
+    for s in lateness(&doc) {
+        eprintln!(
+            "{}: {} samples, {} missed",
+            s["name"], s["samples"], s["missed"]
+        );
+    }
+    eprintln!("warnings: {}", doc["warnings"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_accounted(&doc, 4, 3000);
+    let late: u64 = lateness(&doc)
+        .iter()
+        .map(|s| common::samples_at_least(s, 1000))
+        .sum();
+    assert!(
+        late >= u64::from(stalls),
+        "{late} activations 1 ms late or more, {stalls} stalls of 3 ms injected"
+    );
+}
+
+#[test]
+fn kurt_table_prints_paper_002s_layout_for_both_schedulers_and_loads() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("kurt.json");
+    let out = run(rtlab(&dir.path().join("state"))
+        .args([
+            "exec",
+            "kurt-table",
+            "--tasks",
+            "1,3",
+            "--duration",
+            "300ms",
+            "--load",
+            "cpu",
+            "--json",
+        ])
+        .arg(&json));
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Table 4.1 (idle)",
+        "Table 4.2 (load cpu)",
+        "(a) SCHED_FIFO",
+        "(b) rtlab executive",
+    ] {
+        assert!(stdout.contains(needle), "'{needle}' not in:\n{stdout}");
+    }
+    // Per load and scheduler: the header and one row per task count.
+    let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with("tasks")).collect();
+    assert_eq!(headers.len(), 4, "{stdout}");
+    for header in headers {
+        let columns: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(
+            columns,
+            ["tasks", "10", "µs", "50", "µs", "100", "µs", "500", "µs", "1000", "µs"]
+        );
+    }
+    for task_count in ["1 ", "3 "] {
+        let rows = stdout
+            .lines()
+            .filter(|l| l.starts_with(task_count) && l.matches('%').count() == 5)
+            .count();
+        assert_eq!(rows, 4, "rows of {task_count}tasks:\n{stdout}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[8/8] 3 tasks, executive, cpu"), "{stderr}");
+
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["schema"], "rtlab.kurt-table/1");
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 8);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 8);
+    for (cell, run) in cells.iter().zip(doc["runs"].as_array().unwrap()) {
+        let tasks = cell["tasks"].as_u64().unwrap() as usize;
+        assert_accounted(run, tasks, 30);
+        assert_eq!(cell["activations"].as_u64().unwrap(), 30 * tasks as u64);
+        assert_eq!(cell["within_percent"].as_array().unwrap().len(), 5);
+        assert_eq!(run["config"]["mode"], cell["mode"]);
+        let loads = run["loads"].as_array().cloned().unwrap_or_default();
+        if cell["load"] == "idle" {
+            assert!(loads.is_empty());
+        } else {
+            assert_eq!(loads[0]["name"], "cpu");
+        }
+    }
+}
+
+#[test]
+fn bad_periodic_input_is_refused() {
+    assert_refused(
+        &["exec", "periodic", "--period", "1ms", "--work", "2ms"],
+        &["--work", "period"],
+    );
+    assert_refused(
+        &[
+            "exec",
+            "periodic",
+            "--guard",
+            "10us",
+            "--release-early",
+            "20us",
+        ],
+        &["--release-early", "guard"],
+    );
+    assert_refused(
+        &["exec", "periodic", "--period", "1s", "--duration", "100ms"],
+        &["--duration", "--period"],
+    );
+    assert_refused(&["exec", "periodic", "--cpu", "4096"], &["--cpu 4096"]);
+    assert_refused(
+        &[
+            "exec",
+            "periodic",
+            "--baseline",
+            "fifo",
+            "--samples",
+            "x.csv",
+        ],
+        &["--samples", "--baseline"],
+    );
+    assert_refused(
+        &["exec", "kurt-table", "--samples", "x.csv"],
+        &["--samples"],
+    );
+    assert_refused(&["exec", "kurt-table", "--load", "nosuch"], &["--load"]);
+    assert_refused(&["exec", "periodic", "--tasks", "0"], &["--tasks"]);
+}
