@@ -45,6 +45,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "straumann2001",
         include_str!("../../../examples/straumann2001.toml"),
     ),
+    (
+        "srinivasan1998",
+        include_str!("../../../examples/srinivasan1998.toml"),
+    ),
 ];
 
 /// The text of a built-in campaign.
@@ -56,7 +60,7 @@ pub fn preset(name: &str) -> Option<&'static str> {
 }
 
 /// Reads a campaign from a preset name (`quick`, `hallberg2017`,
-/// `hallberg2017-net`, `romero`, `straumann2001`) or a file path. A preset
+/// `hallberg2017-net`, `romero`, `straumann2001`, `srinivasan1998`) or a file path. A preset
 /// name wins over a file of the same name in the current directory; write
 /// `./quick` for the file. Anything that is neither is an error listing the
 /// presets.

@@ -54,6 +54,8 @@ const NOISE_KEYS: &[&str] = &[
     "window",
     "osnoise",
 ];
+const PERIODIC_KEYS: &[&str] = &["kind", "name", "tasks", "period", "work", "mode", "cpu"];
+
 const NET_KEYS: &[&str] = &[
     "kind",
     "name",
@@ -222,6 +224,7 @@ fn probe(r: &Reader, s: &Section) -> Result<ProbeSpec, CampaignError> {
         ProbeKind::Switch => ProbeSettings::Switch(switch_settings(r, s)?),
         ProbeKind::Noise => ProbeSettings::Noise(noise_settings(r, s)?),
         ProbeKind::Net => ProbeSettings::Net(net_settings(r, s)?),
+        ProbeKind::Periodic => ProbeSettings::Periodic(periodic_settings(r, s)?),
     };
     Ok(ProbeSpec {
         name,
@@ -414,6 +417,58 @@ fn noise_settings(r: &Reader, s: &Section) -> Result<NoiseSettings, CampaignErro
         ));
     }
     Ok(noise)
+}
+
+fn periodic_settings(r: &Reader, s: &Section) -> Result<PeriodicSettings, CampaignError> {
+    s.check_keys(r, PERIODIC_KEYS)?;
+    let mut p = PeriodicSettings::default();
+    if let Some(v) = s.get("tasks") {
+        let field = s.field("tasks");
+        let n = r.integer(v, &field)?;
+        p.tasks = usize::try_from(n)
+            .ok()
+            .filter(|n| (1..=rtlab_exec::periodic::MAX_TASKS).contains(n))
+            .ok_or_else(|| {
+                r.error(
+                    v.span(),
+                    &field,
+                    format!(
+                        "{n} tasks is out of range 1-{}",
+                        rtlab_exec::periodic::MAX_TASKS
+                    ),
+                )
+            })?;
+    }
+    if let Some(v) = s.get("period") {
+        p.period_ns = r.positive_duration(v, &s.field("period"))?;
+    }
+    if let Some(v) = s.get("work") {
+        p.work_ns = r.positive_duration(v, &s.field("work"))?;
+    }
+    if p.work_ns >= p.period_ns {
+        let at = s.get("work").map_or(s.span.clone(), |v| v.span());
+        return Err(r.error(
+            at,
+            &s.field("work"),
+            "the work must be shorter than the period",
+        ));
+    }
+    if let Some(v) = s.get("mode") {
+        let (text, span) = r.string(v, &s.field("mode"))?;
+        p.mode = match text.as_str() {
+            "executive" => PeriodicMode::Executive,
+            "fifo" => PeriodicMode::Fifo,
+            _ => {
+                return Err(r.error(
+                    span,
+                    &s.field("mode"),
+                    format!("unknown mode `{text}` (expected executive or fifo)"),
+                ))
+            }
+        };
+    }
+    p.cpu = cpu_number(r, s, "cpu")?;
+    Ok(p)
 }
 
 fn net_settings(r: &Reader, s: &Section) -> Result<NetSettings, CampaignError> {

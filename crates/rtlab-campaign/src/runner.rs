@@ -268,7 +268,7 @@ pub fn request_for(
                 .with_context(|| format!("load {}", planned.load.name))?,
         );
     }
-    let probe = probe_config(
+    let probe = probe_for(
         &planned.probe,
         planned.sched_params(),
         planned.duration_ns,
@@ -276,7 +276,7 @@ pub fn request_for(
     )
     .map_err(|e| anyhow::anyhow!("probe {}: {e}", planned.probe.name))?;
     Ok(RunRequest {
-        probe: Box::new(probe),
+        probe,
         process: ProcessOptions {
             mlock: true,
             dma_latency_us: configuration.dma_latency.then_some(0),
@@ -315,6 +315,44 @@ pub const NET_CLIENT_SCHED: SchedParams = SchedParams {
 /// 000 promoted its server) and the client runs [`NET_CLIENT_SCHED`]. With a
 /// `target`, the server is not rtlab's and `sched` goes to the client. A net
 /// run sends `duration / interval` messages (at least one).
+/// The probe of one run, whatever crate it comes from: the executive's
+/// periodic tasks, or one of rtlab-probe's ([`probe_config`]).
+pub fn probe_for(
+    spec: &ProbeSpec,
+    sched: SchedParams,
+    duration_ns: u64,
+    online: &CpuSet,
+) -> Result<Box<dyn Probe>, String> {
+    let ProbeSettings::Periodic(settings) = &spec.settings else {
+        return probe_config(spec, sched, duration_ns, online)
+            .map(|p| Box::new(p) as Box<dyn Probe>);
+    };
+    // The configuration promotes the tasks; the executive runs above them.
+    if sched.policy != Policy::Fifo {
+        return Err(format!(
+            "policy {}: periodic tasks run SCHED_FIFO (use policy fifo; the mode key picks executive or fifo release)",
+            sched.policy
+        ));
+    }
+    let mut config = rtlab_exec::periodic::PeriodicConfig::new(
+        settings.tasks,
+        settings.period_ns,
+        settings.work_ns,
+        duration_ns,
+    );
+    config.mode = settings.mode;
+    if let Some(cpu) = settings.cpu {
+        if !online.contains(cpu) {
+            return Err(format!("cpu: CPU {cpu} is not online (online: {online})"));
+        }
+        config.cpu = cpu;
+    }
+    config.task_priority = sched.priority.clamp(1, 98);
+    config.executive_priority = (config.task_priority + 10).min(99);
+    config.validate()?;
+    Ok(Box::new(config))
+}
+
 pub fn probe_config(
     spec: &ProbeSpec,
     sched: SchedParams,
@@ -412,6 +450,9 @@ pub fn probe_config(
             };
             config.validate().map_err(|e| e.to_string())?;
             ProbeConfig::Net(config)
+        }
+        ProbeSettings::Periodic(_) => {
+            return Err("periodic probes come from the executive: see probe_for".into())
         }
     })
 }

@@ -54,6 +54,9 @@ pub enum ProbeKind {
     /// End-to-end response time of a request/acknowledge exchange over UDP
     /// or TCP (`rtlab net probe`).
     Net,
+    /// Periodic tasks released by rtlab's executive or by their own
+    /// SCHED_FIFO sleeps (`rtlab exec periodic`).
+    Periodic,
 }
 
 impl ProbeKind {
@@ -62,6 +65,7 @@ impl ProbeKind {
         ProbeKind::Switch,
         ProbeKind::Noise,
         ProbeKind::Net,
+        ProbeKind::Periodic,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +74,7 @@ impl ProbeKind {
             ProbeKind::Switch => "switch",
             ProbeKind::Noise => "noise",
             ProbeKind::Net => "net",
+            ProbeKind::Periodic => "periodic",
         }
     }
 }
@@ -289,6 +294,48 @@ impl Default for NetSettings {
     }
 }
 
+pub use rtlab_exec::periodic::Mode as PeriodicMode;
+
+/// The periodic probe's own settings (as `rtlab exec periodic`): the
+/// configuration's priority is the tasks'; the executive runs 10 above.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeriodicSettings {
+    pub tasks: usize,
+    pub period_ns: u64,
+    pub work_ns: u64,
+    pub mode: PeriodicMode,
+    /// The CPU of every task (and the executive); None: the last online CPU.
+    pub cpu: Option<usize>,
+}
+
+impl Default for PeriodicSettings {
+    /// Paper 002's Table 4.1: 10 ms periods, a little work.
+    fn default() -> PeriodicSettings {
+        PeriodicSettings {
+            tasks: 1,
+            period_ns: 10_000_000,
+            work_ns: 100_000,
+            mode: PeriodicMode::Executive,
+            cpu: None,
+        }
+    }
+}
+
+impl PeriodicSettings {
+    pub fn describe(&self) -> String {
+        format!(
+            "{} task{} every {}, {} work, {} on {}",
+            self.tasks,
+            if self.tasks == 1 { "" } else { "s" },
+            rtlab_core::units::human_duration(self.period_ns),
+            rtlab_core::units::human_duration(self.work_ns),
+            self.mode,
+            self.cpu
+                .map_or("the last CPU".to_string(), |c| format!("CPU {c}")),
+        )
+    }
+}
+
 /// A probe's own settings, by kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -297,6 +344,7 @@ pub enum ProbeSettings {
     Switch(SwitchSettings),
     Noise(NoiseSettings),
     Net(NetSettings),
+    Periodic(PeriodicSettings),
 }
 
 impl ProbeSettings {
@@ -307,6 +355,7 @@ impl ProbeSettings {
             ProbeKind::Switch => ProbeSettings::Switch(SwitchSettings::default()),
             ProbeKind::Noise => ProbeSettings::Noise(NoiseSettings::default()),
             ProbeKind::Net => ProbeSettings::Net(NetSettings::default()),
+            ProbeKind::Periodic => ProbeSettings::Periodic(PeriodicSettings::default()),
         }
     }
 }
@@ -338,6 +387,7 @@ impl ProbeSpec {
             ProbeSettings::Switch(s) => Some(s.interval_ns),
             ProbeSettings::Noise(_) => None,
             ProbeSettings::Net(n) => Some(n.interval_ns),
+            ProbeSettings::Periodic(p) => Some(p.period_ns),
         }
     }
 
@@ -392,6 +442,7 @@ impl ProbeSpec {
                 );
             }
             ProbeSettings::Net(n) => return n.describe(),
+            ProbeSettings::Periodic(p) => return p.describe(),
         };
         let cpus = cpus_phrase(&t.cpus);
         let mut text = format!(

@@ -107,6 +107,7 @@ fn every_preset_parses_and_plans() {
         ("hallberg2017-net", 8),
         ("romero", 5),
         ("straumann2001", 2),
+        ("srinivasan1998", 16),
     ];
     assert_eq!(PRESETS.len(), expected_runs.len());
     for (name, runs) in expected_runs {
@@ -233,7 +234,7 @@ fn read_names_the_presets_when_the_source_is_neither() {
     let err = read("no-such-campaign.toml", &check_load).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, hallberg2017-net, romero, straumann2001)"
+        "no-such-campaign.toml: no such file, and not a preset (presets: quick, hallberg2017, hallberg2017-net, romero, straumann2001, srinivasan1998)"
     );
     let dir = tempfile::tempdir().unwrap();
     let err = read(dir.path().to_str().unwrap(), &check_load).unwrap_err();
@@ -645,7 +646,7 @@ fn probes_are_checked() {
         &text,
         "kind = \"disk\"",
         "probe[0].kind",
-        "unknown probe kind `disk` (known kinds: timer, switch, noise, net)",
+        "unknown probe kind `disk` (known kinds: timer, switch, noise, net, periodic)",
     );
 
     let text = file(&[HEAD, PROBE, "cpus = \"0-\"\n", LOADS, CONFIGURATIONS]);
@@ -1768,4 +1769,29 @@ fn hallberg2017_net_mirrors_the_papers_message_exchange() {
     let external = parse_ok(&net("target = \"10.0.0.2:7700\"\n"));
     let external = rtlab_campaign::plan(external).unwrap();
     assert_eq!(external.runs[0].scheduling_text(), "fifo 80");
+}
+
+#[test]
+fn periodic_settings_are_checked() {
+    let base = "name = \"p\"\nduration = \"1s\"\n[[load]]\nname = \"idle\"\nrun = []\n[[configuration]]\nname = \"c\"\npolicy = \"fifo\"\npriority = 80\n[[probe]]\nkind = \"periodic\"\n";
+    let ok = parse_ok(&format!(
+        "{base}tasks = 30\nmode = \"fifo\"\nwork = \"200us\"\n"
+    ));
+    let spec = &ok.probes[0];
+    assert_eq!(
+        spec.describe(),
+        "30 tasks every 10ms, 200us work, fifo on the last CPU"
+    );
+    for (extra, says) in [
+        ("mode = \"kurt\"\n", "expected executive or fifo"),
+        ("tasks = 0\n", "out of range"),
+        ("work = \"20ms\"\n", "shorter than the period"),
+        ("interval = \"1ms\"\n", "interval"),
+    ] {
+        let err = parse_err(&format!("{base}{extra}")).to_string();
+        assert!(
+            err.contains("c.toml:") && err.contains(says),
+            "{extra}: {err}"
+        );
+    }
 }

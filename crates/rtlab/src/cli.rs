@@ -576,7 +576,7 @@ pub enum CampaignCommand {
   rtlab campaign plan examples/hallberg2017.toml --json -
 
 SOURCE is a campaign file (TOML, see docs/campaign.md) or a built-in preset:
-quick, hallberg2017, hallberg2017-net, romero, straumann2001.")]
+quick, hallberg2017, hallberg2017-net, romero, straumann2001, srinivasan1998.")]
     Plan(CampaignPlanArgs),
     /// Run a campaign; every run is stored when it ends.
     #[command(after_help = "Examples:

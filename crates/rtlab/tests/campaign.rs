@@ -49,6 +49,7 @@ fn presets_plan_with_an_eta() {
         ("hallberg2017-net", 8),
         ("romero", 5),
         ("straumann2001", 2),
+        ("srinivasan1998", 16),
     ] {
         let out = common::run(
             common::rtlab(dir.path()).args(["campaign", "plan", preset, "--json", "-"]),
@@ -399,5 +400,60 @@ fn a_net_campaign_promotes_rtlab_s_server_or_not_and_counts_every_message() {
         assert_eq!(server["priority"], priority);
         // The client, the measuring instrument, is FIFO 90 either way.
         assert_eq!(run["series"][0]["thread"]["requested"]["priority"], 90);
+    }
+}
+
+const PERIODIC: &str = r#"
+name = "periodic"
+duration = "1s"
+
+[[probe]]
+name = "exec"
+kind = "periodic"
+tasks = 2
+mode = "executive"
+
+[[probe]]
+name = "fifo"
+kind = "periodic"
+tasks = 2
+mode = "fifo"
+
+[[load]]
+name = "idle"
+run = []
+
+[[configuration]]
+name = "fifo80"
+policy = "fifo"
+priority = 80
+"#;
+
+#[test]
+fn periodic_probes_run_in_a_campaign_executive_and_fifo() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _db, json) = run_campaign_file(dir.path(), PERIODIC);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc = common::read_json(&json).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, mode) in runs.iter().zip(["executive", "fifo"]) {
+        assert_eq!(run["probe"], "periodic");
+        assert_eq!(run["status"], "complete", "{mode}");
+        assert_eq!(run["config"]["mode"], mode);
+        let lateness: Vec<&serde_json::Value> = run["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["metric"] == "activation_lateness")
+            .collect();
+        assert_eq!(lateness.len(), 2, "{mode}: one lateness series per task");
+        for series in lateness {
+            let events = series["samples"].as_u64().unwrap() + series["missed"].as_u64().unwrap();
+            assert_eq!(events, 100, "{mode}: 1 s of 10 ms activations");
+            assert_eq!(series["thread"]["requested"]["priority"], 80);
+        }
     }
 }

@@ -133,6 +133,9 @@ pub struct PeriodicConfig {
     pub release_early_ns: u64,
 }
 
+/// Most tasks in one run.
+pub const MAX_TASKS: usize = 1000;
+
 /// The last online CPU (CPU 0 takes most of the housekeeping).
 pub fn default_cpu() -> usize {
     CpuSet::online().iter().last().unwrap_or(0)
@@ -175,8 +178,8 @@ impl PeriodicConfig {
         if self.tasks == 0 {
             return Err("tasks: at least 1 task is needed".into());
         }
-        if self.tasks > 1000 {
-            return Err(format!("tasks: {} is more than 1000", self.tasks));
+        if self.tasks > MAX_TASKS {
+            return Err(format!("tasks: {} is more than {MAX_TASKS}", self.tasks));
         }
         if self.period_ns == 0 {
             return Err("period: must be above 0".into());
