@@ -441,6 +441,17 @@ fn periodic_settings(r: &Reader, s: &Section) -> Result<PeriodicSettings, Campai
     }
     if let Some(v) = s.get("period") {
         p.period_ns = r.positive_duration(v, &s.field("period"))?;
+        let min = rtlab_exec::periodic::MIN_PERIOD_NS;
+        if p.period_ns < min {
+            return Err(r.error(
+                v.span(),
+                &s.field("period"),
+                format!(
+                    "shorter than the minimum {}",
+                    rtlab_core::units::human_duration(min)
+                ),
+            ));
+        }
     }
     if let Some(v) = s.get("work") {
         p.work_ns = r.positive_duration(v, &s.field("work"))?;
@@ -642,6 +653,19 @@ fn configuration(
                 format!(
                     "policy deadline is for timer probes only; probe `{}` is a {} probe (use fifo, rr or other, or exclude the cell)",
                     p.name, p.kind
+                ),
+            ));
+        }
+    }
+    if policy != Policy::Fifo {
+        if let Some(p) = probes.iter().find(|p| p.kind == ProbeKind::Periodic) {
+            let at = s.get("policy").map_or(s.span.clone(), |v| v.span());
+            return Err(r.error(
+                at,
+                &s.field("policy"),
+                format!(
+                    "periodic tasks run SCHED_FIFO; probe `{}` is a periodic probe (use policy fifo: its `mode` picks executive or fifo release)",
+                    p.name
                 ),
             ));
         }

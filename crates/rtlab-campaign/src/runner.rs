@@ -306,15 +306,6 @@ pub const NET_CLIENT_SCHED: SchedParams = SchedParams {
     deadline: None,
 };
 
-/// The probe's config for one run of `duration_ns` with `sched`, its CPUs
-/// resolved against `online`.
-///
-/// `sched` is the configuration's scheduling. It goes to the measuring
-/// threads, except for the net probe with rtlab's own server: there it goes
-/// to the server (the process whose promotion a campaign compares, as paper
-/// 000 promoted its server) and the client runs [`NET_CLIENT_SCHED`]. With a
-/// `target`, the server is not rtlab's and `sched` goes to the client. A net
-/// run sends `duration / interval` messages (at least one).
 /// The probe of one run, whatever crate it comes from: the executive's
 /// periodic tasks, or one of rtlab-probe's ([`probe_config`]).
 pub fn probe_for(
@@ -353,6 +344,15 @@ pub fn probe_for(
     Ok(Box::new(config))
 }
 
+/// The probe's config for one run of `duration_ns` with `sched`, its CPUs
+/// resolved against `online`.
+///
+/// `sched` is the configuration's scheduling. It goes to the measuring
+/// threads, except for the net probe with rtlab's own server: there it goes
+/// to the server (the process whose promotion a campaign compares, as paper
+/// 000 promoted its server) and the client runs [`NET_CLIENT_SCHED`]. With a
+/// `target`, the server is not rtlab's and `sched` goes to the client. A net
+/// run sends `duration / interval` messages (at least one).
 pub fn probe_config(
     spec: &ProbeSpec,
     sched: SchedParams,

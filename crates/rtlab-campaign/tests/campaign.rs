@@ -1786,6 +1786,7 @@ fn periodic_settings_are_checked() {
         ("mode = \"kurt\"\n", "expected executive or fifo"),
         ("tasks = 0\n", "out of range"),
         ("work = \"20ms\"\n", "shorter than the period"),
+        ("period = \"10us\"\n", "shorter than the minimum"),
         ("interval = \"1ms\"\n", "interval"),
     ] {
         let err = parse_err(&format!("{base}{extra}")).to_string();
@@ -1794,4 +1795,14 @@ fn periodic_settings_are_checked() {
             "{extra}: {err}"
         );
     }
+}
+
+#[test]
+fn periodic_probes_refuse_a_configuration_that_is_not_fifo() {
+    let text = "name = \"p\"\nduration = \"1s\"\n[[load]]\nname = \"idle\"\nrun = []\n[[probe]]\nkind = \"periodic\"\n[[configuration]]\nname = \"c\"\npolicy = \"other\"\n";
+    let err = parse_err(text).to_string();
+    assert!(
+        err.contains("c.toml:10") && err.contains("periodic tasks run SCHED_FIFO"),
+        "{err}"
+    );
 }

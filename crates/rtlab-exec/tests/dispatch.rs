@@ -215,3 +215,36 @@ fn a_plan_that_cannot_run_says_why() {
         "{err}"
     );
 }
+
+#[test]
+fn a_stop_is_seen_while_the_dispatcher_sleeps_toward_a_far_event() {
+    if !fifo_allowed() {
+        return skip("SCHED_FIFO not allowed: run as root or with CAP_SYS_NICE");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.txt");
+    std::fs::write(&plan, "rtlab-plan 1\nmodule m mark\nevents\n0us m\n60s m\n").unwrap();
+    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
+        dir.path().join("state"),
+    )));
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = config(&plan)
+        .start(Arc::clone(&stop), None, &journal)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    // A hang guard, not a timing claim: the next event is a minute away.
+    let since = std::time::Instant::now();
+    while !run.is_finished() && since.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(run.is_finished(), "the dispatcher did not see the stop");
+    let outcome = run.finish().unwrap();
+    assert!(outcome.stopped_early);
+    let stats = &outcome.series[0].stats;
+    assert_eq!(
+        (stats.samples, stats.missed),
+        (1, 0),
+        "the far event never fired"
+    );
+}

@@ -236,3 +236,89 @@ fn the_config_is_recorded_with_every_default() {
     assert_eq!(json["task_priority"], 80);
     assert_eq!(c.offset_of(3), 1_000_000);
 }
+
+/// A stop during a long sleep is seen within a chunk, not at the next
+/// activation: 2 tasks every 10 min (task 1 at 5 min), stop after
+/// ~300 ms. The 30 s guard is a hang check (a stop seen only at the next
+/// activation would take 5 min), not a timing claim.
+#[test]
+fn a_stop_is_seen_while_sleeping_toward_a_far_activation() {
+    let Some(_serial) = serial() else { return };
+    for mode in [Mode::Executive, Mode::Fifo] {
+        let config = config(mode, 2, 600_000_000_000, 10);
+        let stop = Arc::new(AtomicBool::new(false));
+        let run = periodic::start(&config, Arc::clone(&stop), None).expect("starts");
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        let stopped = Instant::now();
+        while !run.is_finished() {
+            assert!(
+                stopped.elapsed() < Duration::from_secs(30),
+                "{mode}: the run ignores its stop flag"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let outcome = Box::new(run).finish().expect("finishes");
+        assert!(outcome.stopped_early, "{mode}");
+        for (task, series) in lateness(&outcome).into_iter().enumerate() {
+            let accounted = series.stats.samples + series.stats.missed;
+            assert!(accounted < 10, "{mode}: {} accounted", series.name);
+            // Task 1 (offset 5 min) never reached its first activation.
+            if task == 1 {
+                assert_eq!(accounted, 0, "{mode}: {}", series.name);
+            }
+        }
+    }
+}
+
+/// A release the task has not handled when the executive gives up its
+/// drain (and tells the tasks to leave) is still a sample: 16 tasks in
+/// phase, each working 180 ms of a 200 ms period once, run one after the
+/// other for ~2.9 s, longer than the drain (2 s + a period); the last
+/// ones get the CPU with their release and the order to leave together.
+/// Whatever the timing, every activation is a sample or missed.
+#[test]
+fn a_release_pending_when_the_drain_gives_up_is_still_accounted() {
+    let Some(_serial) = serial() else { return };
+    let mut config = PeriodicConfig::new(16, 200_000_000, 180_000_000, 200_000_000);
+    config.phasing = Phasing::InPhase;
+    assert_eq!(config.activations, 1);
+    let outcome = run_with(&config, Arc::new(AtomicBool::new(false)));
+    for series in lateness(&outcome) {
+        assert_eq!(
+            series.stats.samples + series.stats.missed,
+            1,
+            "{}: {} samples + {} missed",
+            series.name,
+            series.stats.samples,
+            series.stats.missed
+        );
+    }
+    assert!(!outcome.stopped_early);
+}
+
+#[test]
+fn absurd_periods_and_lengths_are_refused_without_overflow() {
+    // Below the minimum period.
+    let c = config(Mode::Executive, 2, periodic::MIN_PERIOD_NS - 1, 10);
+    assert!(c.validate().unwrap_err().contains("period"), "{c:?}");
+    assert!(config(Mode::Fifo, 2, periodic::MIN_PERIOD_NS, 10)
+        .validate()
+        .is_ok());
+    // activations × period overflows, or is longer than the longest run.
+    let mut c = config(Mode::Executive, 2, 3_600_000_000_000, 10);
+    c.activations = u64::MAX / 2;
+    assert_eq!(c.planned_ns(), u64::MAX);
+    assert_eq!(c.planned_activations(), u64::MAX - 1);
+    assert!(c.validate().unwrap_err().contains("duration"));
+    c.activations = periodic::MAX_RUN_NS / c.period_ns + 1;
+    assert!(c.validate().unwrap_err().contains("duration"));
+    c.activations = periodic::MAX_RUN_NS / c.period_ns;
+    assert!(c.validate().is_ok());
+    // The phase of the last of 1000 tasks of a huge period.
+    let mut c = PeriodicConfig::new(1000, u64::MAX / 2, 0, u64::MAX);
+    assert_eq!(c.activations, 2);
+    assert!(c.offset_of(999) < c.period_ns);
+    c.phasing = Phasing::InPhase;
+    assert_eq!(c.offset_of(999), 0);
+}

@@ -317,10 +317,21 @@ pub fn periodic_table(result: &RunResult) -> String {
     let misses: u64 = response.iter().map(|s| s.stats.missed).sum();
     let max_late = lateness.iter().map(|s| s.stats.max_ns).max().unwrap_or(0);
     let max_response = response.iter().map(|s| s.stats.max_ns).max().unwrap_or(0);
+    // The plan is the config's (activations per task × tasks): a stopped
+    // run shows what it never reached, not a plan shrunk to what was done.
+    let planned = match (config["activations"].as_u64(), config["tasks"].as_u64()) {
+        (Some(per_task), Some(tasks)) => per_task.saturating_mul(tasks),
+        _ => samples + missed,
+    };
+    let not_reached = planned.saturating_sub(samples + missed);
     let _ = writeln!(
         out,
-        "activations: {} planned, {samples} started, {missed} missed; {misses} deadline misses; max lateness {} µs, max response {} µs",
-        samples + missed,
+        "activations: {planned} planned, {samples} started, {missed} missed{}; {misses} deadline misses; max lateness {} µs, max response {} µs",
+        if not_reached > 0 {
+            format!(", {not_reached} not reached (stopped early)")
+        } else {
+            String::new()
+        },
         Micros(max_late),
         Micros(max_response),
     );
@@ -513,5 +524,76 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("first 1 messages"), "{text}");
+    }
+
+    #[test]
+    fn the_periodic_table_plans_from_the_config_not_from_what_was_done() {
+        let mut run = crate::import::imported_run(
+            crate::import::Format::CyclictestHistfile,
+            "x",
+            "2026-11-21T19:30:12.000000Z".into(),
+            crate::import::unknown_environment("2026-11-21T19:30:12.000000Z"),
+            Vec::new(),
+            Vec::new(),
+        );
+        run.probe = "periodic".into();
+        // 2 tasks × 1000 activations planned; stopped after 300 + 1 missed.
+        run.config = serde_json::json!({
+            "mode": "executive",
+            "tasks": 2,
+            "activations": 1000,
+            "period_ns": 10_000_000,
+            "work_ns": 100_000,
+            "cpu": 1,
+        });
+        run.series = vec![
+            series(
+                "task0.lateness",
+                "activation_lateness",
+                150,
+                1,
+                2_000.0,
+                9_000,
+            ),
+            series(
+                "task0.response",
+                "response_time",
+                150,
+                0,
+                102_000.0,
+                109_000,
+            ),
+            series(
+                "task1.lateness",
+                "activation_lateness",
+                150,
+                0,
+                2_000.0,
+                8_000,
+            ),
+            series(
+                "task1.response",
+                "response_time",
+                150,
+                0,
+                102_000.0,
+                108_000,
+            ),
+        ];
+        let text = periodic_table(&run);
+        assert!(
+            text.contains(
+                "activations: 2000 planned, 300 started, 1 missed, 1699 not reached (stopped early); 0 deadline misses"
+            ),
+            "{text}"
+        );
+        // A complete run says nothing of what was not reached.
+        run.config["activations"] = serde_json::json!(151);
+        run.series[2].stats.missed = 1;
+        let text = periodic_table(&run);
+        assert!(
+            text.contains("activations: 302 planned, 300 started, 2 missed; 0 deadline"),
+            "{text}"
+        );
     }
 }

@@ -267,3 +267,94 @@ fn bad_periodic_input_is_refused() {
     assert_refused(&["exec", "kurt-table", "--load", "nosuch"], &["--load"]);
     assert_refused(&["exec", "periodic", "--tasks", "0"], &["--tasks"]);
 }
+
+/// SIGINT during a sleep toward a far activation (2 tasks every 60 s,
+/// task 1 at 30 s) ends the run at once, and the table shows the true plan
+/// (10 min: 20 activations), not a plan shrunk to what was done. The 30 s
+/// limit is a hang check, not a timing claim.
+#[test]
+fn a_stopped_periodic_run_shows_its_true_plan_and_stops_promptly() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stopped.json");
+    let mut child = rtlab(&dir.path().join("state"))
+        .args([
+            "exec",
+            "periodic",
+            "--tasks",
+            "2",
+            "--period",
+            "60s",
+            "--work",
+            "20us",
+            "--duration",
+            "10m",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rtlab starts");
+    common::wait_until_running(&json, &mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    common::signal(&child, libc::SIGINT);
+    let signalled = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if signalled.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("rtlab exec periodic ignored SIGINT for 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert!(
+        stdout.contains("activations: 20 planned, "),
+        "the true plan not in:\n{stdout}"
+    );
+    assert!(stdout.contains("not reached (stopped early)"), "{stdout}");
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "partial");
+    assert_eq!(doc["config"]["activations"], 10);
+    let accounted: u64 = lateness(&doc)
+        .iter()
+        .map(|s| s["samples"].as_u64().unwrap() + s["missed"].as_u64().unwrap())
+        .sum();
+    assert!(accounted < 20, "{accounted} of 20 accounted");
+}
+
+#[test]
+fn absurd_periods_and_durations_are_refused() {
+    assert_refused(
+        &["exec", "periodic", "--period", "50us", "--work", "10us"],
+        &["--period 50us", "minimum"],
+    );
+    assert_refused(
+        &["exec", "periodic", "--duration", "5000000h"],
+        &["--duration", "longest run"],
+    );
+    assert_refused(
+        &["exec", "kurt-table", "--duration", "5000000h"],
+        &["--duration"],
+    );
+    assert_refused(
+        &[
+            "exec",
+            "kurt-table",
+            "--duration",
+            "2400h",
+            "--tasks",
+            "1,2,3,4",
+        ],
+        &["--duration", "16 runs"],
+    );
+    assert_refused(
+        &["exec", "kurt-table", "--period", "10us", "--work", "1us"],
+        &["--period"],
+    );
+}

@@ -82,7 +82,10 @@ impl DispatchConfig {
         } else {
             plan.events.event(plan.events.len() - 1).offset_ns
         };
-        plan.header.repeat_ns.unwrap_or(last + 1).max(1)
+        plan.header
+            .repeat_ns
+            .unwrap_or(last.saturating_add(1))
+            .max(1)
     }
 }
 
@@ -135,6 +138,8 @@ struct End {
 /// A plan being dispatched.
 pub struct DispatchRun {
     pager: Option<Pager>,
+    /// Set when the plan's file changed size during the run.
+    damaged: Arc<AtomicBool>,
     thread: Option<JoinHandle<End>>,
     recorder: Option<Recorder>,
     start_ns: u64,
@@ -192,6 +197,7 @@ fn start(
     let position = Arc::new(AtomicU64::new(0));
     let plan = Arc::new(plan);
     let mut launch: Launch<End, Ready> = Launch::new();
+    let run_stop = Arc::clone(&stop);
     let cfg = config.clone();
     let thread_plan = Arc::clone(&plan);
     let thread_position = Arc::clone(&position);
@@ -271,11 +277,13 @@ fn start(
             c.wakeups, c.p50_ns, c.p99_ns, c.max_ns, c.guard_ns
         ));
     }
-    let start_ns = clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns * 2);
+    let damaged = Arc::new(AtomicBool::new(false));
+    let pager = spawn_pager(plan, position, run_stop, Arc::clone(&damaged));
+    let start_ns = clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns.saturating_mul(2));
     let thread = launch.go(start_ns).remove(0);
-    let pager = spawn_pager(plan, position);
     Ok(DispatchRun {
         pager,
+        damaged,
         thread: Some(thread),
         recorder: Some(recorder),
         start_ns,
@@ -287,8 +295,11 @@ fn start(
 }
 
 /// Keeps a mapped plan's resident memory to a window around the
-/// dispatcher: every PAGER_PERIOD it prefetches the events ahead and drops
-/// those behind (two madvise calls, on this thread, never the dispatcher's).
+/// dispatcher: every PAGER_PERIOD it locks the events ahead and drops
+/// those behind (on this thread, never the dispatcher's), and stops the
+/// run if the plan's file changes size. That check is a tick behind: a
+/// file cut under a running plan can still kill the process with SIGBUS
+/// when the dispatcher reaches the cut first.
 struct Pager {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -298,18 +309,39 @@ const PAGER_PERIOD: Duration = Duration::from_millis(20);
 /// Events prefetched ahead of the dispatcher (6 MiB of records).
 const PAGER_AHEAD: u64 = 1 << 18;
 
-fn spawn_pager(plan: Arc<LoadedPlan>, position: Arc<AtomicU64>) -> Option<Pager> {
+fn spawn_pager(
+    plan: Arc<LoadedPlan>,
+    position: Arc<AtomicU64>,
+    run_stop: Arc<AtomicBool>,
+    damaged: Arc<AtomicBool>,
+) -> Option<Pager> {
     if !plan.binary {
         return None;
     }
+    // The window the dispatcher starts in, before it starts; a plan that
+    // fits the window whole stays locked in and is never advised again.
+    plan.events.advise(0, PAGER_AHEAD);
+    let whole = plan.events.len() <= PAGER_AHEAD;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
         .name("rtlab-pager".into())
         .spawn(move || {
+            let n = plan.events.len();
             while !flag.load(Ordering::Relaxed) {
-                let at = position.load(Ordering::Relaxed);
-                plan.events.advise(at, at + PAGER_AHEAD);
+                // Another process cut the file: stop before the dispatcher
+                // reads a page that is gone (which would be a SIGBUS).
+                if !plan.events.intact() {
+                    damaged.store(true, Ordering::Relaxed);
+                    run_stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+                // Events dispatched so far, over all repetitions: the
+                // window follows it and wraps to the plan's start.
+                if !whole {
+                    let at = position.load(Ordering::Relaxed) % n;
+                    plan.events.advise(at, at + PAGER_AHEAD);
+                }
                 std::thread::sleep(PAGER_PERIOD);
             }
         })
@@ -332,7 +364,7 @@ impl Drop for Pager {
 /// The dispatching loop's state: everything allocated before the first event.
 struct Dispatcher<'a> {
     events: &'a dyn EventSource,
-    /// The index of the event being dispatched (for the pager).
+    /// Events dispatched so far, over all repetitions (for the pager).
     position: &'a AtomicU64,
     modules: Vec<(String, Box<dyn Module>)>,
     period: u64,
@@ -360,24 +392,27 @@ impl Dispatcher<'_> {
         let mut pending_missed = 0;
         'plan: loop {
             for index in 0..n {
-                if done >= planned || stop.load(Ordering::Relaxed) {
+                if done >= planned {
                     break 'plan;
                 }
-                done += 1;
-                self.position.store(index, Ordering::Relaxed);
+                self.position.store(done, Ordering::Relaxed);
                 let event = self.events.event(index);
-                let at = repetition_start + event.offset_ns;
+                let at = repetition_start.saturating_add(event.offset_ns);
+                if !wait_until(at.saturating_sub(self.guard_ns), stop) {
+                    break 'plan;
+                }
                 let mut now = clock::now_ns();
-                if now > at + self.skip_after_ns {
+                while now < at {
+                    now = clock::now_ns();
+                }
+                done += 1;
+                // Checked at the instant, after the sleep: a wake-up that a
+                // host stall made late skips the event as surely as a
+                // dispatcher that fell behind.
+                if now - at > self.skip_after_ns {
                     missed += 1;
                     pending_missed += 1;
                     continue;
-                }
-                if at > now + self.guard_ns {
-                    clock::sleep_until(at - self.guard_ns);
-                }
-                while now < at {
-                    now = clock::now_ns();
                 }
                 if let Some(inject) = self.inject {
                     if done.is_multiple_of(inject.every) {
@@ -402,7 +437,7 @@ impl Dispatcher<'_> {
                     dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            repetition_start += self.period;
+            repetition_start = repetition_start.saturating_add(self.period);
         }
         End {
             fired,
@@ -417,6 +452,25 @@ impl Dispatcher<'_> {
                 })
                 .collect(),
         }
+    }
+}
+
+/// The longest single sleep: a stop is seen within this even when the next
+/// event is far away.
+const STOP_CHECK_NS: u64 = 50_000_000;
+
+/// Sleeps to `wake_ns` (absolute, programmed only for that instant) in
+/// steps of at most STOP_CHECK_NS; false when `stop` was set meanwhile.
+fn wait_until(wake_ns: u64, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = clock::now_ns();
+        if now >= wake_ns {
+            return true;
+        }
+        clock::sleep_until(wake_ns.min(now + STOP_CHECK_NS));
     }
 }
 
@@ -498,10 +552,15 @@ impl ProbeRun for DispatchRun {
                 end.fired + end.missed
             ));
         }
+        let failure = self.damaged.load(Ordering::Relaxed).then(|| {
+            "the plan's file changed size during the run: stopped before reading what was cut"
+                .to_string()
+        });
         Ok(ProbeOutcome {
             series: self.series(stats),
             elapsed_ns,
-            stopped_early: end.fired + end.missed < end.planned,
+            stopped_early: end.fired + end.missed < end.planned && failure.is_none(),
+            failure,
             warnings,
             ..ProbeOutcome::default()
         })

@@ -92,8 +92,7 @@ impl Module for Udp {
 
 /// Wakes a waiting thread through a futex (`via=futex`, the default) or an
 /// eventfd (`via=eventfd`). The waiter is rtlab's own thread, which counts
-/// the wake-ups it saw; a wake-up it missed (asleep too long) shows as a
-/// difference between the two counts.
+/// the wake-ups it saw (the tests compare that count with the events).
 struct Wake {
     via: Via,
     fired: u64,

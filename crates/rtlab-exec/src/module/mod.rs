@@ -106,7 +106,7 @@ pub fn signal_number(text: &str) -> Option<i32> {
         "CONT" => libc::SIGCONT,
         _ => {
             if let Some(n) = name.strip_prefix("RTMIN+") {
-                libc::SIGRTMIN() + n.parse::<i32>().ok()?
+                libc::SIGRTMIN().checked_add(n.parse::<u8>().ok().map(i32::from)?)?
             } else if name == "RTMIN" {
                 libc::SIGRTMIN()
             } else {
@@ -114,7 +114,10 @@ pub fn signal_number(text: &str) -> Option<i32> {
             }
         }
     };
-    (1..=libc::SIGRTMAX()).contains(&number).then_some(number)
+    // 32 and 33 are glibc's own (below SIGRTMIN): not for users.
+    let usable =
+        (1..32).contains(&number) || (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&number);
+    usable.then_some(number)
 }
 
 /// What a module does at its events. Called on the dispatcher's thread at

@@ -26,7 +26,8 @@
 //! start of the work minus the activation instant) and `taskN.response`
 //! (metric `response_time`: the end of the work minus the activation).
 //! Every planned activation is accounted for: `samples + missed` of a
-//! lateness series is the number of activations planned for that task. An
+//! lateness series is the number of activations planned for that task
+//! (in a run stopped early, the activations never reached are neither). An
 //! activation is *missed* when it comes while the task is still working on
 //! an earlier one (executive), or when the task wakes a whole period or
 //! more late (fifo: every activation that passed meanwhile). The `missed`
@@ -135,6 +136,12 @@ pub struct PeriodicConfig {
 
 /// Most tasks in one run.
 pub const MAX_TASKS: usize = 1000;
+/// Shortest period: below it the release path (futex wake, spin) is most
+/// of the period, and the recorder rings would grow without bound.
+pub const MIN_PERIOD_NS: u64 = 100_000;
+/// Longest planned run (activations × period): 366 days. Far beyond any
+/// useful measurement, and every instant of the run fits in a u64 of ns.
+pub const MAX_RUN_NS: u64 = 366 * 86_400 * 1_000_000_000;
 
 /// The last online CPU (CPU 0 takes most of the housekeeping).
 pub fn default_cpu() -> usize {
@@ -163,14 +170,23 @@ impl PeriodicConfig {
     /// Activation instant `k` of task `task`, ns after the run's start.
     pub fn offset_of(&self, task: usize) -> u64 {
         match self.phasing {
-            Phasing::Staggered => self.period_ns * task as u64 / self.tasks.max(1) as u64,
+            // In u128: period × task may not fit in a u64; the quotient does.
+            Phasing::Staggered => {
+                (u128::from(self.period_ns) * task as u128 / self.tasks.max(1) as u128) as u64
+            }
             Phasing::InPhase => 0,
         }
     }
 
-    /// Planned length of the run, ns.
+    /// Planned length of the run, ns (saturating: [`Self::validate`]
+    /// refuses a plan longer than [`MAX_RUN_NS`]).
     pub fn planned_ns(&self) -> u64 {
-        self.activations * self.period_ns
+        self.activations.saturating_mul(self.period_ns)
+    }
+
+    /// Activations planned for every task together (saturating).
+    pub fn planned_activations(&self) -> u64 {
+        self.activations.saturating_mul(self.tasks as u64)
     }
 
     /// Checks the settings; the message names the setting.
@@ -181,11 +197,25 @@ impl PeriodicConfig {
         if self.tasks > MAX_TASKS {
             return Err(format!("tasks: {} is more than {MAX_TASKS}", self.tasks));
         }
-        if self.period_ns == 0 {
-            return Err("period: must be above 0".into());
+        if self.period_ns < MIN_PERIOD_NS {
+            return Err(format!(
+                "period: {} ns is shorter than the minimum {MIN_PERIOD_NS} ns (100 µs)",
+                self.period_ns
+            ));
         }
         if self.activations == 0 {
             return Err("the run is shorter than one period: no activation planned".into());
+        }
+        match self.activations.checked_mul(self.period_ns) {
+            Some(ns) if ns <= MAX_RUN_NS => {}
+            _ => {
+                return Err(format!(
+                    "duration: {} activations every {} ns is longer than the longest run ({} days)",
+                    self.activations,
+                    self.period_ns,
+                    MAX_RUN_NS / 86_400_000_000_000
+                ))
+            }
         }
         if self.work_ns >= self.period_ns {
             return Err(format!(

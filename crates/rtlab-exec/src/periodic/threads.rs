@@ -24,6 +24,51 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the executive waits, after its last release, for the tasks to
 /// finish their work before telling them to leave.
 const DRAIN_TIMEOUT_NS: u64 = 2_000_000_000;
+/// Longest sleep between two looks at the stop flag: a far activation
+/// (a long period) is slept toward in absolute chunks of at most this.
+const STOP_CHECK_NS: u64 = 50_000_000;
+/// Most samples in one ring (2^16 × 24 B = 1.5 MiB): a full ring counts
+/// its drops.
+const MAX_RING_SAMPLES: usize = 1 << 16;
+/// Fewest samples in one ring, whatever the task count.
+const MIN_RING_SAMPLES: usize = 1024;
+/// Most memory for every ring of a run together (locked under mlockall).
+const RINGS_BUDGET_BYTES: usize = 64 << 20;
+
+/// Samples per ring of a run of `tasks` tasks every `period_ns`: two
+/// seconds of samples (at least 4096) as every probe, at most
+/// [`MAX_RING_SAMPLES`], and the run's `2 × tasks` rings within
+/// [`RINGS_BUDGET_BYTES`] (never below [`MIN_RING_SAMPLES`]).
+fn task_ring_capacity(tasks: usize, period_ns: u64) -> usize {
+    let per_ring_budget = RINGS_BUDGET_BYTES / (2 * tasks.max(1) * std::mem::size_of::<Sample>());
+    ring_capacity(period_ns)
+        .min(MAX_RING_SAMPLES)
+        .min(per_ring_budget)
+        .max(MIN_RING_SAMPLES)
+}
+
+/// Sleeps (absolute `clock_nanosleep`) to `target_ns`, looking at `stop`
+/// at least every [`STOP_CHECK_NS`]: true once the target is reached,
+/// false as soon as the stop flag is seen. The chunks before the last end
+/// at least half a chunk before the target, so the last one is the real
+/// absolute sleep to the target, whatever the wake-up latency of the others.
+#[inline]
+fn sleep_until_or_stop(target_ns: u64, stop: &AtomicBool) -> bool {
+    loop {
+        let now = clock::now_ns();
+        if now >= target_ns {
+            return true;
+        }
+        if target_ns - now <= STOP_CHECK_NS {
+            clock::sleep_until(target_ns);
+            return true;
+        }
+        clock::sleep_until((now + STOP_CHECK_NS).min(target_ns - STOP_CHECK_NS / 2));
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+    }
+}
 
 /// One task's hand-off with the executive, on a cache line of its own.
 #[repr(align(64))]
@@ -176,7 +221,8 @@ pub fn start(
     for task in 0..n {
         let mut rings = Vec::with_capacity(2);
         for what in ["lateness", "response"] {
-            let (producer, consumer) = rtrb::RingBuffer::new(ring_capacity(config.period_ns));
+            let (producer, consumer) =
+                rtrb::RingBuffer::new(task_ring_capacity(n, config.period_ns));
             let dropped = Arc::new(AtomicU64::new(0));
             let name = format!("task{task}.{what}");
             inputs.push(SeriesInput {
@@ -251,7 +297,7 @@ pub fn start(
                     Some(start_ns) => plan.run(start_ns, &shared),
                     None => ThreadEnd {
                         accounted: 0,
-                        planned: plan.activations * plan.offsets.len() as u64,
+                        planned: plan.activations.saturating_mul(plan.offsets.len() as u64),
                     },
                 }
             },
@@ -343,24 +389,31 @@ impl TaskPlan {
                 continue;
             }
             seen = current;
-            if slot.quit.load(Ordering::Acquire) {
+            let quit = slot.quit.load(Ordering::Acquire);
+            // Busy here is a release not handled yet (the task clears it
+            // once done): handled even when it comes with the order to
+            // leave (the executive gave up waiting before this task got
+            // the CPU), so that it is a sample, never lost.
+            if slot.busy.load(Ordering::Acquire) {
+                let activation = slot.activation_ns.load(Ordering::Acquire);
+                let started = spin_until(activation);
+                let missed = slot.skipped.swap(0, Ordering::AcqRel);
+                spin_until(started + self.work_ns);
+                let end = clock::now_ns();
+                let response = end - activation;
+                rings.push(
+                    activation - start_ns,
+                    started - activation,
+                    missed,
+                    response,
+                    response > self.period_ns,
+                );
+                done += 1 + missed;
+                slot.busy.store(false, Ordering::Release);
+            }
+            if quit {
                 break;
             }
-            let activation = slot.activation_ns.load(Ordering::Acquire);
-            let started = spin_until(activation);
-            let missed = slot.skipped.swap(0, Ordering::AcqRel);
-            spin_until(started + self.work_ns);
-            let end = clock::now_ns();
-            let response = end - activation;
-            rings.push(
-                activation - start_ns,
-                started - activation,
-                missed,
-                response,
-                response > self.period_ns,
-            );
-            done += 1 + missed;
-            slot.busy.store(false, Ordering::Release);
         }
         ThreadEnd {
             accounted: done + slot.skipped.load(Ordering::Acquire),
@@ -378,7 +431,9 @@ impl TaskPlan {
         let mut k: u64 = 0;
         while k < planned && !shared.stop.load(Ordering::Relaxed) {
             let activation = first + k * self.period_ns;
-            clock::sleep_until(activation);
+            if !sleep_until_or_stop(activation, &shared.stop) {
+                break;
+            }
             let started = clock::now_ns();
             let lateness = started.saturating_sub(activation);
             // Activations that passed while this one was late: counted,
@@ -436,9 +491,8 @@ impl ExecutivePlan {
             if task == usize::MAX {
                 break;
             }
-            let wake = activation - self.guard_ns;
-            if clock::now_ns() < wake {
-                clock::sleep_until(wake);
+            if !sleep_until_or_stop(activation - self.guard_ns, &shared.stop) {
+                break;
             }
             spin_until(activation - self.release_early_ns);
             let slot = &shared.slots[task];
@@ -456,7 +510,9 @@ impl ExecutivePlan {
             accounted += 1;
         }
         // Off the hot path: let the last releases finish their work.
-        let give_up = clock::now_ns() + DRAIN_TIMEOUT_NS + self.period_ns;
+        let give_up = clock::now_ns()
+            .saturating_add(DRAIN_TIMEOUT_NS)
+            .saturating_add(self.period_ns);
         while shared
             .slots
             .iter()
@@ -468,7 +524,7 @@ impl ExecutivePlan {
         shared.quit_all();
         ThreadEnd {
             accounted,
-            planned: self.activations * n as u64,
+            planned: self.activations.saturating_mul(n as u64),
         }
     }
 }

@@ -337,6 +337,8 @@ pub fn decode_header(head: &[u8], file_len: u64) -> Result<BinaryLayout, String>
 pub struct MappedPlan {
     ptr: *const u8,
     len: usize,
+    /// Kept open to notice the file changing size under the mapping.
+    file: std::fs::File,
     header: PlanHeader,
     events_at: usize,
     count: u64,
@@ -405,6 +407,7 @@ impl MappedPlan {
         let mut plan = MappedPlan {
             ptr: ptr as *const u8,
             len,
+            file,
             header: PlanHeader::default(),
             events_at: 0,
             count: 0,
@@ -442,31 +445,71 @@ impl EventSource for MappedPlan {
         decode_event(&record)
     }
 
+    fn intact(&self) -> bool {
+        self.file
+            .metadata()
+            .is_ok_and(|meta| meta.len() == self.len as u64)
+    }
+
     fn advise(&self, from: u64, to: u64) {
+        let n = self.count;
+        if n == 0 {
+            return;
+        }
+        let from = from % n;
+        let span = to.saturating_sub(from).min(n);
         let page = page_size();
-        let start = self.events_at + from.min(self.count) as usize * EVENT_BYTES;
-        let end = self.events_at + to.min(self.count) as usize * EVENT_BYTES;
-        // Whole pages only: the page that holds `from` stays.
-        let behind = start / page * page;
+        let byte = |event: u64| self.events_at + event as usize * EVENT_BYTES;
+        // Page-aligned byte ranges of the events to keep: [from, end) and,
+        // when the window wraps, [0, wrapped).
+        let (end, wrapped) = if from + span > n {
+            (n, from + span - n)
+        } else {
+            (from + span, 0)
+        };
+        let keep_start = byte(from) / page * page;
+        let keep_end = byte(end).div_ceil(page) * page;
+        let wrap_end = if wrapped > 0 {
+            byte(wrapped).div_ceil(page) * page
+        } else {
+            0
+        };
+        let len = self.len.div_ceil(page) * page;
         let base = self.ptr as usize;
-        // SAFETY: both ranges lie inside the mapping; unlocking and
-        // dropping pages of a read-only private file mapping changes no
-        // content (a dropped page is read again from the file if touched).
-        // Locking the window ahead reads it in now, off the dispatcher's
-        // thread, so the dispatcher never waits for a page; where locking
-        // is not allowed, the read-ahead hint does most of that.
-        unsafe {
-            if behind > 0 {
-                libc::munlock(base as *const libc::c_void, behind);
-                libc::madvise(base as *mut libc::c_void, behind, libc::MADV_DONTNEED);
-            }
-            if end > behind {
-                let ahead = (base + behind) as *mut libc::c_void;
-                if libc::mlock(ahead, end - behind) != 0 {
-                    libc::madvise(ahead, end - behind, libc::MADV_WILLNEED);
+        let drop = |lo: usize, hi: usize| {
+            if hi > lo {
+                // SAFETY: [lo, hi) lies inside the mapping; unlocking and
+                // dropping pages of a read-only private file mapping changes
+                // no content (a dropped page is read again if touched).
+                unsafe {
+                    libc::munlock((base + lo) as *const libc::c_void, hi - lo);
+                    libc::madvise(
+                        (base + lo) as *mut libc::c_void,
+                        hi - lo,
+                        libc::MADV_DONTNEED,
+                    );
                 }
             }
-        }
+        };
+        let keep = |lo: usize, hi: usize| {
+            if hi > lo {
+                let at = (base + lo) as *mut libc::c_void;
+                // SAFETY: [lo, hi) lies inside the mapping. Locking reads the
+                // window in now, off the dispatcher's thread; where locking is
+                // not allowed, the read-ahead hint does most of that.
+                unsafe {
+                    if libc::mlock(at, hi - lo) != 0 {
+                        libc::madvise(at, hi - lo, libc::MADV_WILLNEED);
+                    }
+                }
+            }
+        };
+        // The header pages (before the events) stay as they are.
+        let events_start = self.events_at / page * page;
+        drop(events_start.max(wrap_end), keep_start);
+        drop(keep_end, len);
+        keep(keep_start, keep_end.min(len));
+        keep(events_start, wrap_end.min(len));
     }
 }
 

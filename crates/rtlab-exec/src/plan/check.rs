@@ -78,6 +78,10 @@ impl Report {
     }
 }
 
+/// Largest offset (and repeat period) accepted: 2^62 ns, 146 years, so
+/// that the dispatcher's sums of offsets and periods never overflow.
+pub const MAX_OFFSET_NS: u64 = 1 << 62;
+
 /// How many events the scan reads between two residency hints.
 const ADVISE_EVERY: u64 = 1 << 16;
 
@@ -126,6 +130,16 @@ pub fn check_lines(
                 ),
             ),
         }
+        if e.offset_ns > MAX_OFFSET_NS {
+            finding(
+                Severity::Error,
+                "offset-too-large",
+                format!(
+                    "event {i}: offset {} is beyond 2^62 ns (146 years): not a plan",
+                    format_offset(e.offset_ns)
+                ),
+            );
+        }
         if e.flags != 0 {
             finding(
                 Severity::Error,
@@ -162,6 +176,18 @@ pub fn check_lines(
         first.get_or_insert(e.offset_ns);
         max = max.max(e.offset_ns);
         previous = Some(e.offset_ns);
+    }
+    if let Some(repeat) = header.repeat_ns.filter(|r| *r > MAX_OFFSET_NS) {
+        report.add(Finding {
+            severity: Severity::Error,
+            code: "offset-too-large",
+            index: None,
+            line: None,
+            message: format!(
+                "repeat {}: beyond 2^62 ns (146 years)",
+                format_offset(repeat)
+            ),
+        });
     }
     if let Some(repeat) = header.repeat_ns {
         if n > 0 && repeat <= max {

@@ -175,12 +175,30 @@ impl Iterator for GenIter {
             Length::Duration(d) => self.spec.start_ns.saturating_add(d),
         };
         let offset_ns = match self.spec.pattern {
-            Pattern::Periodic { period_ns } => self.spec.start_ns + i * period_ns,
+            Pattern::Periodic { period_ns } => {
+                match i
+                    .checked_mul(period_ns)
+                    .and_then(|o| o.checked_add(self.spec.start_ns))
+                {
+                    Some(offset) => offset,
+                    None => {
+                        // Past the end of time: the plan ends here.
+                        self.done = true;
+                        return None;
+                    }
+                }
+            }
             Pattern::Jittered {
                 period_ns,
                 jitter_ns,
             } => {
-                let nominal = self.spec.start_ns + i * period_ns;
+                let Some(nominal) = i
+                    .checked_mul(period_ns)
+                    .and_then(|o| o.checked_add(self.spec.start_ns))
+                else {
+                    self.done = true;
+                    return None;
+                };
                 if nominal >= end {
                     self.done = true;
                     return None;

@@ -66,12 +66,19 @@ pub trait EventSource: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Hints that events `[from, to)` will be read soon and that those
-    /// before `from` will not be read again until the plan repeats: a
-    /// mapped plan prefetches the ones and drops the others from the
-    /// process's resident memory, so a long plan costs what a short one
-    /// does. Called off the hot path; a no-op for plans in memory.
+    /// Hints that events `[from, to)` will be read soon, `to` possibly
+    /// past `len()` for a plan that repeats (the window then wraps to its
+    /// start), and that the others will not: a mapped plan locks the
+    /// window in and drops the rest from the process's resident memory,
+    /// so a long plan costs what a short one does. Called off the hot
+    /// path; a no-op for plans in memory.
     fn advise(&self, _from: u64, _to: u64) {}
+    /// False when the plan's file no longer has the size it was mapped
+    /// with (truncated by another process: reading the missing part would
+    /// kill the process with SIGBUS). Always true for plans in memory.
+    fn intact(&self) -> bool {
+        true
+    }
 }
 
 impl EventSource for Vec<Event> {

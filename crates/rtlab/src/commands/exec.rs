@@ -10,7 +10,7 @@ use crate::input::{bad_input, InputError};
 use anyhow::Context;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
-use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing};
+use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing, MAX_RUN_NS, MIN_PERIOD_NS};
 use rtlab_report::probe_tables::{within_percentages, within_table, WITHIN_US};
 use serde_json::json;
 use std::io::Write;
@@ -24,6 +24,20 @@ fn config_from(
     duration_ns: u64,
     mode: Mode,
 ) -> anyhow::Result<PeriodicConfig> {
+    if task.period < MIN_PERIOD_NS {
+        bad_input!(
+            "--period {}: shorter than the minimum {} (the release path would be most of the period)",
+            human_duration(task.period),
+            human_duration(MIN_PERIOD_NS)
+        );
+    }
+    if duration_ns > MAX_RUN_NS {
+        bad_input!(
+            "--duration {}: longer than the longest run, {} days",
+            human_duration(duration_ns),
+            MAX_RUN_NS / 86_400_000_000_000
+        );
+    }
     let mut config = PeriodicConfig::new(tasks as usize, task.period, task.work, duration_ns);
     config.mode = mode;
     config.phasing = if task.in_phase {
@@ -54,6 +68,8 @@ fn config_from(
             .replace("work:", "--work:")
             .replace("release early:", "--release-early:")
             .replace("guard:", "--guard:")
+            .replace("period:", "--period:")
+            .replace("duration:", "--duration:")
             .replace("tasks:", "--tasks:");
         bad_input!("{why}");
     }
@@ -100,7 +116,16 @@ fn write_json(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
-/// One run's figures for the tables and the JSON.
+/// Activations planned by a run's config (every task together), if recorded.
+fn planned_activations(result: &RunResult) -> Option<u64> {
+    let per_task = result.config["activations"].as_u64()?;
+    let tasks = result.config["tasks"].as_u64()?;
+    Some(per_task.saturating_mul(tasks))
+}
+
+/// One run's figures for the tables and the JSON: `activations` is the
+/// plan (every task), `started` and `missed_activations` what became of
+/// it, `not_reached` what a stopped run never got to.
 fn cell_json(result: &RunResult) -> serde_json::Value {
     let lateness = result
         .series
@@ -118,11 +143,14 @@ fn cell_json(result: &RunResult) -> serde_json::Value {
         .map(|s| s.stats.missed)
         .sum();
     let within = within_percentages(&result.series);
+    let planned = planned_activations(result).unwrap_or(samples + missed);
     json!({
         "run_id": result.id,
         "status": result.status,
-        "activations": samples + missed,
+        "activations": planned,
+        "started": samples,
         "missed_activations": missed,
+        "not_reached": planned.saturating_sub(samples + missed),
         "deadline_misses": misses,
         "within_us": WITHIN_US,
         "within_percent": within,
@@ -251,6 +279,19 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
     if args.tasks.is_empty() {
         bad_input!("--tasks: at least one task count is needed");
     }
+    let runs_per_count = if args.idle_only { 2 } else { 4 };
+    let total_ns = (args.tasks.len() as u64)
+        .checked_mul(runs_per_count)
+        .and_then(|runs| runs.checked_mul(args.duration))
+        .filter(|ns| *ns <= MAX_RUN_NS);
+    if total_ns.is_none() {
+        bad_input!(
+            "--duration {}: {} runs of it are longer than {} days in all (a shorter --duration, or fewer --tasks counts)",
+            human_duration(args.duration),
+            (args.tasks.len() as u64).saturating_mul(runs_per_count),
+            MAX_RUN_NS / 86_400_000_000_000
+        );
+    }
     let loaded = args.run.load.clone().unwrap_or_else(|| "io".to_string());
     rtlab_load::parse_list(&loaded).map_err(|e| InputError(format!("--load: {e}")))?;
     let mut loads = vec![None];
@@ -281,7 +322,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "kurt-table: {total} runs of {} ({} in all): tasks {:?} every {}, work {}, SCHED_FIFO and executive, idle{}",
             human_duration(args.duration),
-            human_duration(args.duration * total as u64),
+            human_duration(args.duration.saturating_mul(total as u64)),
             args.tasks,
             human_duration(args.task.period),
             human_duration(args.task.work),

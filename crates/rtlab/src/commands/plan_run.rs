@@ -65,6 +65,9 @@ pub struct PlanRunArgs {
     pub run: RunArgs,
 }
 
+const MAX_GUARD_NS: u64 = 1_000_000_000;
+const MAX_SKIP_AFTER_NS: u64 = 3_600_000_000_000;
+
 fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
     if let Some(cpu) = args.cpu {
         let online = CpuSet::online();
@@ -75,16 +78,25 @@ fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
     let guard = match args.guard.as_str() {
         "auto" => Guard::Auto,
         text => match input::duration(text) {
-            Ok(ns) => Guard::Fixed(ns),
+            Ok(ns) if ns <= MAX_GUARD_NS => Guard::Fixed(ns),
+            Ok(_) => bad_input!(
+                "--guard {text}: at most 1s (the dispatcher spins for the guard at every event)"
+            ),
             Err(e) => bad_input!("--guard {text}: expected auto or a duration ({e})"),
         },
     };
+    if args.skip_after > MAX_SKIP_AFTER_NS {
+        bad_input!("--skip-after: at most 1h");
+    }
     // Read and check the plan now: a bad file is bad input, named with
     // its line, before anything runs.
     let plan = match rtlab_exec::plan::load(&args.file) {
         Ok(plan) => plan,
         Err(e) => bad_input!("{e}"),
     };
+    if plan.events.is_empty() {
+        bad_input!("{}: the plan has no events", args.file.display());
+    }
     let report = rtlab_exec::plan::check::check_lines(
         &plan.header,
         plan.events.as_ref(),
