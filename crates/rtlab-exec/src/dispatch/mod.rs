@@ -129,6 +129,8 @@ struct Ready {
 
 /// How the dispatcher thread ended.
 struct End {
+    /// When the loop ended (CLOCK_MONOTONIC), for the measured length.
+    end_ns: u64,
     fired: u64,
     missed: u64,
     planned: u64,
@@ -177,7 +179,8 @@ fn start(
     let period = DispatchConfig::period_of(&plan);
     let span = plan.events.event(plan.events.len() - 1).offset_ns + 1;
     // The ring holds two seconds of events at the plan's mean rate.
-    let mean_spacing = (span / plan.events.len()).max(1);
+    // The mean spacing between events (the series' interval).
+    let mean_spacing = (span.saturating_sub(1) / (plan.events.len() - 1).max(1)).max(1);
     let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(mean_spacing));
     let dropped = Arc::new(AtomicU64::new(0));
     let recorder = Recorder::spawn(
@@ -255,6 +258,7 @@ fn start(
                 dispatcher.run(start_ns, planned, &mut producer, &dropped, &stop)
             }
             None => End {
+                end_ns: clock::now_ns(),
                 fired: 0,
                 missed: 0,
                 planned,
@@ -273,12 +277,19 @@ fn start(
     let mut warnings = ready.warnings;
     if let Some(c) = ready.calibration {
         warnings.push(format!(
-            "guard auto: {} warm-up wake-ups were late by p50 {} ns, p99 {} ns, max {} ns: guard {} ns",
-            c.wakeups, c.p50_ns, c.p99_ns, c.max_ns, c.guard_ns
+            "guard auto: {} warm-up wake-ups were late by p50 {} ns, p95 {} ns, p99 {} ns, max {} ns: guard {} ns",
+            c.wakeups, c.p50_ns, c.p95_ns, c.p99_ns, c.max_ns, c.guard_ns
         ));
     }
     let damaged = Arc::new(AtomicBool::new(false));
     let pager = spawn_pager(plan, position, run_stop, Arc::clone(&damaged));
+    if mean_spacing <= ready.guard_ns && rt_throttled() {
+        warnings.push(format!(
+            "events {} apart on average, within the {} guard: the dispatcher hardly sleeps, and the kernel's real-time throttling (kernel.sched_rt_runtime_us) will take the CPU from it for 5 % of every second, skipping events; --sysctl kernel.sched_rt_runtime_us=-1 lifts it for the run",
+            rtlab_core::units::human_duration(mean_spacing),
+            rtlab_core::units::human_duration(ready.guard_ns)
+        ));
+    }
     let start_ns = clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns.saturating_mul(2));
     let thread = launch.go(start_ns).remove(0);
     Ok(DispatchRun {
@@ -440,6 +451,7 @@ impl Dispatcher<'_> {
             repetition_start = repetition_start.saturating_add(self.period);
         }
         End {
+            end_ns: clock::now_ns(),
             fired,
             missed,
             planned,
@@ -453,6 +465,12 @@ impl Dispatcher<'_> {
                 .collect(),
         }
     }
+}
+
+/// Whether the kernel throttles real-time threads (sched_rt_runtime_us is
+/// not -1).
+fn rt_throttled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").is_ok_and(|v| v.trim() != "-1")
 }
 
 /// The longest single sleep: a stop is seen within this even when the next
@@ -528,7 +546,9 @@ impl ProbeRun for DispatchRun {
             .join()
             .map_err(|_| anyhow::anyhow!("the dispatcher thread panicked"))?;
         drop(self.pager.take());
-        let elapsed_ns = self.elapsed_ns();
+        // From the plan's start to the dispatcher's end, not to when the
+        // runner noticed it.
+        let elapsed_ns = end.end_ns.saturating_sub(self.start_ns);
         let mut stats = self
             .recorder
             .take()

@@ -77,6 +77,7 @@ fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
     }
     let guard = match args.guard.as_str() {
         "auto" => Guard::Auto,
+        "0" => Guard::Fixed(0),
         text => match input::duration(text) {
             Ok(ns) if ns <= MAX_GUARD_NS => Guard::Fixed(ns),
             Ok(_) => bad_input!(
