@@ -113,19 +113,31 @@ build_rtlab() {
 
 # ---------------------------------------------------------------- temp + traps
 # Creates TMP, where every run writes its files. On exit (normal, error or
-# signal) it stops the measured tool still running (CHILD) and the server
-# (SERVER, see start_server), copies TMP to KEEP_RAW when that is set, so a
-# report can be rebuilt from the raw files later, and removes TMP.
+# signal) it stops the measured tool still running (CHILD, and CHILD's own
+# children first: a wrapper such as /usr/bin/time does not pass SIGTERM on)
+# and the server (SERVER, see start_server), copies TMP to KEEP_RAW when
+# that is set, so a report can be rebuilt from the raw files later, and
+# removes TMP and SCRATCH (see make_scratch_dir).
 make_temp_dir() {
     TMP=$(mktemp -d "${TMPDIR:-/tmp}/$NAME.XXXXXX")
     CHILD=
     SERVER=
+    SCRATCH=
     trap cleanup EXIT
     trap 'log "interrupted"; exit 130' INT TERM HUP
+}
+# Creates SCRATCH, a second temporary directory for big inputs the runs
+# read (generated files of hundreds of MB): removed on exit like TMP, but
+# never copied to KEEP_RAW. Call after make_temp_dir.
+make_scratch_dir() {
+    SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/$NAME-scratch.XXXXXX")
 }
 cleanup() {
     local rc=$?
     if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then
+        if command -v pkill >/dev/null 2>&1; then
+            pkill -TERM -P "$CHILD" 2>/dev/null || true
+        fi
         kill -TERM "$CHILD" 2>/dev/null || true
         wait "$CHILD" 2>/dev/null || true
     fi
@@ -134,6 +146,7 @@ cleanup() {
         mkdir -p "$KEEP_RAW" && cp -a "$TMP"/. "$KEEP_RAW"/ && log "raw files kept in $KEEP_RAW"
     fi
     rm -rf "$TMP"
+    [[ -z ${SCRATCH:-} ]] || rm -rf "$SCRATCH"
     exit "$rc"
 }
 
@@ -167,6 +180,69 @@ wait_for_idle_builds() {  # WHAT
     if [[ $(busy_builds) -gt 0 ]]; then
         log "warning: cargo/rustc processes are running; they may disturb the $1 (recorded per run)"
     fi
+}
+
+# Other real-time programs disturb the figures far more than builds: a
+# SCHED_FIFO spinner at a higher priority on the measured CPU stops the
+# measured threads for as long as it spins (another benchmark running at
+# the same time, say). rt_competitors prints the user-space processes with
+# a thread in SCHED_FIFO, SCHED_RR or SCHED_DEADLINE right now, kernel
+# threads, this shell and the programs it started (the measured tool: its
+# parent is this shell) left out, one "PID:NAME:POLICY PRIORITIES" word per
+# process ("4242:rtlab:FF80-90"), on one line (empty when there are none).
+rt_competitors() {
+    local pid policy
+    ps -eLo pid=,ppid=,cls=,rtprio= 2>/dev/null |
+        awk -v self=$$ '($3 == "FF" || $3 == "RR" || $3 == "DLN") && $1 != 2 && $2 != 2 && $1 != self && $2 != self {
+            p = $4 + 0; if (!($1 in lo) || p < lo[$1]) lo[$1] = p; if (!($1 in hi) || p > hi[$1]) hi[$1] = p
+            cls[$1] = $3 }
+            END { for (pid in cls) print pid, cls[pid] (lo[pid] == hi[pid] ? lo[pid] : lo[pid] "-" hi[pid]) }' |
+        sort -n | while read -r pid policy; do
+            printf '%s:%s:%s\n' "$pid" "$(cat "/proc/$pid/comm" 2>/dev/null || echo '?')" "$policy"
+        done | paste -sd' ' -
+}
+
+# Waits up to MAX_S seconds for rt_competitors to be empty (checking every
+# 5 s), then warns if it is not; sets RT_COMPETITORS to what is left.
+wait_for_no_rt_competitors() {  # MAX_S
+    local waited=0
+    RT_COMPETITORS=$(rt_competitors)
+    while [[ -n $RT_COMPETITORS ]] && (( waited < $1 )); do
+        (( waited % 30 == 0 )) && log "other real-time programs are running ($RT_COMPETITORS); waiting for them (up to $1 s)"
+        sleep 5; waited=$(( waited + 5 ))
+        RT_COMPETITORS=$(rt_competitors)
+    done
+    if [[ -n $RT_COMPETITORS ]]; then
+        log "warning: other real-time programs are running ($RT_COMPETITORS); they may disturb the run (recorded)"
+    fi
+}
+
+# Samples rt_competitors every half second while a run goes on, so that one
+# that starts and ends during the run is seen too: start_rt_monitor before
+# the run (on CPU MONITOR_CPU, when given, away from the measured one),
+# stop_rt_monitor after it, which sets RT_SEEN to every word seen (empty:
+# none). The sampler stops by itself if this shell goes away.
+start_rt_monitor() {  # FILE [MONITOR_CPU]
+    RT_MONITOR_FILE=$1
+    : >"$RT_MONITOR_FILE"
+    (
+        while kill -0 $$ 2>/dev/null; do
+            rt_competitors >>"$RT_MONITOR_FILE"
+            sleep 0.5
+        done
+    ) &
+    RT_MONITOR=$!
+    if [[ -n ${2:-} ]] && command -v taskset >/dev/null 2>&1; then
+        taskset -a -p -c "$2" "$RT_MONITOR" >/dev/null 2>&1 || true
+    fi
+}
+stop_rt_monitor() {
+    if [[ -n ${RT_MONITOR:-} ]]; then
+        kill "$RT_MONITOR" 2>/dev/null || true
+        wait "$RT_MONITOR" 2>/dev/null || true
+        RT_MONITOR=
+    fi
+    RT_SEEN=$(tr ' ' '\n' <"$RT_MONITOR_FILE" 2>/dev/null | sed '/^$/d' | sort -u | paste -sd' ' -)
 }
 
 # ---------------------------------------------------------------- commands
