@@ -292,14 +292,11 @@ fn injected_delay_shows_in_the_switch_series(process: bool) {
         slow_switch >= 40,
         "only {slow_switch} switch samples >= 300 us"
     );
-    // Host spikes land here too (up to ~20 in a bad 2 s on these VMs); the
-    // injected delays must not: had they leaked, the interrupt series would
-    // have at least as many slow samples as the switch series. The exact,
-    // per-event proof is crates/rtlab/tests/switch_noise.rs.
-    assert!(
-        slow_interrupt + 10 < slow_switch,
-        "{slow_interrupt} interrupt samples >= 300 us against {slow_switch} switch samples"
-    );
+    // That the delays stay out of the interrupt series is proven per event
+    // (each slow switch matched to an on-time interrupt of the same
+    // deadline) in crates/rtlab/tests/switch_noise.rs. Counting slow
+    // interrupt samples here cannot prove it: a bad host minute puts 40 or
+    // more spikes into 2 s (seen in CI), as many as the injected delays.
 }
 
 #[test]
