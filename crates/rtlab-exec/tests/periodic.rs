@@ -193,10 +193,10 @@ fn the_stop_flag_ends_a_run_early_with_what_was_measured() {
                 stop.store(true, Ordering::Relaxed);
             })
         };
-        let started = Instant::now();
         let outcome = run_with(&config, stop);
         setter.join().unwrap();
-        assert!(started.elapsed() < Duration::from_secs(5), "{mode}");
+        // Far fewer activations than the 1000 planned (10 s) is the proof
+        // that the stop ended it, not a time.
         assert!(outcome.stopped_early, "{mode}");
         for series in lateness(&outcome) {
             assert!(series.stats.samples > 0, "{mode}: {}", series.name);
