@@ -369,6 +369,19 @@ stop_server() {  # SIGNAL GRACE_S
 # ---------------------------------------------------------------- report
 # The host, for the report's first table (benchlib.write_meta reads these).
 # ONLINE_LIST: the online CPUs as the script read them at the start, if it did.
+# BENCH_CPUIDLE (driver, governor, idle states of CPU) and
+# BENCH_RT_BANDWIDTH (the kernel's RT throttling): what decides how a
+# sleeping thread wakes and how long a spinning one may run.
+export_cpu_environment() {  # CPU
+    local idle=/sys/devices/system/cpu/cpuidle governor states
+    governor=$(cat "$idle/current_governor" 2>/dev/null || cat "$idle/current_governor_ro" 2>/dev/null || echo '?')
+    states=$(cat /sys/devices/system/cpu/cpu"$1"/cpuidle/state*/name 2>/dev/null || true)
+    BENCH_CPUIDLE="driver $(cat "$idle/current_driver" 2>/dev/null || echo none), governor $governor"
+    BENCH_CPUIDLE+=", states of CPU $1: ${states//$'\n'/, }"
+    BENCH_RT_BANDWIDTH="kernel.sched_rt_runtime_us = $(cat /proc/sys/kernel/sched_rt_runtime_us 2>/dev/null || echo '?') of sched_rt_period_us = $(cat /proc/sys/kernel/sched_rt_period_us 2>/dev/null || echo '?')"
+    export BENCH_CPUIDLE BENCH_RT_BANDWIDTH
+}
+
 export_host_environment() {  # [ONLINE_LIST]
     export BENCH_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) BENCH_HOST=$(hostname 2>/dev/null || uname -n)
     export BENCH_KERNEL=$(uname -r) BENCH_UNAME_V=$(uname -v)

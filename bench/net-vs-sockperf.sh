@@ -273,16 +273,9 @@ done
 
 # ---------------------------------------------------------------- report
 export_host_environment "$ONLINE"
-# Idle states decide what a client that sleeps pays when its reply arrives.
-idle=/sys/devices/system/cpu/cpuidle
-governor=$(cat "$idle/current_governor" 2>/dev/null || cat "$idle/current_governor_ro" 2>/dev/null || echo '?')
-states=$(cat /sys/devices/system/cpu/cpu"$CLIENT_CPU"/cpuidle/state*/name 2>/dev/null || true)
-CPUIDLE="driver $(cat "$idle/current_driver" 2>/dev/null || echo none), governor $governor"
-CPUIDLE+=", states of CPU $CLIENT_CPU: ${states//$'\n'/, }"
-export BENCH_CPUIDLE=$CPUIDLE
-# A client that spins at SCHED_FIFO meets the kernel's RT bandwidth limit (-1 = none).
-BENCH_RT_BANDWIDTH="kernel.sched_rt_runtime_us = $(cat /proc/sys/kernel/sched_rt_runtime_us 2>/dev/null || echo '?') of sched_rt_period_us = $(cat /proc/sys/kernel/sched_rt_period_us 2>/dev/null || echo '?')"
-export BENCH_RT_BANDWIDTH
+# Idle states decide what a sleeping thread pays to wake; a spinning one
+# meets the kernel's RT bandwidth limit.
+export_cpu_environment "$CLIENT_CPU"
 export BENCH_RTLAB_VERSION=$RTLAB_VERSION BENCH_SOCKPERF_VERSION=$SOCKPERF_VERSION
 export BENCH_RTLAB_CMD=$RTLAB_TEMPLATE BENCH_SOCKPERF_CMD=$SOCKPERF_TEMPLATE
 export BENCH_SOCKPERF_SERVER_CMD=$SOCKPERF_SERVER_TEMPLATE BENCH_RTLAB_SERVER_CMD=$RTLAB_SERVER_TEMPLATE

@@ -282,14 +282,9 @@ done
 
 # ---------------------------------------------------------------- report
 export_host_environment "$ONLINE"
-idle=/sys/devices/system/cpu/cpuidle
-governor=$(cat "$idle/current_governor" 2>/dev/null || cat "$idle/current_governor_ro" 2>/dev/null || echo '?')
-states=$(cat /sys/devices/system/cpu/cpu"$CPU"/cpuidle/state*/name 2>/dev/null || true)
-CPUIDLE="driver $(cat "$idle/current_driver" 2>/dev/null || echo none), governor $governor"
-CPUIDLE+=", states of CPU $CPU: ${states//$'\n'/, }"
-export BENCH_CPUIDLE=$CPUIDLE
-BENCH_RT_BANDWIDTH="kernel.sched_rt_runtime_us = $(cat /proc/sys/kernel/sched_rt_runtime_us 2>/dev/null || echo '?') of sched_rt_period_us = $(cat /proc/sys/kernel/sched_rt_period_us 2>/dev/null || echo '?')"
-export BENCH_RT_BANDWIDTH
+# Idle states decide what a sleeping thread pays to wake; a spinning one
+# meets the kernel's RT bandwidth limit.
+export_cpu_environment "$CPU"
 export BENCH_RTLAB_VERSION=$RTLAB_VERSION BENCH_RTAPP_VERSION=$RTAPP_VERSION
 export BENCH_RTAPP_CMD=$RTAPP_TEMPLATE BENCH_EXEC_CMD=$EXEC_TEMPLATE BENCH_FIFO_CMD=$FIFO_TEMPLATE
 export BENCH_RTAPP_CALIB_SOURCE=$CALIB_SOURCE
