@@ -57,6 +57,13 @@ impl CpuSet {
         Ok(CpuSet(cpus))
     }
 
+    /// The set of the given CPU numbers (any order, duplicates dropped).
+    pub fn from_cpus(mut cpus: Vec<usize>) -> CpuSet {
+        cpus.sort_unstable();
+        cpus.dedup();
+        CpuSet(cpus)
+    }
+
     /// The CPUs the kernel lists in a sysfs file such as
     /// `/sys/devices/system/cpu/online`; an empty file is an empty set.
     pub fn from_sysfs(path: &Path) -> std::io::Result<CpuSet> {

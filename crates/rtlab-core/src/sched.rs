@@ -7,6 +7,8 @@ use std::fmt;
 use std::io;
 use std::str::FromStr;
 
+use crate::cpuset::CpuSet;
+
 /// A Linux scheduling policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -37,7 +39,8 @@ impl Policy {
             Policy::Deadline => SCHED_DEADLINE,
         }) as u32
     }
-    fn from_raw(raw: u32) -> Option<Policy> {
+    /// The policy for the kernel's number (sched_getattr, /proc/PID/stat).
+    pub fn from_kernel(raw: u32) -> Option<Policy> {
         Some(match raw as i32 {
             libc::SCHED_OTHER => Policy::Other,
             libc::SCHED_BATCH => Policy::Batch,
@@ -114,8 +117,9 @@ impl fmt::Display for SchedParams {
     }
 }
 
-// Not in every libc release: the value is fixed by the kernel ABI.
+// Not in every libc release: the values are fixed by the kernel ABI.
 const SCHED_DEADLINE: i32 = 6;
+const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 
 /// The kernel's `struct sched_attr` (include/uapi/linux/sched/types.h),
 /// first version (48 bytes); utilization clamps are not used.
@@ -135,9 +139,25 @@ struct SchedAttr {
 /// Applies `params` to the calling thread via sched_setattr, the one call
 /// that covers every policy including SCHED_DEADLINE.
 pub fn set_current_thread(params: &SchedParams) -> io::Result<()> {
+    set_thread(0, params, false)
+}
+
+/// The calling thread's policy and priority as the kernel sees them now.
+pub fn current_thread() -> io::Result<SchedParams> {
+    thread_settings(0).map(|(params, _)| params)
+}
+
+/// Sets the scheduling of thread `tid` (0 = the calling thread), and
+/// whether its children start at SCHED_OTHER (`reset_on_fork`).
+pub fn set_thread(tid: i32, params: &SchedParams, reset_on_fork: bool) -> io::Result<()> {
     let mut attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         sched_policy: params.policy.raw(),
+        sched_flags: if reset_on_fork {
+            SCHED_FLAG_RESET_ON_FORK
+        } else {
+            0
+        },
         sched_priority: if params.policy.takes_priority() {
             params.priority
         } else {
@@ -150,22 +170,23 @@ pub fn set_current_thread(params: &SchedParams) -> io::Result<()> {
         attr.sched_deadline = dl.deadline_ns;
         attr.sched_period = dl.period_ns;
     }
-    // SAFETY: attr is a valid, fully initialised sched_attr; pid 0 = this thread.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &mut attr as *mut SchedAttr, 0) };
+    // SAFETY: attr is a valid, fully initialised sched_attr.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &mut attr as *mut SchedAttr, 0) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
 }
 
-/// The calling thread's policy and priority as the kernel sees them now.
-pub fn current_thread() -> io::Result<SchedParams> {
+/// Thread `tid`'s scheduling (0 = the calling thread) and its
+/// reset-on-fork flag, as the kernel sees them now.
+pub fn thread_settings(tid: i32) -> io::Result<(SchedParams, bool)> {
     let mut attr = SchedAttr::default();
     // SAFETY: attr is a valid buffer of the size given.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_sched_getattr,
-            0,
+            tid,
             &mut attr as *mut SchedAttr,
             std::mem::size_of::<SchedAttr>() as u32,
             0,
@@ -174,9 +195,9 @@ pub fn current_thread() -> io::Result<SchedParams> {
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    let policy = Policy::from_raw(attr.sched_policy)
+    let policy = Policy::from_kernel(attr.sched_policy)
         .ok_or_else(|| io::Error::other(format!("unknown policy {}", attr.sched_policy)))?;
-    Ok(SchedParams {
+    let params = SchedParams {
         policy,
         priority: attr.sched_priority,
         deadline: (policy == Policy::Deadline).then_some(DeadlineParams {
@@ -184,8 +205,46 @@ pub fn current_thread() -> io::Result<SchedParams> {
             deadline_ns: attr.sched_deadline,
             period_ns: attr.sched_period,
         }),
-    })
+    };
+    Ok((params, attr.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0))
 }
+
+/// Thread `tid`'s CPU affinity (0 = the calling thread).
+pub fn thread_affinity(tid: i32) -> io::Result<CpuSet> {
+    // SAFETY: cpu_set_t is plain data and the size passed is its size.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        set
+    };
+    let cpus = (0..CPU_SET_BITS)
+        // SAFETY: i is below the set's size in bits.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect();
+    Ok(CpuSet::from_cpus(cpus))
+}
+
+/// Restricts thread `tid` (0 = the calling thread) to `cpus`.
+pub fn set_thread_affinity(tid: i32, cpus: &CpuSet) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET bounds are checked first.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in cpus.iter() {
+            if cpu >= CPU_SET_BITS {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(cpu, &mut set);
+        }
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+const CPU_SET_BITS: usize = 8 * std::mem::size_of::<libc::cpu_set_t>();
 
 /// Pins the calling thread to one CPU.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {

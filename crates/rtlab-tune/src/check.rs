@@ -1,0 +1,1 @@
+//! The system audit behind `rtlab tune check`.

@@ -1,0 +1,7 @@
+//! `rtlab tune`: promote the processes on the critical path to real-time
+//! scheduling and keep them promoted (rules, apply, watch, undo), write
+//! systemd drop-ins, and audit the system's real-time settings.
+
+pub mod check;
+pub mod systemd;
+pub mod task;

@@ -1,0 +1,1 @@
+//! systemd drop-ins and the unit for `rtlab tune watch`.

@@ -1,0 +1,253 @@
+//! The processes and threads of the machine as /proc shows them: what
+//! `rtlab tune show` prints and what rules are matched against.
+
+use rtlab_core::cpuset::CpuSet;
+use rtlab_core::sched::{DeadlineParams, Policy};
+use serde::Serialize;
+use std::fmt;
+use std::io;
+
+/// The kernel's PF_KTHREAD flag in /proc/PID/stat's `flags` field.
+const PF_KTHREAD: u32 = 0x0020_0000;
+
+/// A thread's identity: its id and the time it started (clock ticks after
+/// boot). The kernel reuses ids; the pair names one thread for the life of
+/// the boot, so a reused id is never mistaken for the thread it replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ThreadId {
+    pub tid: i32,
+    pub starttime: u64,
+}
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.tid)
+    }
+}
+
+/// One thread (a process is its main thread, `tid == pid`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Task {
+    pub pid: i32,
+    pub tid: i32,
+    pub starttime: u64,
+    /// The thread's name (`comm`, at most 15 bytes).
+    pub name: String,
+    /// The name of the process the thread belongs to.
+    pub process_name: String,
+    /// The process's command line, arguments joined by spaces; empty for
+    /// kernel threads and zombies.
+    pub cmdline: String,
+    pub kernel_thread: bool,
+    pub policy: Policy,
+    /// 1-99 for fifo/rr, 0 otherwise.
+    pub priority: u32,
+    pub nice: i64,
+    /// CPU list in the kernel's notation, e.g. `0-1`.
+    pub affinity: String,
+    /// The CPU the thread last ran on.
+    pub cpu: Option<i32>,
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
+}
+
+impl Task {
+    pub fn id(&self) -> ThreadId {
+        ThreadId {
+            tid: self.tid,
+            starttime: self.starttime,
+        }
+    }
+}
+
+/// Every thread of every process. Processes and threads that end while
+/// being read are skipped: /proc is a moving picture.
+pub fn scan() -> io::Result<Vec<Task>> {
+    let mut tasks = Vec::new();
+    for process in procfs::process::all_processes().map_err(to_io)? {
+        let Ok(process) = process else { continue };
+        let Ok(main) = process.stat() else { continue };
+        let cmdline = process
+            .cmdline()
+            .map(|args| args.join(" "))
+            .unwrap_or_default();
+        let Ok(threads) = process.tasks() else {
+            continue;
+        };
+        for thread in threads.flatten() {
+            if let Some(task) = read_thread(&thread, &main.comm, &cmdline) {
+                tasks.push(task);
+            }
+        }
+    }
+    tasks.sort_by_key(|t| (t.pid, t.tid));
+    Ok(tasks)
+}
+
+/// The threads of one process (empty when it has gone).
+pub fn threads_of(pid: i32) -> Vec<Task> {
+    let Ok(process) = procfs::process::Process::new(pid) else {
+        return Vec::new();
+    };
+    let Ok(main) = process.stat() else {
+        return Vec::new();
+    };
+    let cmdline = process
+        .cmdline()
+        .map(|args| args.join(" "))
+        .unwrap_or_default();
+    let Ok(threads) = process.tasks() else {
+        return Vec::new();
+    };
+    let mut tasks: Vec<Task> = threads
+        .flatten()
+        .filter_map(|thread| read_thread(&thread, &main.comm, &cmdline))
+        .collect();
+    tasks.sort_by_key(|t| t.tid);
+    tasks
+}
+
+/// One thread by id, with its process (None when it has gone).
+pub fn thread(pid: i32, tid: i32) -> Option<Task> {
+    let process = procfs::process::Process::new(pid).ok()?;
+    let main = process.stat().ok()?;
+    let cmdline = process
+        .cmdline()
+        .map(|args| args.join(" "))
+        .unwrap_or_default();
+    let thread = process.task_from_tid(tid).ok()?;
+    read_thread(&thread, &main.comm, &cmdline)
+}
+
+/// The start time of thread `tid` now, or None when no such thread exists.
+pub fn starttime_of(tid: i32) -> Option<u64> {
+    // /proc/TID works for any thread id, not only process ids.
+    procfs::process::Process::new(tid)
+        .ok()?
+        .stat()
+        .ok()
+        .map(|s| s.starttime)
+}
+
+fn read_thread(thread: &procfs::process::Task, process_name: &str, cmdline: &str) -> Option<Task> {
+    let stat = thread.stat().ok()?;
+    let status = thread.status().ok();
+    let policy = stat
+        .policy
+        .and_then(Policy::from_kernel)
+        .unwrap_or(Policy::Other);
+    let affinity = status
+        .as_ref()
+        .and_then(|s| s.cpus_allowed_list.as_ref())
+        .map(|ranges| {
+            let cpus = ranges
+                .iter()
+                .flat_map(|&(lo, hi)| lo as usize..=hi as usize)
+                .collect();
+            CpuSet::from_cpus(cpus).to_string()
+        })
+        .unwrap_or_default();
+    Some(Task {
+        pid: thread.pid,
+        tid: thread.tid,
+        starttime: stat.starttime,
+        name: stat.comm.clone(),
+        process_name: process_name.to_string(),
+        cmdline: cmdline.to_string(),
+        kernel_thread: stat.flags & PF_KTHREAD != 0,
+        policy,
+        priority: stat.rt_priority.unwrap_or(0),
+        nice: stat.nice,
+        affinity,
+        cpu: stat.processor,
+        voluntary_switches: status.as_ref().and_then(|s| s.voluntary_ctxt_switches),
+        involuntary_switches: status.as_ref().and_then(|s| s.nonvoluntary_ctxt_switches),
+    })
+}
+
+fn to_io(e: procfs::ProcError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// What a thread's scheduling is or should be: the fields `rtlab tune`
+/// sets and journals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Settings {
+    pub policy: Policy,
+    /// 1-99 for fifo/rr, 0 otherwise.
+    pub priority: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineParams>,
+    /// CPU list in the kernel's notation.
+    pub affinity: String,
+    pub reset_on_fork: bool,
+}
+
+impl Settings {
+    /// Thread `tid`'s settings now, from the kernel.
+    pub fn read(tid: i32) -> io::Result<Settings> {
+        let (params, reset_on_fork) = rtlab_core::sched::thread_settings(tid)?;
+        let affinity = rtlab_core::sched::thread_affinity(tid)?;
+        Ok(Settings {
+            policy: params.policy,
+            priority: params.priority,
+            deadline: params.deadline,
+            affinity: affinity.to_string(),
+            reset_on_fork,
+        })
+    }
+}
+
+impl fmt::Display for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let params = rtlab_core::sched::SchedParams {
+            policy: self.policy,
+            priority: self.priority,
+            deadline: self.deadline,
+        };
+        write!(f, "{params}, cpus {}", self.affinity)?;
+        if self.reset_on_fork {
+            write!(f, ", reset-on-fork")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_sees_this_process_and_its_threads() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let helper = std::thread::Builder::new()
+            .name("scan-probe".into())
+            .spawn(move || {
+                let _ = rx.recv();
+            })
+            .unwrap();
+        let pid = std::process::id() as i32;
+        let tasks = scan().unwrap();
+        let mine: Vec<&Task> = tasks.iter().filter(|t| t.pid == pid).collect();
+        assert!(mine.iter().any(|t| t.tid == pid));
+        assert!(mine.iter().any(|t| t.name == "scan-probe"));
+        assert!(mine.iter().all(|t| !t.kernel_thread && !t.cmdline.is_empty()));
+        // kthreadd (pid 2) is a kernel thread wherever /proc shows it.
+        if let Some(kthreadd) = tasks.iter().find(|t| t.pid == 2) {
+            assert!(kthreadd.kernel_thread);
+        }
+        assert_eq!(threads_of(pid).len(), mine.len());
+        drop(tx);
+        helper.join().unwrap();
+    }
+
+    #[test]
+    fn own_settings_read_back() {
+        let settings = Settings::read(0).unwrap();
+        assert!(!settings.affinity.is_empty());
+        let me = thread(std::process::id() as i32, rtlab_core::sched::gettid()).unwrap();
+        assert_eq!(me.policy, settings.policy);
+        assert_eq!(me.affinity, settings.affinity);
+        assert_eq!(starttime_of(me.tid), Some(me.starttime));
+    }
+}
