@@ -139,25 +139,45 @@ struct SchedAttr {
 /// Applies `params` to the calling thread via sched_setattr, the one call
 /// that covers every policy including SCHED_DEADLINE.
 pub fn set_current_thread(params: &SchedParams) -> io::Result<()> {
-    set_thread(0, params, false)
+    set_thread(
+        0,
+        &ThreadSched {
+            params: *params,
+            reset_on_fork: false,
+            nice: 0,
+        },
+    )
 }
 
 /// The calling thread's policy and priority as the kernel sees them now.
 pub fn current_thread() -> io::Result<SchedParams> {
-    thread_settings(0).map(|(params, _)| params)
+    thread_sched(0).map(|sched| sched.params)
 }
 
-/// Sets the scheduling of thread `tid` (0 = the calling thread), and
-/// whether its children start at SCHED_OTHER (`reset_on_fork`).
-pub fn set_thread(tid: i32, params: &SchedParams, reset_on_fork: bool) -> io::Result<()> {
+/// Everything sched_setattr sets for one thread: what `rtlab tune` reads,
+/// changes and restores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSched {
+    pub params: SchedParams,
+    /// Children start at SCHED_OTHER instead of inheriting the policy.
+    pub reset_on_fork: bool,
+    /// The nice value; only the fair policies (other, batch) use it, but
+    /// the kernel keeps it across a real-time spell, so it is restored too.
+    pub nice: i32,
+}
+
+/// Sets the scheduling of thread `tid` (0 = the calling thread).
+pub fn set_thread(tid: i32, sched: &ThreadSched) -> io::Result<()> {
+    let params = &sched.params;
     let mut attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         sched_policy: params.policy.raw(),
-        sched_flags: if reset_on_fork {
+        sched_flags: if sched.reset_on_fork {
             SCHED_FLAG_RESET_ON_FORK
         } else {
             0
         },
+        sched_nice: sched.nice,
         sched_priority: if params.policy.takes_priority() {
             params.priority
         } else {
@@ -178,9 +198,9 @@ pub fn set_thread(tid: i32, params: &SchedParams, reset_on_fork: bool) -> io::Re
     Ok(())
 }
 
-/// Thread `tid`'s scheduling (0 = the calling thread) and its
-/// reset-on-fork flag, as the kernel sees them now.
-pub fn thread_settings(tid: i32) -> io::Result<(SchedParams, bool)> {
+/// Thread `tid`'s scheduling (0 = the calling thread) as the kernel sees
+/// it now.
+pub fn thread_sched(tid: i32) -> io::Result<ThreadSched> {
     let mut attr = SchedAttr::default();
     // SAFETY: attr is a valid buffer of the size given.
     let rc = unsafe {
@@ -206,7 +226,11 @@ pub fn thread_settings(tid: i32) -> io::Result<(SchedParams, bool)> {
             period_ns: attr.sched_period,
         }),
     };
-    Ok((params, attr.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0))
+    Ok(ThreadSched {
+        params,
+        reset_on_fork: attr.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0,
+        nice: attr.sched_nice,
+    })
 }
 
 /// Thread `tid`'s CPU affinity (0 = the calling thread).

@@ -2,6 +2,8 @@
 //! scheduling and keep them promoted (rules, apply, watch, undo), write
 //! systemd drop-ins, and audit the system's real-time settings.
 
-pub mod check;
-pub mod systemd;
+pub mod changes;
+pub mod promote;
+pub mod rule;
+pub mod rules_file;
 pub mod task;

@@ -170,7 +170,7 @@ fn to_io(e: procfs::ProcError) -> io::Error {
 }
 
 /// What a thread's scheduling is or should be: the fields `rtlab tune`
-/// sets and journals.
+/// sets, journals and restores.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Settings {
     pub policy: Policy,
@@ -178,34 +178,62 @@ pub struct Settings {
     pub priority: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DeadlineParams>,
+    /// Kept across a real-time spell by the kernel, so restored with it.
+    #[serde(default)]
+    pub nice: i32,
+    pub reset_on_fork: bool,
     /// CPU list in the kernel's notation.
     pub affinity: String,
-    pub reset_on_fork: bool,
 }
 
 impl Settings {
     /// Thread `tid`'s settings now, from the kernel.
     pub fn read(tid: i32) -> io::Result<Settings> {
-        let (params, reset_on_fork) = rtlab_core::sched::thread_settings(tid)?;
+        let sched = rtlab_core::sched::thread_sched(tid)?;
         let affinity = rtlab_core::sched::thread_affinity(tid)?;
         Ok(Settings {
-            policy: params.policy,
-            priority: params.priority,
-            deadline: params.deadline,
+            policy: sched.params.policy,
+            priority: sched.params.priority,
+            deadline: sched.params.deadline,
+            nice: sched.nice,
+            reset_on_fork: sched.reset_on_fork,
             affinity: affinity.to_string(),
-            reset_on_fork,
         })
+    }
+
+    /// Gives thread `tid` these settings: scheduling first, then affinity
+    /// (a SCHED_DEADLINE thread may refuse an affinity change, and a failed
+    /// policy change should leave the affinity alone).
+    pub fn write(&self, tid: i32) -> io::Result<()> {
+        rtlab_core::sched::set_thread(tid, &self.sched())?;
+        let cpus = CpuSet::parse(&self.affinity)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        if rtlab_core::sched::thread_affinity(tid)? != cpus {
+            rtlab_core::sched::set_thread_affinity(tid, &cpus)?;
+        }
+        Ok(())
+    }
+
+    pub fn sched(&self) -> rtlab_core::sched::ThreadSched {
+        rtlab_core::sched::ThreadSched {
+            params: rtlab_core::sched::SchedParams {
+                policy: self.policy,
+                priority: self.priority,
+                deadline: self.deadline,
+            },
+            reset_on_fork: self.reset_on_fork,
+            nice: self.nice,
+        }
     }
 }
 
 impl fmt::Display for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let params = rtlab_core::sched::SchedParams {
-            policy: self.policy,
-            priority: self.priority,
-            deadline: self.deadline,
-        };
-        write!(f, "{params}, cpus {}", self.affinity)?;
+        write!(f, "{}", self.sched().params)?;
+        if !self.policy.is_realtime() && self.nice != 0 {
+            write!(f, " nice {}", self.nice)?;
+        }
+        write!(f, ", cpus {}", self.affinity)?;
         if self.reset_on_fork {
             write!(f, ", reset-on-fork")?;
         }
@@ -231,7 +259,9 @@ mod tests {
         let mine: Vec<&Task> = tasks.iter().filter(|t| t.pid == pid).collect();
         assert!(mine.iter().any(|t| t.tid == pid));
         assert!(mine.iter().any(|t| t.name == "scan-probe"));
-        assert!(mine.iter().all(|t| !t.kernel_thread && !t.cmdline.is_empty()));
+        assert!(mine
+            .iter()
+            .all(|t| !t.kernel_thread && !t.cmdline.is_empty()));
         // kthreadd (pid 2) is a kernel thread wherever /proc shows it.
         if let Some(kthreadd) = tasks.iter().find(|t| t.pid == 2) {
             assert!(kthreadd.kernel_thread);

@@ -1,0 +1,693 @@
+//! The record of every change `rtlab tune` makes, kept so `rtlab tune undo`
+//! can put things back.
+//!
+//! Unlike a run's journal (rtlab-core), these changes are meant to outlast
+//! the command, so nothing is restored at exit. Each change is written to
+//! the record *before* it is made. A thread is named by its id and start
+//! time (and the boot), so undo never touches a thread that merely reuses
+//! the id of one rtlab changed.
+
+use crate::task::{self, Settings, Task};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "rtlab.tune-changes/1";
+const FILE_NAME: &str = "tune-changes.json";
+const LOCK_NAME: &str = "tune-changes.lock";
+
+/// Where the record lives: `$RTLAB_STATE_DIR`, else `/var/lib/rtlab` for
+/// root (it must survive a reboot, for the files it records), else
+/// `$XDG_STATE_HOME/rtlab`, else `~/.local/state/rtlab`.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("RTLAB_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/lib/rtlab");
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Path::new(&dir).join("rtlab");
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(home) => Path::new(&home).join(".local/state/rtlab"),
+        // SAFETY: as above.
+        None => PathBuf::from(format!("/tmp/rtlab-state-{}", unsafe { libc::geteuid() })),
+    }
+}
+
+/// One change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// A thread's scheduling and affinity.
+    Thread {
+        pid: i32,
+        tid: i32,
+        starttime: u64,
+        name: String,
+        process_name: String,
+        old: Settings,
+        new: Settings,
+    },
+    /// A file rtlab wrote (a systemd drop-in or unit); `old` is None when
+    /// the file did not exist, and undo then removes it.
+    File {
+        path: PathBuf,
+        old: Option<String>,
+        new: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Which command made it: one number per `rtlab tune` invocation.
+    pub txn: u64,
+    /// RFC 3339 UTC.
+    pub at: String,
+    pub command: String,
+    pub boot_id: Option<String>,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.change {
+            Change::Thread {
+                pid,
+                tid,
+                name,
+                old,
+                new,
+                ..
+            } => write!(f, "thread {pid}/{tid} ({name}): {old} -> {new}"),
+            Change::File { path, old, .. } => write!(
+                f,
+                "file {} ({})",
+                path.display(),
+                if old.is_some() { "replaced" } else { "created" }
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    schema: String,
+    next_txn: u64,
+    entries: Vec<Entry>,
+}
+
+/// The change record in one directory.
+#[derive(Debug, Clone)]
+pub struct ChangeLog {
+    dir: PathBuf,
+}
+
+/// Why a change was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    #[error("the thread ended before it could be changed")]
+    Vanished,
+    #[error("{0}")]
+    Refused(io::Error),
+    #[error("cannot record the change in {path}: {source}")]
+    Record { path: PathBuf, source: io::Error },
+}
+
+impl ChangeLog {
+    pub fn at(dir: impl Into<PathBuf>) -> ChangeLog {
+        ChangeLog { dir: dir.into() }
+    }
+
+    pub fn default_location() -> ChangeLog {
+        ChangeLog::at(default_dir())
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE_NAME)
+    }
+
+    /// Starts the changes of one command. Threads that have ended since
+    /// earlier commands are dropped from the record here: nothing can be
+    /// restored for them.
+    pub fn begin(&self, command: &str) -> Result<Txn<'_>, ChangeError> {
+        let id = self.update(|record| {
+            let this_boot = boot_id();
+            record
+                .entries
+                .retain(|e| still_there(e, this_boot.as_deref()));
+            record.next_txn += 1;
+            Ok(record.next_txn)
+        })?;
+        Ok(Txn {
+            log: self,
+            id,
+            command: command.to_string(),
+        })
+    }
+
+    /// Every recorded change, oldest first.
+    pub fn entries(&self) -> Result<Vec<Entry>, ChangeError> {
+        let _lock = self.lock()?;
+        Ok(self.read()?.entries)
+    }
+
+    fn record_error(&self, source: io::Error) -> ChangeError {
+        ChangeError::Record {
+            path: self.path(),
+            source,
+        }
+    }
+
+    fn lock(&self) -> Result<Lock, ChangeError> {
+        fs::create_dir_all(&self.dir).map_err(|e| self.record_error(e))?;
+        Lock::take(&self.dir.join(LOCK_NAME)).map_err(|e| self.record_error(e))
+    }
+
+    fn read(&self) -> Result<Record, ChangeError> {
+        let path = self.path();
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Record {
+                    schema: SCHEMA.into(),
+                    ..Record::default()
+                })
+            }
+            Err(e) => return Err(self.record_error(e)),
+        };
+        let record: Record = serde_json::from_str(&text).map_err(|e| {
+            self.record_error(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a change record ({e}); move it aside to start afresh"),
+            ))
+        })?;
+        if record.schema != SCHEMA {
+            return Err(self.record_error(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("schema '{}', this rtlab reads '{SCHEMA}'", record.schema),
+            )));
+        }
+        Ok(record)
+    }
+
+    fn write(&self, record: &Record) -> Result<(), ChangeError> {
+        let json = serde_json::to_vec_pretty(record).expect("the record serializes");
+        let mut tmp =
+            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| self.record_error(e))?;
+        tmp.write_all(&json)
+            .and_then(|_| tmp.as_file().sync_all())
+            .map_err(|e| self.record_error(e))?;
+        tmp.persist(self.path())
+            .map_err(|e| self.record_error(e.error))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| self.record_error(e))
+    }
+
+    /// Read, modify and write the record under the lock.
+    fn update<T>(
+        &self,
+        f: impl FnOnce(&mut Record) -> Result<T, ChangeError>,
+    ) -> Result<T, ChangeError> {
+        let _lock = self.lock()?;
+        let mut record = self.read()?;
+        let value = f(&mut record)?;
+        self.write(&record)?;
+        Ok(value)
+    }
+}
+
+/// The changes of one command.
+pub struct Txn<'a> {
+    log: &'a ChangeLog,
+    id: u64,
+    command: String,
+}
+
+/// What became of one thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum ThreadOutcome {
+    Changed {
+        old: Settings,
+        new: Settings,
+    },
+    /// It already had the settings.
+    Held {
+        settings: Settings,
+    },
+}
+
+impl Txn<'_> {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn entry(&self, change: Change) -> Entry {
+        Entry {
+            txn: self.id,
+            at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            command: self.command.clone(),
+            boot_id: boot_id(),
+            change,
+        }
+    }
+
+    /// Gives `task` the settings `target(current)`: records the change,
+    /// then makes it, then records what the kernel really set.
+    pub fn change_thread(
+        &self,
+        task: &Task,
+        target: impl FnOnce(&Settings) -> Settings,
+    ) -> Result<ThreadOutcome, ChangeError> {
+        let _lock = self.log.lock()?;
+        if task::starttime_of(task.tid) != Some(task.starttime) {
+            return Err(ChangeError::Vanished);
+        }
+        let old = Settings::read(task.tid).map_err(|e| vanished_or(e, ChangeError::Refused))?;
+        let new = target(&old);
+        if new == old {
+            return Ok(ThreadOutcome::Held { settings: old });
+        }
+        let mut record = self.log.read()?;
+        // Drop what can no longer be restored, so a watch that runs for
+        // months keeps a record the size of what it is holding now.
+        let this_boot = boot_id();
+        record
+            .entries
+            .retain(|e| still_there(e, this_boot.as_deref()));
+        record.entries.push(self.entry(Change::Thread {
+            pid: task.pid,
+            tid: task.tid,
+            starttime: task.starttime,
+            name: task.name.clone(),
+            process_name: task.process_name.clone(),
+            old: old.clone(),
+            new: new.clone(),
+        }));
+        self.log.write(&record)?;
+
+        let made = new.write(task.tid);
+        let actual = Settings::read(task.tid);
+        let same_thread = task::starttime_of(task.tid) == Some(task.starttime);
+        let last = record.entries.len() - 1;
+        match (&made, &actual) {
+            (Ok(()), Ok(actual)) if same_thread => {
+                // The kernel may narrow what was asked (an affinity within
+                // a cpuset); undo compares against what it really set.
+                if let Change::Thread { new, .. } = &mut record.entries[last].change {
+                    *new = actual.clone();
+                }
+                self.log.write(&record)?;
+                Ok(ThreadOutcome::Changed {
+                    old,
+                    new: actual.clone(),
+                })
+            }
+            _ => {
+                // A policy change that failed changed nothing (sched_setattr
+                // is all or nothing); an affinity that failed after it did
+                // change the policy, so put the old settings back.
+                if made.is_err() && same_thread {
+                    let _ = old.write(task.tid);
+                }
+                record.entries.pop();
+                self.log.write(&record)?;
+                match made {
+                    Err(e) => Err(vanished_or(e, ChangeError::Refused)),
+                    Ok(()) => Err(ChangeError::Vanished),
+                }
+            }
+        }
+    }
+
+    /// Writes `contents` to `path` (atomically), recording what was there.
+    pub fn write_file(&self, path: &Path, contents: &str) -> Result<(), ChangeError> {
+        let _lock = self.log.lock()?;
+        let old = match fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(ChangeError::Refused(e)),
+        };
+        if old.as_deref() == Some(contents) {
+            return Ok(());
+        }
+        let mut record = self.log.read()?;
+        record.entries.push(self.entry(Change::File {
+            path: path.to_path_buf(),
+            old,
+            new: contents.to_string(),
+        }));
+        self.log.write(&record)?;
+        if let Err(e) = write_atomically(path, contents) {
+            record.entries.pop();
+            self.log.write(&record)?;
+            return Err(ChangeError::Refused(e));
+        }
+        Ok(())
+    }
+}
+
+fn vanished_or(e: io::Error, other: fn(io::Error) -> ChangeError) -> ChangeError {
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        ChangeError::Vanished
+    } else {
+        other(e)
+    }
+}
+
+fn write_atomically(path: &Path, contents: &str) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(contents.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    // Units are read by systemd (root) and listed by users: 0644.
+    fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
+}
+
+/// Whether an entry's thread (or file) can still be restored.
+fn still_there(entry: &Entry, this_boot: Option<&str>) -> bool {
+    match &entry.change {
+        Change::File { .. } => true,
+        Change::Thread { tid, starttime, .. } => {
+            entry.boot_id.as_deref() == this_boot && task::starttime_of(*tid) == Some(*starttime)
+        }
+    }
+}
+
+fn boot_id() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Which changes `undo` takes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UndoScope {
+    /// Those of the most recent command that still has some.
+    Last,
+    /// Those of one command (a command taking back its own work).
+    Txn(u64),
+    All,
+}
+
+/// What undo did (or, in a dry run, would do) with one change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum UndoOutcome {
+    Restored,
+    /// The thread has ended (or the id now names another thread, or the
+    /// machine rebooted): nothing to restore.
+    Gone,
+    /// Someone changed it after rtlab did; left alone unless forced.
+    ChangedSince {
+        now: String,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Undone {
+    pub entry: Entry,
+    #[serde(flatten)]
+    pub outcome: UndoOutcome,
+}
+
+impl ChangeLog {
+    /// Takes back changes, newest first. Restored and gone entries leave
+    /// the record; the others stay for a later try (or `force`).
+    pub fn undo(
+        &self,
+        scope: UndoScope,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<Vec<Undone>, ChangeError> {
+        let _lock = self.lock()?;
+        let mut record = self.read()?;
+        let chosen_txn = match scope {
+            UndoScope::All => None,
+            UndoScope::Txn(txn) => Some(txn),
+            UndoScope::Last => match record.entries.iter().map(|e| e.txn).max() {
+                Some(txn) => Some(txn),
+                None => return Ok(Vec::new()),
+            },
+        };
+        let this_boot = boot_id();
+        let mut done = Vec::new();
+        let mut keep = vec![true; record.entries.len()];
+        for (i, entry) in record.entries.iter().enumerate().rev() {
+            if chosen_txn.is_some_and(|t| entry.txn != t) {
+                continue;
+            }
+            let outcome = undo_one(entry, this_boot.as_deref(), force, dry_run);
+            if matches!(outcome, UndoOutcome::Restored | UndoOutcome::Gone) {
+                keep[i] = false;
+            }
+            done.push(Undone {
+                entry: entry.clone(),
+                outcome,
+            });
+        }
+        if !dry_run {
+            let mut flags = keep.into_iter();
+            record.entries.retain(|_| flags.next().unwrap_or(true));
+            self.write(&record)?;
+        }
+        Ok(done)
+    }
+}
+
+fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) -> UndoOutcome {
+    match &entry.change {
+        Change::Thread {
+            tid,
+            starttime,
+            old,
+            new,
+            ..
+        } => {
+            if entry.boot_id.as_deref() != this_boot || task::starttime_of(*tid) != Some(*starttime)
+            {
+                return UndoOutcome::Gone;
+            }
+            let now = match Settings::read(*tid) {
+                Ok(now) => now,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return UndoOutcome::Gone,
+                Err(e) => {
+                    return UndoOutcome::Failed {
+                        error: e.to_string(),
+                    }
+                }
+            };
+            if now != *new && !force {
+                return UndoOutcome::ChangedSince {
+                    now: now.to_string(),
+                };
+            }
+            if dry_run {
+                return UndoOutcome::Restored;
+            }
+            match old.write(*tid) {
+                Ok(()) => UndoOutcome::Restored,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => UndoOutcome::Gone,
+                Err(e) => UndoOutcome::Failed {
+                    error: e.to_string(),
+                },
+            }
+        }
+        Change::File { path, old, new } => {
+            let now = match fs::read_to_string(path) {
+                Ok(text) => Some(text),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    return UndoOutcome::Failed {
+                        error: e.to_string(),
+                    }
+                }
+            };
+            if now.as_deref() != Some(new.as_str()) && !force {
+                return UndoOutcome::ChangedSince {
+                    now: match now {
+                        Some(_) => "edited since".into(),
+                        None => "removed since".into(),
+                    },
+                };
+            }
+            if dry_run {
+                return UndoOutcome::Restored;
+            }
+            let result = match old {
+                Some(text) => write_atomically(path, text),
+                None => match fs::remove_file(path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                    _ => {
+                        // A drop-in directory rtlab created goes with its
+                        // last file; one with other files stays.
+                        if let Some(dir) = path.parent() {
+                            if dir.extension().is_some_and(|e| e == "d") {
+                                let _ = fs::remove_dir(dir);
+                            }
+                        }
+                        Ok(())
+                    }
+                },
+            };
+            match result {
+                Ok(()) => UndoOutcome::Restored,
+                Err(e) => UndoOutcome::Failed {
+                    error: e.to_string(),
+                },
+            }
+        }
+    }
+}
+
+/// An exclusive flock held until dropped: one rtlab at a time edits the
+/// record (a `watch` and a `set` may run together).
+struct Lock(File);
+
+impl Lock {
+    fn take(path: &Path) -> io::Result<Lock> {
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        // SAFETY: a valid descriptor; flock has no memory effects.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Lock(file))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // SAFETY: as above; closing would release it too.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_recorded_and_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path().join("state"));
+        let unit_dir = dir.path().join("units/app.service.d");
+        let created = unit_dir.join("50-rtlab-tune.conf");
+        let existing = dir.path().join("units/other.conf");
+        fs::create_dir_all(existing.parent().unwrap()).unwrap();
+        fs::write(&existing, "before\n").unwrap();
+
+        let txn = log.begin("test").unwrap();
+        txn.write_file(&created, "[Service]\n").unwrap();
+        txn.write_file(&existing, "after\n").unwrap();
+        assert_eq!(log.entries().unwrap().len(), 2);
+
+        let dry = log.undo(UndoScope::Last, false, true).unwrap();
+        assert_eq!(dry.len(), 2);
+        assert!(created.exists(), "a dry run changes nothing");
+
+        let undone = log.undo(UndoScope::Last, false, false).unwrap();
+        assert!(undone.iter().all(|u| u.outcome == UndoOutcome::Restored));
+        assert!(!created.exists() && !unit_dir.exists());
+        assert_eq!(fs::read_to_string(&existing).unwrap(), "before\n");
+        assert!(log.entries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_edited_file_is_left_alone_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let file = dir.path().join("x.conf");
+        log.begin("a").unwrap().write_file(&file, "ours\n").unwrap();
+        fs::write(&file, "theirs\n").unwrap();
+        let undone = log.undo(UndoScope::All, false, false).unwrap();
+        assert!(matches!(
+            undone[0].outcome,
+            UndoOutcome::ChangedSince { .. }
+        ));
+        assert_eq!(fs::read_to_string(&file).unwrap(), "theirs\n");
+        assert_eq!(log.entries().unwrap().len(), 1, "kept for a later try");
+        let forced = log.undo(UndoScope::All, true, false).unwrap();
+        assert_eq!(forced[0].outcome, UndoOutcome::Restored);
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn undo_last_takes_only_the_newest_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        log.begin("first").unwrap().write_file(&a, "1").unwrap();
+        log.begin("second").unwrap().write_file(&b, "2").unwrap();
+        let undone = log.undo(UndoScope::Last, false, false).unwrap();
+        assert_eq!(undone.len(), 1);
+        assert_eq!(undone[0].entry.command, "second");
+        assert!(a.exists() && !b.exists());
+    }
+
+    #[test]
+    fn a_corrupt_record_is_an_error_that_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(FILE_NAME), "{ not json").unwrap();
+        let log = ChangeLog::at(dir.path());
+        let e = log.begin("x").err().unwrap().to_string();
+        assert!(e.contains(FILE_NAME) && e.contains("move it aside"), "{e}");
+    }
+
+    #[test]
+    fn this_threads_change_is_recorded_and_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        std::thread::spawn(move || {
+            let me = crate::task::thread(std::process::id() as i32, rtlab_core::sched::gettid())
+                .unwrap();
+            let txn = log.begin("batch").unwrap();
+            // SCHED_BATCH needs no privilege, so this runs as any user.
+            let outcome = txn
+                .change_thread(&me, |current| Settings {
+                    policy: rtlab_core::sched::Policy::Batch,
+                    ..current.clone()
+                })
+                .unwrap();
+            assert!(matches!(outcome, ThreadOutcome::Changed { .. }));
+            assert_eq!(
+                Settings::read(0).unwrap().policy,
+                rtlab_core::sched::Policy::Batch
+            );
+            let again = txn.change_thread(&me, |current| current.clone()).unwrap();
+            assert!(matches!(again, ThreadOutcome::Held { .. }));
+            let undone = log.undo(UndoScope::Last, false, false).unwrap();
+            assert_eq!(undone.len(), 1);
+            assert_eq!(undone[0].outcome, UndoOutcome::Restored);
+            assert_eq!(
+                Settings::read(0).unwrap().policy,
+                rtlab_core::sched::Policy::Other
+            );
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -1,1 +1,0 @@
-//! The system audit behind `rtlab tune check`.

@@ -1,0 +1,423 @@
+//! What a rule selects (processes by name or command line, optionally some
+//! of their threads) and what it gives them (a promotion).
+
+use crate::task::{Settings, Task};
+use regex::Regex;
+use rtlab_core::cpuset::CpuSet;
+use rtlab_core::sched::{DeadlineParams, Policy};
+use serde::Serialize;
+use std::fmt;
+
+/// What a pattern is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Field {
+    /// The process name (`comm`), matched whole, like `pgrep -x`.
+    Name,
+    /// The command line, matched anywhere in it, like `pgrep -f`.
+    Cmdline,
+}
+
+/// A regular expression (or, with `exact`, a literal) for a name or a
+/// command line.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    source: String,
+    field: Field,
+    exact: bool,
+    regex: Regex,
+}
+
+impl Pattern {
+    pub fn new(source: &str, field: Field, exact: bool) -> Result<Pattern, String> {
+        if source.is_empty() {
+            return Err("an empty pattern would match everything".into());
+        }
+        let body = if exact {
+            regex::escape(source)
+        } else {
+            source.to_string()
+        };
+        let anchored = match field {
+            Field::Name => format!("^(?:{body})$"),
+            Field::Cmdline => body,
+        };
+        let regex = Regex::new(&anchored).map_err(|e| match e {
+            regex::Error::Syntax(text) => format!("'{source}' is not a valid regex:\n{text}"),
+            other => format!("'{source}': {other}"),
+        })?;
+        Ok(Pattern {
+            source: source.to_string(),
+            field,
+            exact,
+            regex,
+        })
+    }
+
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text)
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn field(&self) -> Field {
+        self.field
+    }
+
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.field {
+            Field::Name => write!(f, "name '{}'", self.source),
+            Field::Cmdline => write!(f, "command line '{}'", self.source),
+        }
+    }
+}
+
+/// Which threads a rule applies to.
+#[derive(Debug, Clone)]
+pub struct Selector {
+    /// Matched against the process (its name or command line).
+    pub process: Pattern,
+    /// Matched against each thread's own name; `None` = every thread.
+    pub threads: Option<Pattern>,
+    /// Kernel threads are only ever touched by a selector that says so.
+    pub kernel: bool,
+}
+
+impl Selector {
+    pub fn matches(&self, task: &Task) -> bool {
+        if task.kernel_thread && !self.kernel {
+            return false;
+        }
+        let process_matches = match self.process.field {
+            Field::Name => self.process.is_match(&task.process_name),
+            // Kernel threads have no command line; their name stands in, as
+            // ps shows it in brackets.
+            Field::Cmdline if task.cmdline.is_empty() => self.process.is_match(&task.process_name),
+            Field::Cmdline => self.process.is_match(&task.cmdline),
+        };
+        process_matches && self.threads.as_ref().is_none_or(|t| t.is_match(&task.name))
+    }
+}
+
+/// The scheduling a rule gives. Affinity is left alone when not given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Promotion {
+    pub policy: Policy,
+    pub priority: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineParams>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "cpus_as_list"
+    )]
+    pub affinity: Option<CpuSet>,
+    pub reset_on_fork: bool,
+}
+
+fn cpus_as_list<S: serde::Serializer>(cpus: &Option<CpuSet>, s: S) -> Result<S::Ok, S::Error> {
+    match cpus {
+        Some(cpus) => s.serialize_str(&cpus.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The kernel's smallest SCHED_DEADLINE runtime (1 << DL_SCALE ns).
+const MIN_DEADLINE_RUNTIME_NS: u64 = 1024;
+
+impl Promotion {
+    /// Checks the promotion against the kernel's rules and rtlab's safety
+    /// rules; the error names the field at fault.
+    pub fn validate(&self, allow_99: bool) -> Result<(), (&'static str, String)> {
+        if self.policy.takes_priority() {
+            if !(1..=99).contains(&self.priority) {
+                return Err((
+                    "priority",
+                    format!(
+                        "{} needs a priority from 1 to 99, not {}",
+                        self.policy, self.priority
+                    ),
+                ));
+            }
+            if self.priority == 99 && !allow_99 {
+                return Err((
+                    "priority",
+                    "priority 99 is refused: it ranks the thread with the kernel's own \
+                     watchdog and migration threads, so a spinning thread can stall the machine; \
+                     use 98 or below, or allow it explicitly (--allow-99, allow_99 = true)"
+                        .into(),
+                ));
+            }
+        } else if self.priority != 0 {
+            return Err((
+                "priority",
+                format!(
+                    "{} takes no priority (only fifo and rr do); leave it out",
+                    self.policy
+                ),
+            ));
+        }
+        match (self.policy, self.deadline) {
+            (Policy::Deadline, None) => {
+                return Err((
+                    "runtime",
+                    "deadline needs runtime, deadline and period".into(),
+                ))
+            }
+            (Policy::Deadline, Some(dl)) => {
+                if dl.runtime_ns < MIN_DEADLINE_RUNTIME_NS {
+                    return Err(("runtime", "runtime must be at least 1024 ns".into()));
+                }
+                if !(dl.runtime_ns <= dl.deadline_ns && dl.deadline_ns <= dl.period_ns) {
+                    return Err((
+                        "deadline",
+                        format!(
+                            "needs runtime <= deadline <= period (got {} ns, {} ns, {} ns)",
+                            dl.runtime_ns, dl.deadline_ns, dl.period_ns
+                        ),
+                    ));
+                }
+            }
+            (p, Some(_)) => {
+                return Err((
+                    "runtime",
+                    format!("runtime, deadline and period are for the deadline policy, not {p}"),
+                ))
+            }
+            (_, None) => {}
+        }
+        if let Some(cpus) = &self.affinity {
+            if cpus.is_empty() {
+                return Err(("affinity", "the CPU list is empty".into()));
+            }
+            let online = CpuSet::online();
+            if !online.is_empty() && !cpus.iter().any(|c| online.contains(c)) {
+                return Err((
+                    "affinity",
+                    format!("CPUs {cpus} are not online (online: {online})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What a thread with settings `current` should have under this
+    /// promotion: what is not promoted (nice, an unset affinity) stays.
+    pub fn target(&self, current: &Settings) -> Settings {
+        Settings {
+            policy: self.policy,
+            priority: if self.policy.takes_priority() {
+                self.priority
+            } else {
+                0
+            },
+            deadline: self.deadline,
+            nice: current.nice,
+            reset_on_fork: self.reset_on_fork,
+            affinity: self
+                .affinity
+                .as_ref()
+                .map(|cpus| effective_cpus(cpus).to_string())
+                .unwrap_or_else(|| current.affinity.clone()),
+        }
+    }
+
+    /// Whether `current` already has everything this promotion gives.
+    pub fn holds(&self, current: &Settings) -> bool {
+        self.target(current) == *current
+    }
+}
+
+impl fmt::Display for Promotion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let params = rtlab_core::sched::SchedParams {
+            policy: self.policy,
+            priority: self.priority,
+            deadline: self.deadline,
+        };
+        write!(f, "{params}")?;
+        if let Some(cpus) = &self.affinity {
+            write!(f, ", cpus {cpus}")?;
+        }
+        if self.reset_on_fork {
+            write!(f, ", reset-on-fork")?;
+        }
+        Ok(())
+    }
+}
+
+/// The CPUs of `cpus` a thread can really be given: the kernel reports
+/// affinity within the online CPUs, so comparing against offline ones would
+/// never find the promotion held.
+fn effective_cpus(cpus: &CpuSet) -> CpuSet {
+    let online = CpuSet::online();
+    CpuSet::from_cpus(cpus.iter().filter(|&c| online.contains(c)).collect())
+}
+
+/// A selector and the promotion it gives, from a rules file or the
+/// command line.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// How the rule is named in output (the `name` in a rules file, else
+    /// its pattern).
+    pub label: String,
+    pub selector: Selector,
+    pub promotion: Promotion,
+    /// `file:line` of the rule, when it came from a file.
+    pub origin: Option<String>,
+}
+
+/// The first rule that matches `task` (rules are ordered: put the specific
+/// ones first), or None.
+pub fn first_match<'r>(rules: &'r [Rule], task: &Task) -> Option<(usize, &'r Rule)> {
+    rules
+        .iter()
+        .enumerate()
+        .find(|(_, rule)| rule.selector.matches(task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(process: &str, thread: &str, cmdline: &str, kernel: bool) -> Task {
+        Task {
+            pid: 10,
+            tid: 11,
+            starttime: 1,
+            name: thread.into(),
+            process_name: process.into(),
+            cmdline: cmdline.into(),
+            kernel_thread: kernel,
+            policy: Policy::Other,
+            priority: 0,
+            nice: 0,
+            affinity: "0-1".into(),
+            cpu: Some(0),
+            voluntary_switches: None,
+            involuntary_switches: None,
+        }
+    }
+
+    fn selector(process: Pattern, threads: Option<&str>, kernel: bool) -> Selector {
+        Selector {
+            process,
+            threads: threads.map(|t| Pattern::new(t, Field::Name, false).unwrap()),
+            kernel,
+        }
+    }
+
+    #[test]
+    fn names_match_whole_and_command_lines_anywhere() {
+        let name = Pattern::new("alarm", Field::Name, false).unwrap();
+        assert!(name.is_match("alarm"));
+        assert!(!name.is_match("alarmd"));
+        let alternatives = Pattern::new("alarmd|msgd", Field::Name, false).unwrap();
+        assert!(alternatives.is_match("msgd") && !alternatives.is_match("xmsgd"));
+        let cmd = Pattern::new("Alarm.*--port", Field::Cmdline, false).unwrap();
+        assert!(cmd.is_match("java -cp x.jar AlarmServer --port 7"));
+        let exact = Pattern::new("a.b", Field::Name, true).unwrap();
+        assert!(exact.is_match("a.b") && !exact.is_match("axb"));
+        let err = Pattern::new("(open", Field::Name, false).unwrap_err();
+        assert!(err.contains("'(open'"), "{err}");
+        assert!(Pattern::new("", Field::Name, false).is_err());
+    }
+
+    #[test]
+    fn kernel_threads_need_a_selector_that_says_so() {
+        let t = task("ksoftirqd/0", "ksoftirqd/0", "", true);
+        let pattern = Pattern::new("ksoftirqd/.*", Field::Name, false).unwrap();
+        assert!(!selector(pattern.clone(), None, false).matches(&t));
+        assert!(selector(pattern, None, true).matches(&t));
+        let by_cmdline = Pattern::new("ksoftirqd", Field::Cmdline, false).unwrap();
+        assert!(selector(by_cmdline, None, true).matches(&t));
+    }
+
+    #[test]
+    fn thread_patterns_narrow_a_process_match() {
+        let process = Pattern::new("server", Field::Name, false).unwrap();
+        let s = selector(process, Some("io-.*"), false);
+        assert!(s.matches(&task("server", "io-3", "server", false)));
+        assert!(!s.matches(&task("server", "gc", "server", false)));
+        assert!(!s.matches(&task("other", "io-3", "other", false)));
+    }
+
+    fn promotion(policy: Policy, priority: u32) -> Promotion {
+        Promotion {
+            policy,
+            priority,
+            deadline: None,
+            affinity: None,
+            reset_on_fork: false,
+        }
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        assert!(promotion(Policy::Fifo, 50).validate(false).is_ok());
+        assert_eq!(
+            promotion(Policy::Fifo, 0).validate(false).unwrap_err().0,
+            "priority"
+        );
+        assert_eq!(
+            promotion(Policy::Fifo, 100).validate(true).unwrap_err().0,
+            "priority"
+        );
+        let refused = promotion(Policy::Rr, 99).validate(false).unwrap_err();
+        assert!(refused.1.contains("--allow-99"), "{}", refused.1);
+        assert!(promotion(Policy::Rr, 99).validate(true).is_ok());
+        assert_eq!(
+            promotion(Policy::Other, 5).validate(false).unwrap_err().0,
+            "priority"
+        );
+        assert_eq!(
+            promotion(Policy::Deadline, 0)
+                .validate(false)
+                .unwrap_err()
+                .0,
+            "runtime"
+        );
+        let mut dl = promotion(Policy::Deadline, 0);
+        dl.deadline = Some(DeadlineParams {
+            runtime_ns: 2_000_000,
+            deadline_ns: 1_000_000,
+            period_ns: 10_000_000,
+        });
+        assert_eq!(dl.validate(false).unwrap_err().0, "deadline");
+        let mut far = promotion(Policy::Fifo, 10);
+        far.affinity = Some(CpuSet::parse("4000").unwrap());
+        assert_eq!(far.validate(false).unwrap_err().0, "affinity");
+    }
+
+    #[test]
+    fn target_keeps_what_is_not_promoted() {
+        let current = Settings {
+            policy: Policy::Other,
+            priority: 0,
+            deadline: None,
+            nice: 5,
+            reset_on_fork: false,
+            affinity: "0-1".into(),
+        };
+        let p = promotion(Policy::Fifo, 40);
+        let target = p.target(&current);
+        assert_eq!(
+            (target.policy, target.priority, target.nice),
+            (Policy::Fifo, 40, 5)
+        );
+        assert_eq!(target.affinity, "0-1");
+        assert!(!p.holds(&current));
+        assert!(p.holds(&target));
+        let mut pinned = p.clone();
+        pinned.affinity = Some(CpuSet::parse("1").unwrap());
+        assert_eq!(pinned.target(&current).affinity, "1");
+        assert!(!pinned.holds(&target));
+    }
+}

@@ -1,0 +1,433 @@
+//! The rules file (TOML, `/etc/rtlab/rules.toml` by default): one
+//! `[[rule]]` table per selector and promotion. Every error names the file,
+//! the line and the field.
+
+use crate::rule::{Field, Pattern, Promotion, Rule, Selector};
+use rtlab_core::cpuset::CpuSet;
+use rtlab_core::sched::{DeadlineParams, Policy};
+use serde::Deserialize;
+use std::fmt;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+pub const DEFAULT_PATH: &str = "/etc/rtlab/rules.toml";
+
+/// The largest rules file read (a rules file is a few hundred bytes).
+const MAX_BYTES: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RulesError {
+    pub path: PathBuf,
+    /// 1-based; None when the error is about the whole file.
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for RulesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for RulesError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    rule: Vec<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: Option<Spanned<String>>,
+    #[serde(rename = "match")]
+    name_pattern: Option<Spanned<String>>,
+    cmdline: Option<Spanned<String>>,
+    #[serde(default)]
+    exact: bool,
+    threads: Option<Spanned<String>>,
+    #[serde(default)]
+    kernel: bool,
+    policy: Spanned<String>,
+    priority: Option<Spanned<i64>>,
+    runtime: Option<Spanned<String>>,
+    deadline: Option<Spanned<String>>,
+    period: Option<Spanned<String>>,
+    affinity: Option<Spanned<String>>,
+    #[serde(default)]
+    reset_on_fork: bool,
+    #[serde(default)]
+    allow_99: bool,
+}
+
+/// Reads and checks a rules file. As root, a file that anyone but root
+/// could have written is refused: its rules would run with root's power.
+pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
+    let whole = |message: String| RulesError {
+        path: path.to_path_buf(),
+        line: None,
+        field: None,
+        message,
+    };
+    let meta = fs::metadata(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(whole("is not a regular file".into()));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid == 0 {
+        check_owned_by_root(path, &meta).map_err(whole)?;
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(whole(format!(
+            "is {} bytes; a rules file is at most {MAX_BYTES}",
+            meta.len()
+        )));
+    }
+    let text = fs::read_to_string(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+    parse(&text, path)
+}
+
+/// Refuses a file (or its directory) that a user other than root could
+/// have written.
+pub fn check_owned_by_root(path: &Path, meta: &fs::Metadata) -> Result<(), String> {
+    if meta.uid() != 0 {
+        return Err(format!(
+            "is owned by uid {}, not root; as root rtlab only applies rules root wrote \
+             (fix: chown root: {})",
+            meta.uid(),
+            path.display()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "is writable by {} (mode {:o}); as root rtlab only applies rules no one else \
+             can change (fix: chmod go-w {})",
+            if meta.mode() & 0o002 != 0 {
+                "everyone"
+            } else {
+                "its group"
+            },
+            meta.mode() & 0o7777,
+            path.display()
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Ok(dir_meta) = fs::metadata(dir) {
+        let others_may_replace = dir_meta.mode() & 0o002 != 0 && dir_meta.mode() & 0o1000 == 0;
+        if dir_meta.uid() != 0 || others_may_replace {
+            return Err(format!(
+                "is in {}, which a user other than root can change (owner uid {}, mode {:o}), \
+                 so the file could be replaced; keep rules in a root-owned directory such as /etc/rtlab",
+                dir.display(),
+                dir_meta.uid(),
+                dir_meta.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Parses rules from TOML text; `path` names the source in errors.
+pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let raw: RawFile = toml::from_str(text).map_err(|e| RulesError {
+        path: path.to_path_buf(),
+        line: e.span().map(|s| line_of(s.start)),
+        field: None,
+        message: e.message().trim().to_string(),
+    })?;
+    let mut rules = Vec::with_capacity(raw.rule.len());
+    for (index, spanned) in raw.rule.iter().enumerate() {
+        let rule_line = line_of(spanned.span().start);
+        let err = |span: Option<std::ops::Range<usize>>, field: &str, message: String| RulesError {
+            path: path.to_path_buf(),
+            line: Some(span.map_or(rule_line, |s| line_of(s.start))),
+            field: Some(field.to_string()),
+            message: format!("rule {}: {message}", index + 1),
+        };
+        let r = spanned.get_ref();
+
+        let process = match (&r.name_pattern, &r.cmdline) {
+            (Some(p), None) => Pattern::new(p.get_ref(), Field::Name, r.exact)
+                .map_err(|m| err(Some(p.span()), "match", m))?,
+            (None, Some(c)) => Pattern::new(c.get_ref(), Field::Cmdline, r.exact)
+                .map_err(|m| err(Some(c.span()), "cmdline", m))?,
+            (Some(_), Some(c)) => {
+                return Err(err(
+                    Some(c.span()),
+                    "cmdline",
+                    "give either `match` (the process name) or `cmdline`, not both".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(err(
+                    None,
+                    "match",
+                    "missing: say which processes, by name (`match = \"alarmd\"`) \
+                     or command line (`cmdline = \"java .*Alarm\"`)"
+                        .into(),
+                ))
+            }
+        };
+        let threads = r
+            .threads
+            .as_ref()
+            .map(|t| {
+                Pattern::new(t.get_ref(), Field::Name, r.exact)
+                    .map_err(|m| err(Some(t.span()), "threads", m))
+            })
+            .transpose()?;
+
+        let policy: Policy = r
+            .policy
+            .get_ref()
+            .parse()
+            .map_err(|m| err(Some(r.policy.span()), "policy", m))?;
+        let priority = match &r.priority {
+            Some(p) => u32::try_from(*p.get_ref())
+                .ok()
+                .filter(|&v| v <= 99)
+                .ok_or_else(|| {
+                    err(
+                        Some(p.span()),
+                        "priority",
+                        format!("{} is not a priority (1 to 99)", p.get_ref()),
+                    )
+                })?,
+            None if policy.takes_priority() => {
+                return Err(err(
+                    Some(r.policy.span()),
+                    "priority",
+                    format!("missing: {policy} needs a priority from 1 to 99"),
+                ))
+            }
+            None => 0,
+        };
+        let duration = |value: &Option<Spanned<String>>, field: &str| {
+            value
+                .as_ref()
+                .map(|v| {
+                    rtlab_core::units::parse_duration_ns(v.get_ref())
+                        .map_err(|e| err(Some(v.span()), field, e.to_string()))
+                })
+                .transpose()
+        };
+        let (runtime, deadline, period) = (
+            duration(&r.runtime, "runtime")?,
+            duration(&r.deadline, "deadline")?,
+            duration(&r.period, "period")?,
+        );
+        let deadline_params = match (runtime, deadline, period) {
+            (None, None, None) => None,
+            (Some(runtime_ns), deadline, Some(period_ns)) => Some(DeadlineParams {
+                runtime_ns,
+                // As chrt and the kernel do: a missing deadline is the period.
+                deadline_ns: deadline.unwrap_or(period_ns),
+                period_ns,
+            }),
+            _ => {
+                let field = if runtime.is_none() {
+                    "runtime"
+                } else {
+                    "period"
+                };
+                return Err(err(
+                    None,
+                    field,
+                    "the deadline policy needs `runtime` and `period` (and optionally `deadline`)"
+                        .into(),
+                ));
+            }
+        };
+        let affinity = r
+            .affinity
+            .as_ref()
+            .map(|a| {
+                CpuSet::parse(a.get_ref())
+                    .map_err(|e| err(Some(a.span()), "affinity", e.to_string()))
+            })
+            .transpose()?;
+
+        let promotion = Promotion {
+            policy,
+            priority,
+            deadline: deadline_params,
+            affinity,
+            reset_on_fork: r.reset_on_fork,
+        };
+        promotion.validate(r.allow_99).map_err(|(field, message)| {
+            let span = match field {
+                "priority" => r.priority.as_ref().map(|p| p.span()),
+                "affinity" => r.affinity.as_ref().map(|a| a.span()),
+                "deadline" => r.deadline.as_ref().or(r.runtime.as_ref()).map(|d| d.span()),
+                "runtime" => r.runtime.as_ref().map(|d| d.span()),
+                _ => None,
+            }
+            .or(Some(r.policy.span()));
+            err(span, field, message)
+        })?;
+
+        let label = r
+            .name
+            .as_ref()
+            .map(|n| n.get_ref().clone())
+            .unwrap_or_else(|| process.source().to_string());
+        rules.push(Rule {
+            label,
+            selector: Selector {
+                process,
+                threads,
+                kernel: r.kernel,
+            },
+            promotion,
+            origin: Some(format!("{}:{rule_line}", path.display())),
+        });
+    }
+    Ok(rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Vec<Rule>, RulesError> {
+        parse(text, Path::new("rules.toml"))
+    }
+
+    #[test]
+    fn a_full_file_parses() {
+        let rules = parse_str(
+            r#"
+# the alarm chain
+[[rule]]
+name = "alarm server"
+match = "alarmd|msgd"
+threads = "io-.*"
+policy = "fifo"
+priority = 50
+affinity = "1"
+reset_on_fork = true
+
+[[rule]]
+cmdline = "java .*Gateway"
+policy = "rr"
+priority = 20
+
+[[rule]]
+match = "ktimers/.*"
+kernel = true
+policy = "fifo"
+priority = 51
+
+[[rule]]
+match = "planner"
+policy = "deadline"
+runtime = "2ms"
+period = "10ms"
+"#,
+        )
+        .unwrap();
+        assert_eq!(rules.len(), 4);
+        assert_eq!(rules[0].label, "alarm server");
+        assert_eq!(rules[0].origin.as_deref(), Some("rules.toml:3"));
+        assert_eq!(rules[0].promotion.priority, 50);
+        assert!(rules[0].promotion.reset_on_fork);
+        assert_eq!(rules[1].selector.process.field(), Field::Cmdline);
+        assert_eq!(rules[1].label, "java .*Gateway");
+        assert!(rules[2].selector.kernel);
+        let dl = rules[3].promotion.deadline.unwrap();
+        assert_eq!(
+            (dl.runtime_ns, dl.deadline_ns, dl.period_ns),
+            (2_000_000, 10_000_000, 10_000_000)
+        );
+    }
+
+    fn error(text: &str) -> RulesError {
+        parse_str(text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"fifo\"\npriority = 120\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(4), Some("priority")));
+        assert!(
+            e.to_string()
+                .starts_with("rules.toml:4: field `priority`: rule 1:"),
+            "{e}"
+        );
+
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"fast\"\npriority = 1\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("policy")));
+        assert!(e.message.contains("'fast'"));
+
+        let e = error("[[rule]]\nmatch = \"(a\"\npolicy = \"fifo\"\npriority = 1\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("match")));
+
+        let e = error("\n[[rule]]\npolicy = \"fifo\"\npriority = 1\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("match")));
+
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"fifo\"\n");
+        assert_eq!(e.field.as_deref(), Some("priority"));
+
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"fifo\"\npriority = 99\n");
+        assert!(e.message.contains("--allow-99") && e.line == Some(4), "{e}");
+        assert!(parse_str(
+            "[[rule]]\nmatch = \"a\"\npolicy = \"fifo\"\npriority = 99\nallow_99 = true\n"
+        )
+        .is_ok());
+
+        let e =
+            error("[[rule]]\nmatch = \"a\"\npolicy = \"fifo\"\npriority = 5\naffinity = \"3-1\"\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(5), Some("affinity")));
+
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"deadline\"\nruntime = \"2ms\"\n");
+        assert_eq!(e.field.as_deref(), Some("period"));
+
+        let e = error(
+            "[[rule]]\nmatch = \"a\"\npolicy = \"deadline\"\nruntime = \"5ms\"\nperiod = \"1ms\"\n",
+        );
+        assert_eq!(e.field.as_deref(), Some("deadline"));
+
+        let e = error("[[rule]]\nmatch = \"a\"\ncmdline = \"b\"\npolicy = \"other\"\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("cmdline")));
+    }
+
+    #[test]
+    fn toml_errors_name_the_line() {
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"fifo\"\npriorty = 5\n");
+        assert_eq!(e.line, Some(4));
+        assert!(e.message.contains("priorty"), "{e}");
+        let e = error("[[rule]]\nmatch = \"a\npolicy = 1\n");
+        assert_eq!(e.line, Some(2));
+        let e = error("[rules]\n");
+        assert!(e.message.contains("rules"), "{e}");
+    }
+
+    #[test]
+    fn the_example_rules_file_parses() {
+        let rules = parse_str(include_str!("../../../examples/rules.toml")).unwrap();
+        assert_eq!(rules.len(), 3);
+        assert!(rules[2].selector.kernel);
+    }
+
+    #[test]
+    fn an_empty_file_has_no_rules() {
+        assert!(parse_str("# nothing yet\n").unwrap().is_empty());
+    }
+}

@@ -1,1 +1,0 @@
-//! systemd drop-ins and the unit for `rtlab tune watch`.
