@@ -3,7 +3,9 @@
 //! systemd drop-ins, and audit the system's real-time settings.
 
 pub mod changes;
+mod connector;
 pub mod promote;
 pub mod rule;
 pub mod rules_file;
 pub mod task;
+pub mod watch;

@@ -1,0 +1,189 @@
+//! `rtlab tune watch`: apply the rules to every matching thread as it
+//! starts, renames itself or runs a new program, for as long as it runs.
+//! Promotion then survives restarts, which `chrt` and tuna cannot do.
+
+use crate::changes::ChangeLog;
+use crate::connector::{ProcEvents, ThreadEvent};
+use crate::promote::{self, Applied};
+use crate::rule::Rule;
+use crate::task;
+use serde::Serialize;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// How often /proc is rescanned when the kernel's process events are
+    /// not available (or `poll_only`).
+    pub poll_interval: Duration,
+    /// How often everything is rescanned even with process events: picks
+    /// up a thread someone demoted, and anything an overrun lost.
+    pub rescan_interval: Duration,
+    /// Do not use process events (for tests and odd kernels).
+    pub poll_only: bool,
+}
+
+impl Default for WatchOptions {
+    fn default() -> WatchOptions {
+        WatchOptions {
+            poll_interval: Duration::from_millis(500),
+            rescan_interval: Duration::from_secs(10),
+            poll_only: false,
+        }
+    }
+}
+
+/// What `watch` reports as it goes.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum WatchEvent {
+    Started {
+        /// "process events" or "polling".
+        mode: String,
+        /// Why process events are not used, when polling.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        rules: usize,
+    },
+    Applied(Applied),
+    Reloaded {
+        rules: usize,
+    },
+    ReloadFailed {
+        error: String,
+    },
+    Stopped {
+        changed: u64,
+        failed: u64,
+    },
+}
+
+/// Where the rules come from, so SIGHUP can re-read them.
+pub trait RuleSource {
+    fn load(&self) -> Result<Vec<Rule>, String>;
+}
+
+/// Runs until `stop` is set. `reload` (set by SIGHUP) re-reads the rules;
+/// a bad file keeps the rules in force and reports why.
+pub fn watch(
+    source: &dyn RuleSource,
+    log: &ChangeLog,
+    options: &WatchOptions,
+    stop: &AtomicBool,
+    reload: &AtomicBool,
+    report: &mut dyn FnMut(WatchEvent),
+) -> Result<(), String> {
+    let mut rules = source.load()?;
+    let txn = log
+        .begin(&command_line())
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let (mut events, reason) = if options.poll_only {
+        (None, Some("--poll was given".to_string()))
+    } else {
+        match ProcEvents::open() {
+            Ok(events) => (Some(events), None),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "the kernel's process events need CAP_NET_ADMIN (root): {e}"
+                )),
+            ),
+        }
+    };
+    report(WatchEvent::Started {
+        mode: if events.is_some() {
+            "process events".into()
+        } else {
+            "polling".into()
+        },
+        reason,
+        rules: rules.len(),
+    });
+
+    let (mut changed, mut failed) = (0u64, 0u64);
+    let mut note = |applied: Vec<Applied>, report: &mut dyn FnMut(WatchEvent)| {
+        for a in applied {
+            match a.outcome {
+                // A thread that already holds is not news.
+                promote::Outcome::Held { .. } | promote::Outcome::Vanished => continue,
+                promote::Outcome::Changed { .. } => changed += 1,
+                promote::Outcome::Failed { .. } => failed += 1,
+            }
+            report(WatchEvent::Applied(a));
+        }
+    };
+
+    let full_scan_every = match events {
+        Some(_) => options.rescan_interval,
+        None => options.poll_interval,
+    };
+    let mut next_scan = Instant::now();
+    let mut pending: Vec<ThreadEvent> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        if reload.swap(false, Ordering::Relaxed) {
+            match source.load() {
+                Ok(new_rules) => {
+                    rules = new_rules;
+                    report(WatchEvent::Reloaded { rules: rules.len() });
+                    next_scan = Instant::now();
+                }
+                Err(error) => report(WatchEvent::ReloadFailed { error }),
+            }
+        }
+        if Instant::now() >= next_scan {
+            let tasks = task::scan().map_err(|e| format!("cannot read /proc: {e}"))?;
+            note(promote::apply(&rules, &tasks, &txn), report);
+            next_scan = Instant::now() + full_scan_every;
+        }
+        // Wake at the next scan, or every 200 ms at least to see `stop`.
+        let wait = next_scan
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(200));
+        match &mut events {
+            Some(ev) => {
+                if wait_readable(ev.as_raw_fd(), wait) {
+                    pending.clear();
+                    match ev.drain(&mut pending) {
+                        Ok(true) => {
+                            let tasks = fresh_threads(&pending);
+                            note(promote::apply(&rules, &tasks, &txn), report);
+                        }
+                        // Lost events: only a full scan is sure to find all.
+                        Ok(false) => next_scan = Instant::now(),
+                        Err(e) => return Err(format!("process events failed: {e}")),
+                    }
+                }
+            }
+            None => std::thread::sleep(wait),
+        }
+    }
+    report(WatchEvent::Stopped { changed, failed });
+    Ok(())
+}
+
+/// The threads named by events, read now; ones already gone are skipped.
+fn fresh_threads(events: &[ThreadEvent]) -> Vec<task::Task> {
+    let mut seen = std::collections::HashSet::new();
+    events
+        .iter()
+        .filter(|e| seen.insert(e.tid))
+        .filter_map(|e| task::thread(e.pid, e.tid))
+        .collect()
+}
+
+fn wait_readable(fd: i32, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    n > 0 && pfd.revents & libc::POLLIN != 0
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
