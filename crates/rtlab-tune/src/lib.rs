@@ -7,5 +7,6 @@ mod connector;
 pub mod promote;
 pub mod rule;
 pub mod rules_file;
+pub mod systemd;
 pub mod task;
 pub mod watch;
