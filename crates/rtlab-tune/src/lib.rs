@@ -3,6 +3,7 @@
 //! systemd drop-ins, and audit the system's real-time settings.
 
 pub mod changes;
+pub mod check;
 mod connector;
 pub mod promote;
 pub mod rule;
