@@ -71,6 +71,12 @@ what a SIGKILL or a power loss left behind."
     /// The executive's periodic tasks, and paper 002's KURT table (executive vs SCHED_FIFO).
     #[command(subcommand)]
     Exec(ExecCommand),
+    /// Promote the processes on the critical path and keep them promoted; audit the system.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rtlab tune check                                    # what stands between this machine and real time\n  rtlab tune show --rt                                # the real-time threads now\n  rtlab tune set 'alarmd|msgd' --policy fifo --priority 50\n  rtlab tune apply --rules /etc/rtlab/rules.toml      # once\n  rtlab tune watch                                    # and as processes restart\n  rtlab tune systemd alarmd --policy fifo --priority 50\n  rtlab tune undo                                     # take the last command back\n\nDocs: docs/tune.md, docs/tune-rules.md, docs/tune-systemd.md, docs/tune-check.md."
+    )]
+    Tune(crate::commands::tune::TuneCommand),
     /// Internal: the process a load runs in.
     #[command(name = "__load-worker", hide = true)]
     LoadWorker(crate::commands::load::WorkerArgs),

@@ -1,5 +1,14 @@
 //! One module per command.
 
+/// `println!` that returns a write error instead of panicking, so a
+/// closed pipe (`rtlab tune show | head`) ends the command quietly.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)?
+    }};
+}
+
 mod campaign;
 mod exec;
 pub mod load;
@@ -12,6 +21,9 @@ pub mod plan;
 pub mod plan_run;
 mod restore;
 mod stored;
+pub mod tune;
+mod tune_check;
+mod tune_systemd;
 
 use crate::cli::{CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand};
 use std::process::ExitCode;
@@ -41,5 +53,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan(PlanCommand::Run(args)) => plan_run::run(*args),
         Command::Exec(ExecCommand::Periodic(args)) => exec::periodic(*args),
         Command::Exec(ExecCommand::KurtTable(args)) => exec::kurt_table(*args),
+        Command::Tune(command) => tune::run(command),
     }
 }

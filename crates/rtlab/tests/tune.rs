@@ -1,0 +1,881 @@
+//! `rtlab tune`: promotion of throwaway processes and threads (set, rules,
+//! apply, watch), undo, reused pids, bad rules files, systemd drop-ins and
+//! the audit. Every test changes only processes it started itself.
+
+mod common;
+
+use common::{assert_refused, is_root, rtlab, run, skip};
+use rtlab_core::sched::{thread_affinity, thread_sched, Policy};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// A process name no other test (or program) uses: `sleep` run through a
+/// symlink of that name (the kernel names a process after the file it ran).
+fn unique_name(tag: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    // comm keeps 15 bytes: 3 + 1 + 6 + 1 + 2 at most.
+    format!(
+        "rt{tag}{}x{}",
+        std::process::id() % 1_000_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+struct Throwaway {
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl Throwaway {
+    fn new(tag: &str) -> Throwaway {
+        let dir = tempfile::tempdir().unwrap();
+        let name = unique_name(tag);
+        let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("sleep is installed");
+        std::os::unix::fs::symlink(sleep, dir.path().join(&name)).unwrap();
+        Throwaway { dir, name }
+    }
+
+    fn program(&self) -> PathBuf {
+        self.dir.path().join(&self.name)
+    }
+
+    fn start(&self) -> Child {
+        Command::new(self.program())
+            .arg("300")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn policy_of(tid: i32) -> (Policy, u32) {
+    let s = thread_sched(tid).unwrap();
+    (s.params.policy, s.params.priority)
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Skips unless this test may change other processes' scheduling.
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            skip("changing other processes' real-time priority needs root (CAP_SYS_NICE)");
+            return;
+        }
+    };
+}
+
+#[test]
+fn set_promotes_every_process_and_undo_restores_them() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("s");
+    let (a, b) = (program.start(), program.start());
+    let before = thread_affinity(a.id() as i32).unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &program.name,
+        "--policy",
+        "rr",
+        "--priority",
+        "21",
+        "--affinity",
+        "0",
+        "--json",
+    ]));
+    assert!(out.status.success());
+    let doc = json_of(&out);
+    assert_eq!(doc["changed"], 2, "{doc}");
+    for child in [&a, &b] {
+        let pid = child.id() as i32;
+        assert_eq!(policy_of(pid), (Policy::Rr, 21));
+        assert_eq!(thread_affinity(pid).unwrap().to_string(), "0");
+    }
+
+    // Again: nothing to do, and nothing new recorded.
+    let again = json_of(&run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &program.name,
+        "--policy",
+        "rr",
+        "--priority",
+        "21",
+        "--affinity",
+        "0",
+        "--json",
+    ])));
+    assert_eq!(
+        (again["changed"].as_u64(), again["held"].as_u64()),
+        (Some(0), Some(2))
+    );
+
+    let out = run(rtlab(state.path()).args(["tune", "undo", "--all", "--json"]));
+    assert!(out.status.success());
+    let undone = json_of(&out);
+    assert_eq!(undone["undone"].as_array().unwrap().len(), 2, "{undone}");
+    for child in [&a, &b] {
+        let pid = child.id() as i32;
+        assert_eq!(policy_of(pid), (Policy::Other, 0));
+        assert_eq!(thread_affinity(pid).unwrap(), before);
+    }
+    stop(a);
+    stop(b);
+}
+
+#[test]
+fn set_with_threads_changes_only_the_named_threads() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let tag = unique_name("t");
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let (tids_tx, tids_rx) = std::sync::mpsc::channel();
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            let (rx, tids_tx) = (rx.clone(), tids_tx.clone());
+            std::thread::Builder::new()
+                // Thread names are cut to 15 bytes by the kernel too.
+                .name(format!("{}{i}", &tag[..tag.len().min(14)]))
+                .spawn(move || {
+                    tids_tx.send(rtlab_core::sched::gettid()).unwrap();
+                    let _ = rx.lock().unwrap().recv();
+                })
+                .unwrap()
+        })
+        .collect();
+    let tids: Vec<i32> = (0..3).map(|_| tids_rx.recv().unwrap()).collect();
+    let me = fs::read_to_string("/proc/self/comm").unwrap();
+    let thread_pattern = format!("{}.", &tag[..tag.len().min(14)]);
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        me.trim(),
+        "--exact",
+        "--threads",
+        &thread_pattern,
+        "--policy",
+        "fifo",
+        "--priority",
+        "17",
+        "--json",
+    ]));
+    // --exact applies to --threads too: the '.' is literal, nothing matches.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        me.trim(),
+        "--threads",
+        &thread_pattern,
+        "--policy",
+        "fifo",
+        "--priority",
+        "17",
+        "--json",
+    ]));
+    assert!(out.status.success());
+    assert_eq!(json_of(&out)["changed"], 3);
+    for &tid in &tids {
+        assert_eq!(policy_of(tid), (Policy::Fifo, 17));
+    }
+    // The test's main thread was not named: untouched.
+    assert_eq!(policy_of(std::process::id() as i32).0, Policy::Other);
+
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    for &tid in &tids {
+        assert_eq!(policy_of(tid), (Policy::Other, 0));
+    }
+    drop(tx);
+    for w in workers {
+        w.join().unwrap();
+    }
+}
+
+#[test]
+fn set_refuses_99_and_leaves_kernel_threads_alone_without_kernel() {
+    assert_refused(
+        &["tune", "set", "x", "--policy", "fifo", "--priority", "99"],
+        &["--priority", "--allow-99"],
+    );
+    assert_refused(&["tune", "set", "x", "--policy", "fifo"], &["--priority"]);
+    assert_refused(
+        &["tune", "set", "(x", "--policy", "fifo", "--priority", "5"],
+        &["PATTERN", "'(x'"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "set",
+            "x",
+            "--policy",
+            "deadline",
+            "--runtime",
+            "5ms",
+            "--period",
+            "1ms",
+        ],
+        &["--deadline"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "set",
+            "x",
+            "--policy",
+            "fifo",
+            "--priority",
+            "5",
+            "--affinity",
+            "9000",
+        ],
+        &["--affinity"],
+    );
+
+    // kthreadd exists on every Linux; without --kernel it is not matched.
+    let state = tempfile::tempdir().unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        "kthreadd",
+        "--policy",
+        "fifo",
+        "--priority",
+        "10",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 kernel thread(s) match"), "{stderr}");
+    // With --kernel, a dry run shows it would change and changes nothing.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        "kthreadd",
+        "--kernel",
+        "--policy",
+        "fifo",
+        "--priority",
+        "10",
+        "--dry-run",
+        "--json",
+    ]));
+    let doc = json_of(&out);
+    assert_eq!(doc["dry_run"], true);
+    assert_eq!(doc["threads"][0]["pid"], 2, "{doc}");
+    assert_eq!(policy_of(2).0, Policy::Other, "a dry run changed kthreadd");
+}
+
+fn write_rules(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("rules.toml");
+    fs::write(&path, text).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    path
+}
+
+#[test]
+fn apply_and_status_follow_the_rules_file() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("a");
+    let child = program.start();
+    let pid = child.id() as i32;
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nname = \"throwaway\"\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 23\nreset_on_fork = true\n",
+            program.name
+        ),
+    );
+    let rules_arg = rules.to_str().unwrap();
+    let status = run(rtlab(state.path()).args(["tune", "status", "--rules", rules_arg, "--json"]));
+    assert_eq!(
+        status.status.code(),
+        Some(1),
+        "not applied yet: does not hold"
+    );
+    assert_eq!(json_of(&status)["holds"], false);
+
+    let dry = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules_arg, "--dry-run"]));
+    assert!(dry.status.success());
+    assert_eq!(policy_of(pid).0, Policy::Other, "dry run changed nothing");
+
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules_arg, "--json"]));
+    assert!(out.status.success());
+    assert_eq!(json_of(&out)["changed"], 1);
+    assert_eq!(policy_of(pid), (Policy::Fifo, 23));
+    assert!(thread_sched(pid).unwrap().reset_on_fork);
+
+    let status = run(rtlab(state.path()).args(["tune", "status", "--rules", rules_arg]));
+    assert!(status.status.success());
+    assert!(String::from_utf8_lossy(&status.stdout).contains("holds on all 1 thread(s)"));
+
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(pid), (Policy::Other, 0));
+    assert!(!thread_sched(pid).unwrap().reset_on_fork);
+    stop(child);
+}
+
+#[test]
+fn a_bad_rules_file_is_refused_with_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write_rules(
+        dir.path(),
+        "# alarm chain\n[[rule]]\nmatch = \"alarmd\"\npolicy = \"fifo\"\npriority = 120\n",
+    );
+    let rules = rules.to_str().unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", rules],
+        &["rules.toml:5", "field `priority`", "120"],
+    );
+    let unknown = write_rules(
+        dir.path(),
+        "[[rule]]\nmatch = \"alarmd\"\npolicy = \"fifo\"\npriority = 5\nnice = 3\n",
+    );
+    assert_refused(
+        &["tune", "status", "--rules", unknown.to_str().unwrap()],
+        &["rules.toml:5", "nice"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "watch",
+            "--rules",
+            dir.path().join("missing.toml").to_str().unwrap(),
+        ],
+        &["missing.toml", "cannot read"],
+    );
+}
+
+#[test]
+fn as_root_a_rules_file_others_could_write_is_refused() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write_rules(dir.path(), "[[rule]]\nmatch = \"x\"\npolicy = \"other\"\n");
+    let rules_arg = rules.to_str().unwrap().to_string();
+    fs::set_permissions(&rules, fs::Permissions::from_mode(0o666)).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", &rules_arg],
+        &["writable by everyone", "chmod go-w"],
+    );
+    fs::set_permissions(&rules, fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::chown(&rules, Some(65534), None).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", &rules_arg],
+        &["owned by uid 65534", "chown root"],
+    );
+}
+
+/// Starts `rtlab tune watch` with JSON events on stdout, read by a thread.
+struct Watcher {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl Watcher {
+    fn start(state: &Path, rules: &Path, extra: &[&str]) -> Watcher {
+        let mut child = rtlab(state)
+            .args(["tune", "watch", "--json", "--rules"])
+            .arg(rules)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let watcher = Watcher { child, lines };
+        let started = watcher.next_event("started");
+        eprintln!("watch started: {started}");
+        watcher
+    }
+
+    fn next_event(&self, kind: &str) -> serde_json::Value {
+        loop {
+            let event = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no '{kind}' event from watch in 30 s"));
+            if event["event"] == kind {
+                return event;
+            }
+        }
+    }
+
+    fn stop(mut self) -> Vec<serde_json::Value> {
+        common::signal(&self.child, libc::SIGTERM);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "watch exited with {status}");
+        self.lines.try_iter().collect()
+    }
+}
+
+/// Waits (generously: the host is noisy) until `pid` has `policy`.
+fn wait_for_policy(pid: i32, policy: Policy) -> Duration {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if thread_sched(pid).is_ok_and(|s| s.params.policy == policy) {
+            return start.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("{pid} did not become {policy} in 30 s");
+}
+
+fn watch_promotes_restarted_processes(extra: &[&str]) {
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("w");
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 24\n",
+            program.name
+        ),
+    );
+    let first = program.start();
+    let watcher = Watcher::start(state.path(), &rules, extra);
+    let took = wait_for_policy(first.id() as i32, Policy::Fifo);
+    eprintln!("already running: promoted after {took:?}");
+    stop(first);
+    for restart in 0..3 {
+        let again = program.start();
+        let took = wait_for_policy(again.id() as i32, Policy::Fifo);
+        eprintln!("restart {restart}: promoted {took:?} after it started");
+        assert_eq!(policy_of(again.id() as i32), (Policy::Fifo, 24));
+        // The record keeps what can still be undone: the live process only.
+        let record: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(state.path().join("tune-changes.json")).unwrap(),
+        )
+        .unwrap();
+        let entries = record["entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{record}");
+        assert_eq!(entries[0]["pid"], again.id());
+        stop(again);
+    }
+    let events = watcher.stop();
+    let stopped = events
+        .iter()
+        .find(|e| e["event"] == "stopped")
+        .expect("a stopped event");
+    assert_eq!(stopped["failed"], 0);
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+}
+
+#[test]
+fn watch_promotes_a_restarted_process_again_with_process_events() {
+    require_root!();
+    watch_promotes_restarted_processes(&[]);
+}
+
+#[test]
+fn watch_promotes_a_restarted_process_again_by_polling() {
+    require_root!();
+    watch_promotes_restarted_processes(&["--poll", "--interval", "100ms"]);
+}
+
+/// Starts `program args` so that it gets pid `pid` (free now), by setting
+/// the kernel's last-allocated pid just below it; other processes may take
+/// it first, so it tries again. None when the kernel does not allow it.
+fn spawn_at_pid(pid: i32, program: &str, args: &[&str]) -> Option<Child> {
+    for _ in 0..200 {
+        if fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
+            return None;
+        }
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        if child.id() as i32 == pid {
+            return Some(child);
+        }
+        stop(child);
+    }
+    None
+}
+
+#[test]
+fn undo_leaves_alone_a_process_that_reuses_a_promoted_pid() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("u");
+    let first = program.start();
+    let pid = first.id() as i32;
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &program.name,
+        "--policy",
+        "fifo",
+        "--priority",
+        "31",
+    ]));
+    assert!(out.status.success());
+    stop(first);
+    // Another program, started at the same pid with the very settings rtlab
+    // recorded as "new": only the start time tells it apart.
+    let Some(other) = spawn_at_pid(pid, "chrt", &["-f", "31", "sleep", "300"]) else {
+        skip("cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
+        return;
+    };
+    let out = run(rtlab(state.path()).args(["tune", "undo", "--json"]));
+    assert!(out.status.success());
+    let doc = json_of(&out);
+    assert_eq!(doc["undone"][0]["result"], "gone", "{doc}");
+    assert_eq!(
+        policy_of(pid),
+        (Policy::Fifo, 31),
+        "undo touched the new process"
+    );
+    stop(other);
+}
+
+#[test]
+fn watch_leaves_alone_a_process_that_reuses_a_promoted_pid() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("r");
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 26\n",
+            program.name
+        ),
+    );
+    let watcher = Watcher::start(state.path(), &rules, &["--poll", "--interval", "50ms"]);
+    let first = program.start();
+    let pid = first.id() as i32;
+    wait_for_policy(pid, Policy::Fifo);
+    stop(first);
+    let Some(other) = spawn_at_pid(pid, "sleep", &["300"]) else {
+        watcher.stop();
+        skip("cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
+        return;
+    };
+    // A matching process started after it proves the watch has scanned
+    // past the reused pid (scans are in pid order and see both).
+    let marker = program.start();
+    wait_for_policy(marker.id() as i32, Policy::Fifo);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        policy_of(pid),
+        (Policy::Other, 0),
+        "the reused pid was promoted"
+    );
+    let events = watcher.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "applied" && e["pid"] == pid && e["name"] == "sleep"),
+        "{events:?}"
+    );
+    stop(other);
+    stop(marker);
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
+}
+
+#[test]
+fn show_lists_threads_with_their_scheduling() {
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("v");
+    let child = program.start();
+    let out = run(rtlab(state.path()).args(["tune", "show", &program.name, "--json"]));
+    assert!(out.status.success());
+    let doc = json_of(&out);
+    let threads = doc["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1, "{doc}");
+    let t = &threads[0];
+    assert_eq!(t["pid"], child.id());
+    assert_eq!(t["policy"], "other");
+    assert_eq!(t["kernel_thread"], false);
+    assert!(t["affinity"].as_str().is_some_and(|a| !a.is_empty()));
+    assert!(t["voluntary_switches"].is_u64());
+
+    let all = json_of(&run(rtlab(state.path()).args(["tune", "show", "--json"])));
+    assert!(all["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["pid"] == 2 && t["kernel_thread"] == true));
+    let text = run(rtlab(state.path()).args(["tune", "show", "kthreadd"]));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("[kthreadd]"));
+    stop(child);
+}
+
+fn systemd_analyze_present() -> bool {
+    Command::new("systemd-analyze")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn systemd_drop_in_is_written_verified_and_undone() {
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    let unit = format!("{}.service", unique_name("d"));
+    fs::write(
+        units.path().join(&unit),
+        "[Unit]\nDescription=throwaway\n\n[Service]\nExecStart=/bin/sleep 1000\n",
+    )
+    .unwrap();
+    let unit_dir = units.path().to_str().unwrap();
+    let dry = run(rtlab(state.path()).args([
+        "tune",
+        "systemd",
+        &unit,
+        "--policy",
+        "fifo",
+        "--priority",
+        "50",
+        "--unit-dir",
+        unit_dir,
+        "--dry-run",
+    ]));
+    assert!(dry.status.success());
+    let printed = String::from_utf8_lossy(&dry.stdout);
+    assert!(printed.contains("CPUSchedulingPriority=50") && printed.contains("LimitRTPRIO=50"));
+    let dropin = units.path().join(format!("{unit}.d/50-rtlab-tune.conf"));
+    assert!(!dropin.exists(), "a dry run wrote the file");
+
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "systemd",
+        &unit,
+        "--policy",
+        "fifo",
+        "--priority",
+        "50",
+        "--affinity",
+        "1",
+        "--limit-rttime",
+        "200ms",
+        "--unit-dir",
+        unit_dir,
+        "--json",
+    ]));
+    assert!(out.status.success());
+    let doc = json_of(&out);
+    let written = fs::read_to_string(&dropin).unwrap();
+    for line in [
+        "CPUSchedulingPolicy=fifo",
+        "CPUSchedulingPriority=50",
+        "CPUAffinity=1",
+        "LimitRTPRIO=50",
+        "LimitRTTIME=",
+    ] {
+        assert!(written.contains(line), "{line} missing in:\n{written}");
+    }
+    if systemd_analyze_present() {
+        assert_eq!(doc["verification"]["result"], "passed", "{doc}");
+    } else {
+        skip("systemd-analyze is not installed: the drop-in was not verified");
+    }
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert!(!dropin.exists() && !dropin.parent().unwrap().exists());
+}
+
+#[test]
+fn a_drop_in_systemd_rejects_is_taken_back() {
+    if !systemd_analyze_present() {
+        skip("systemd-analyze is not installed");
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    // No such unit anywhere: systemd-analyze refuses it, so nothing stays.
+    let unit = format!("{}.service", unique_name("n"));
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "systemd",
+        &unit,
+        "--policy",
+        "rr",
+        "--priority",
+        "10",
+        "--unit-dir",
+        units.path().to_str().unwrap(),
+    ]));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NOT kept"));
+    assert!(
+        fs::read_dir(units.path()).unwrap().next().is_none(),
+        "left files behind"
+    );
+}
+
+#[test]
+fn the_watch_unit_verifies() {
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "systemd",
+        "--watch-unit",
+        "--rules",
+        "/etc/rtlab/rules.toml",
+        "--unit-dir",
+        units.path().to_str().unwrap(),
+        "--json",
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let doc = json_of(&out);
+    let unit = fs::read_to_string(units.path().join("rtlab-tune-watch.service")).unwrap();
+    assert!(
+        unit.contains(env!("CARGO_BIN_EXE_rtlab")) && unit.contains("tune watch"),
+        "{unit}"
+    );
+    if systemd_analyze_present() {
+        assert_eq!(doc["verification"]["result"], "passed", "{doc}");
+    }
+    assert_refused(
+        &["tune", "systemd", "--watch-unit", "--policy", "fifo"],
+        &["--policy"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "systemd",
+            "a/b",
+            "--policy",
+            "fifo",
+            "--priority",
+            "5",
+        ],
+        &["UNIT"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "systemd",
+            "app",
+            "--policy",
+            "fifo",
+            "--priority",
+            "99",
+        ],
+        &["--allow-99"],
+    );
+}
+
+#[test]
+fn check_reports_findings_with_severity_and_fix() {
+    let state = tempfile::tempdir().unwrap();
+    let out = run(rtlab(state.path()).args(["tune", "check", "--json"]));
+    assert!(out.status.success());
+    let doc = json_of(&out);
+    let findings = doc["findings"].as_array().unwrap();
+    assert!(findings.len() >= 10, "{doc}");
+    for f in findings {
+        assert!(f["id"].is_string() && f["severity"].is_string(), "{f}");
+        if f["severity"] == "warning" || f["severity"] == "critical" {
+            assert!(f["fix"].is_string(), "no fix hint: {f}");
+        }
+    }
+    // Every report's worst finding is at least "ok": --fail-on ok fails.
+    let gate = run(rtlab(state.path()).args(["tune", "check", "--fail-on", "ok"]));
+    assert_eq!(gate.status.code(), Some(1));
+    assert_refused(&["tune", "check", "--fail-on", "bad"], &["bad"]);
+}
+
+#[test]
+fn watch_rereads_its_rules_on_sighup_and_keeps_them_when_the_file_breaks() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("h");
+    let rules = write_rules(
+        state.path(),
+        "[[rule]]\nmatch = \"no-such-process\"\npolicy = \"fifo\"\npriority = 5\n",
+    );
+    let child = program.start();
+    let pid = child.id() as i32;
+    let watcher = Watcher::start(state.path(), &rules, &["--poll", "--interval", "50ms"]);
+
+    write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 27\n",
+            program.name
+        ),
+    );
+    common::signal(&watcher.child, libc::SIGHUP);
+    assert_eq!(watcher.next_event("reloaded")["rules"], 1);
+    wait_for_policy(pid, Policy::Fifo);
+    assert_eq!(policy_of(pid), (Policy::Fifo, 27));
+
+    write_rules(
+        state.path(),
+        "[[rule]]\nmatch = \"x\"\npolicy = \"fifo\"\npriority = 500\n",
+    );
+    common::signal(&watcher.child, libc::SIGHUP);
+    let refused = watcher.next_event("reload_failed");
+    assert!(
+        refused["error"].as_str().unwrap().contains("priority"),
+        "{refused}"
+    );
+    // The rules in force stay: a demoted process is promoted again.
+    assert!(Command::new("chrt")
+        .args(["-o", "-p", "0", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    wait_for_policy(pid, Policy::Fifo);
+    watcher.stop();
+    stop(child);
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
+}
