@@ -443,7 +443,8 @@ impl Watcher {
         common::signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "watch exited with {status}");
-        self.lines.try_iter().collect()
+        // Everything it wrote: the reader ends at the pipe's end of file.
+        self.lines.iter().collect()
     }
 }
 
