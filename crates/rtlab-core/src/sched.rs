@@ -229,8 +229,25 @@ pub fn thread_sched(tid: i32) -> io::Result<ThreadSched> {
     Ok(ThreadSched {
         params,
         reset_on_fork: attr.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0,
-        nice: attr.sched_nice,
+        // sched_getattr reports 0 for a real-time thread, yet the kernel
+        // keeps its nice value for when it returns to a fair policy.
+        nice: thread_nice(tid).unwrap_or(attr.sched_nice),
     })
+}
+
+/// Thread `tid`'s nice value (0 = the calling thread), whatever its policy.
+fn thread_nice(tid: i32) -> io::Result<i32> {
+    let id = if tid == 0 { gettid() } else { tid };
+    // getpriority returns -1 both as a value and as an error: errno tells.
+    // SAFETY: errno is thread-local; getpriority has no memory effects.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, id as libc::id_t);
+        if nice == -1 && *libc::__errno_location() != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(nice)
+    }
 }
 
 /// Thread `tid`'s CPU affinity (0 = the calling thread).

@@ -13,6 +13,7 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "rtlab.tune-changes/1";
@@ -114,11 +115,29 @@ pub struct ChangeLog {
 pub enum ChangeError {
     #[error("the thread ended before it could be changed")]
     Vanished,
-    #[error("{0}")]
-    Refused(io::Error),
+    /// The kernel refused; `left_at` is set when the thread could not be
+    /// put back as it was (that state is recorded for undo).
+    #[error("{error}{}", left_at.as_ref().map(|s| format!("; left at {s} (recorded for undo)")).unwrap_or_default())]
+    Refused {
+        error: Box<crate::task::WriteError>,
+        left_at: Option<Box<Settings>>,
+    },
+    /// The thread ended while being changed and its id now names another
+    /// thread, which the change may have reached.
+    #[error("thread {tid} ended during the change and its id now names another thread, which may have been given {new}: check it with `rtlab tune show`")]
+    EndedDuring { tid: i32, new: Box<Settings> },
+    #[error("cannot read thread {tid}: {source}")]
+    Unreadable { tid: i32, source: io::Error },
+    #[error("cannot write {path}: {source}")]
+    File { path: PathBuf, source: io::Error },
     #[error("cannot record the change in {path}: {source}")]
     Record { path: PathBuf, source: io::Error },
 }
+
+/// Past this many entries a new change first drops the entries of threads
+/// that have ended, so a watch that runs for months keeps a record the
+/// size of what it holds (and a burst of changes stays cheap).
+const PRUNE_AT: usize = 64;
 
 impl ChangeLog {
     pub fn at(dir: impl Into<PathBuf>) -> ChangeLog {
@@ -167,7 +186,30 @@ impl ChangeLog {
 
     fn lock(&self) -> Result<Lock, ChangeError> {
         fs::create_dir_all(&self.dir).map_err(|e| self.record_error(e))?;
+        self.check_dir().map_err(|reason| {
+            self.record_error(io::Error::new(io::ErrorKind::PermissionDenied, reason))
+        })?;
         Lock::take(&self.dir.join(LOCK_NAME)).map_err(|e| self.record_error(e))
+    }
+
+    /// As root, undo writes files and changes threads on the record's say
+    /// so: a record someone else could have written is refused.
+    fn check_dir(&self) -> Result<(), String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Ok(());
+        }
+        let meta = fs::metadata(&self.dir).map_err(|e| e.to_string())?;
+        if meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "the state directory {} belongs to uid {} (mode {:o}); as root rtlab keeps its \
+                 change record only where no one else can write",
+                self.dir.display(),
+                meta.uid(),
+                meta.mode() & 0o7777
+            ));
+        }
+        Ok(())
     }
 
     fn read(&self) -> Result<Record, ChangeError> {
@@ -265,67 +307,122 @@ impl Txn<'_> {
     pub fn change_thread(
         &self,
         task: &Task,
-        target: impl FnOnce(&Settings) -> Settings,
+        target: impl Fn(&Settings) -> Settings,
     ) -> Result<ThreadOutcome, ChangeError> {
+        self.change_threads(&[task], |_, current| target(current))?
+            .pop()
+            .expect("one outcome per thread")
+    }
+
+    /// [`Txn::change_thread`] for many threads at once: all changes are
+    /// recorded in one durable write before the first is made, and what
+    /// the kernel set is recorded in one more after the last, so promoting
+    /// a hundred threads costs two writes of the record, not two hundred.
+    /// The outer error is the record's; the inner ones are per thread.
+    pub fn change_threads(
+        &self,
+        tasks: &[&Task],
+        target: impl Fn(&Task, &Settings) -> Settings,
+    ) -> Result<Vec<Result<ThreadOutcome, ChangeError>>, ChangeError> {
         let _lock = self.log.lock()?;
-        if task::starttime_of(task.tid) != Some(task.starttime) {
-            return Err(ChangeError::Vanished);
+        let mut outcomes: Vec<Option<Result<ThreadOutcome, ChangeError>>> = Vec::new();
+        let mut pending: Vec<(usize, &Task, Settings, Settings)> = Vec::new();
+        for (i, &task) in tasks.iter().enumerate() {
+            let planned = (|| {
+                if task::starttime_of(task.tid) != Some(task.starttime) {
+                    return Err(ChangeError::Vanished);
+                }
+                let old = read_settings(task.tid)?;
+                let new = target(task, &old);
+                Ok((old, new))
+            })();
+            match planned {
+                Ok((old, new)) if new == old => {
+                    outcomes.push(Some(Ok(ThreadOutcome::Held { settings: old })))
+                }
+                Ok((old, new)) => {
+                    outcomes.push(None);
+                    pending.push((i, task, old, new));
+                }
+                Err(e) => outcomes.push(Some(Err(e))),
+            }
         }
-        let old = Settings::read(task.tid).map_err(|e| vanished_or(e, ChangeError::Refused))?;
-        let new = target(&old);
-        if new == old {
-            return Ok(ThreadOutcome::Held { settings: old });
+        if pending.is_empty() {
+            return Ok(outcomes.into_iter().flatten().collect());
         }
+
         let mut record = self.log.read()?;
-        // Drop what can no longer be restored, so a watch that runs for
-        // months keeps a record the size of what it is holding now.
-        let this_boot = boot_id();
-        record
-            .entries
-            .retain(|e| still_there(e, this_boot.as_deref()));
-        record.entries.push(self.entry(Change::Thread {
-            pid: task.pid,
-            tid: task.tid,
-            starttime: task.starttime,
-            name: task.name.clone(),
-            process_name: task.process_name.clone(),
-            old: old.clone(),
-            new: new.clone(),
-        }));
+        if record.entries.len() + pending.len() > PRUNE_AT {
+            let this_boot = boot_id();
+            record
+                .entries
+                .retain(|e| still_there(e, this_boot.as_deref()));
+        }
+        let first = record.entries.len();
+        for (_, task, old, new) in &pending {
+            record.entries.push(self.entry(Change::Thread {
+                pid: task.pid,
+                tid: task.tid,
+                starttime: task.starttime,
+                name: task.name.clone(),
+                process_name: task.process_name.clone(),
+                old: old.clone(),
+                new: new.clone(),
+            }));
+        }
         self.log.write(&record)?;
 
-        let made = new.write(task.tid);
-        let actual = Settings::read(task.tid);
-        let same_thread = task::starttime_of(task.tid) == Some(task.starttime);
-        let last = record.entries.len() - 1;
-        match (&made, &actual) {
-            (Ok(()), Ok(actual)) if same_thread => {
-                // The kernel may narrow what was asked (an affinity within
-                // a cpuset); undo compares against what it really set.
-                if let Change::Thread { new, .. } = &mut record.entries[last].change {
-                    *new = actual.clone();
+        let mut keep = vec![true; record.entries.len()];
+        for (n, (i, task, old, new)) in pending.into_iter().enumerate() {
+            let (outcome, fate) = make_change(task, old, new);
+            match fate {
+                Fate::Drop => keep[first + n] = false,
+                Fate::Keep(Some(now)) => {
+                    if let Change::Thread { new, .. } = &mut record.entries[first + n].change {
+                        *new = now;
+                    }
                 }
-                self.log.write(&record)?;
-                Ok(ThreadOutcome::Changed {
-                    old,
-                    new: actual.clone(),
-                })
+                Fate::Keep(None) => {}
             }
-            _ => {
-                // A policy change that failed changed nothing (sched_setattr
-                // is all or nothing); an affinity that failed after it did
-                // change the policy, so put the old settings back.
-                if made.is_err() && same_thread {
-                    let _ = old.write(task.tid);
-                }
-                record.entries.pop();
-                self.log.write(&record)?;
-                match made {
-                    Err(e) => Err(vanished_or(e, ChangeError::Refused)),
-                    Ok(()) => Err(ChangeError::Vanished),
-                }
-            }
+            outcomes[i] = Some(outcome);
         }
+        let mut flags = keep.into_iter();
+        record.entries.retain(|_| flags.next().unwrap_or(true));
+        self.log.write(&record)?;
+        Ok(outcomes.into_iter().flatten().collect())
+    }
+
+    /// Takes back this command's change of `task` if the thread (same id
+    /// and start time) still has what it was given: for a thread that no
+    /// rule matches any more (it ran another program, or renamed itself).
+    /// `Ok(None)` when there is nothing of this command's to take back, or
+    /// someone changed the thread since.
+    pub fn revert_thread(&self, task: &Task) -> Result<Option<ThreadOutcome>, ChangeError> {
+        let _lock = self.log.lock()?;
+        let mut record = self.log.read()?;
+        let Some(index) = record.entries.iter().rposition(|e| {
+            e.txn == self.id
+                && matches!(e.change, Change::Thread { tid, starttime, .. }
+                    if tid == task.tid && starttime == task.starttime)
+        }) else {
+            return Ok(None);
+        };
+        let Change::Thread { old, new, .. } = record.entries[index].change.clone() else {
+            return Ok(None);
+        };
+        let now = read_settings(task.tid)?;
+        if now != new {
+            return Ok(None);
+        }
+        if let Err(error) = old.write(task.tid) {
+            return Err(ChangeError::Refused {
+                error: Box::new(error),
+                left_at: Settings::read(task.tid).ok().map(Box::new),
+            });
+        }
+        record.entries.remove(index);
+        self.log.write(&record)?;
+        Ok(Some(ThreadOutcome::Changed { old: now, new: old }))
     }
 
     /// Writes `contents` to `path` (atomically), recording what was there.
@@ -334,7 +431,12 @@ impl Txn<'_> {
         let old = match fs::read_to_string(path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(ChangeError::Refused(e)),
+            Err(source) => {
+                return Err(ChangeError::File {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
         if old.as_deref() == Some(contents) {
             return Ok(());
@@ -346,21 +448,102 @@ impl Txn<'_> {
             new: contents.to_string(),
         }));
         self.log.write(&record)?;
-        if let Err(e) = write_atomically(path, contents) {
+        if let Err(source) = write_atomically(path, contents) {
             record.entries.pop();
             self.log.write(&record)?;
-            return Err(ChangeError::Refused(e));
+            return Err(ChangeError::File {
+                path: path.to_path_buf(),
+                source,
+            });
         }
         Ok(())
     }
 }
 
-fn vanished_or(e: io::Error, other: fn(io::Error) -> ChangeError) -> ChangeError {
-    if e.raw_os_error() == Some(libc::ESRCH) {
-        ChangeError::Vanished
-    } else {
-        other(e)
+/// What becomes of a recorded change once it has been tried.
+enum Fate {
+    /// Nothing changed (or nothing is left to restore): drop the entry.
+    Drop,
+    /// Keep it, with the settings the thread really has now when they
+    /// differ from what was asked.
+    Keep(Option<Settings>),
+}
+
+/// Makes one recorded change and judges it.
+fn make_change(
+    task: &Task,
+    old: Settings,
+    new: Settings,
+) -> (Result<ThreadOutcome, ChangeError>, Fate) {
+    let made = new.write(task.tid);
+    match task::starttime_of(task.tid) {
+        Some(start) if start == task.starttime => {}
+        // Ended: whatever reached it ended with it.
+        None => return (Err(ChangeError::Vanished), Fate::Drop),
+        // The id names another thread now, which a successful write may
+        // have reached: say so (nothing recorded can restore it).
+        Some(_) => {
+            let error = match made {
+                Err(_) => ChangeError::Vanished,
+                Ok(()) => ChangeError::EndedDuring {
+                    tid: task.tid,
+                    new: Box::new(new),
+                },
+            };
+            return (Err(error), Fate::Drop);
+        }
     }
+    match made {
+        Ok(()) => match read_settings(task.tid) {
+            // The kernel had nothing to change (an affinity the cpuset
+            // narrows back to what it was): nothing to undo.
+            Ok(actual) if actual == old => {
+                (Ok(ThreadOutcome::Held { settings: actual }), Fate::Drop)
+            }
+            Ok(actual) => {
+                // Undo compares against what the kernel really set.
+                let fate = Fate::Keep((actual != new).then(|| actual.clone()));
+                (Ok(ThreadOutcome::Changed { old, new: actual }), fate)
+            }
+            Err(ChangeError::Vanished) => (Err(ChangeError::Vanished), Fate::Drop),
+            Err(e) => (Err(e), Fate::Keep(None)),
+        },
+        Err(error) => {
+            // sched_setattr changes all or nothing, but an affinity refused
+            // after it leaves the policy changed: put it back, and keep the
+            // record unless that is seen to have worked.
+            let _ = old.write(task.tid);
+            let now = Settings::read(task.tid).ok();
+            if now.as_ref() == Some(&old) {
+                return (
+                    Err(ChangeError::Refused {
+                        error: Box::new(error),
+                        left_at: None,
+                    }),
+                    Fate::Drop,
+                );
+            }
+            let left_at = now.clone().or(Some(new)).map(Box::new);
+            (
+                Err(ChangeError::Refused {
+                    error: Box::new(error),
+                    left_at,
+                }),
+                Fate::Keep(now),
+            )
+        }
+    }
+}
+
+/// A thread's settings; a thread that ended reads as `Vanished`.
+fn read_settings(tid: i32) -> Result<Settings, ChangeError> {
+    Settings::read(tid).map_err(|source| {
+        if source.raw_os_error() == Some(libc::ESRCH) {
+            ChangeError::Vanished
+        } else {
+            ChangeError::Unreadable { tid, source }
+        }
+    })
 }
 
 fn write_atomically(path: &Path, contents: &str) -> io::Result<()> {
@@ -507,7 +690,7 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
             }
             match old.write(*tid) {
                 Ok(()) => UndoOutcome::Restored,
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => UndoOutcome::Gone,
+                Err(e) if e.errno() == Some(libc::ESRCH) => UndoOutcome::Gone,
                 Err(e) => UndoOutcome::Failed {
                     error: e.to_string(),
                 },
@@ -662,8 +845,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = ChangeLog::at(dir.path());
         std::thread::spawn(move || {
-            let me = crate::task::thread(std::process::id() as i32, rtlab_core::sched::gettid())
-                .unwrap();
+            let me = crate::task::thread(
+                std::process::id() as i32,
+                rtlab_core::sched::gettid(),
+                crate::task::Detail::Full,
+            )
+            .unwrap();
             let txn = log.begin("batch").unwrap();
             // SCHED_BATCH needs no privilege, so this runs as any user.
             let outcome = txn

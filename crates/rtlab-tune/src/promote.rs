@@ -3,18 +3,21 @@
 
 use crate::changes::{ChangeError, ThreadOutcome, Txn};
 use crate::rule::{first_match, Rule};
-use crate::task::{Settings, Task};
+use crate::task::{Settings, Task, WriteError};
 use serde::Serialize;
 use std::fmt;
 
 /// What became of one thread a rule matched.
 #[derive(Debug, Clone, Serialize)]
 pub struct Applied {
-    /// Index of the rule in its list.
-    pub rule: usize,
+    /// Index of the rule in its list; None for a change taken back
+    /// because no rule matches the thread any more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<usize>,
     pub label: String,
     pub pid: i32,
     pub tid: i32,
+    pub starttime: u64,
     pub name: String,
     pub process_name: String,
     #[serde(flatten)]
@@ -57,6 +60,9 @@ impl fmt::Display for Applied {
             )
         };
         match &self.outcome {
+            Outcome::Changed { old, new } if self.rule.is_none() => {
+                write!(f, "restored {who}: {old} -> {new} {}", self.label)
+            }
             Outcome::Changed { old, new } => {
                 write!(f, "changed  {who}: {old} -> {new} (rule '{}')", self.label)
             }
@@ -73,67 +79,164 @@ impl fmt::Display for Applied {
     }
 }
 
-/// Applies the first matching rule to each of `tasks`, except the threads
-/// of this process (a watcher promoting itself would compete with what it
-/// promotes).
+/// Applies the first matching rule to each of `tasks`, except rtlab's own
+/// (a watcher promoting itself would compete with what it promotes). All
+/// changes go into the record together (see [`Txn::change_threads`]).
 pub fn apply(rules: &[Rule], tasks: &[Task], txn: &Txn) -> Vec<Applied> {
-    let own_pid = std::process::id() as i32;
-    tasks
+    let matched: Vec<(usize, &Rule, &Task)> = tasks
         .iter()
-        .filter(|task| task.pid != own_pid)
+        .filter(|task| !is_rtlab(task))
         .filter_map(|task| {
             let (index, rule) = first_match(rules, task)?;
-            Some(apply_one(index, rule, task, txn))
+            Some((index, rule, task))
         })
-        .collect()
+        .collect();
+    if matched.is_empty() {
+        return Vec::new();
+    }
+    let threads: Vec<&Task> = matched.iter().map(|&(_, _, task)| task).collect();
+    let outcomes = txn.change_threads(&threads, |task, current| {
+        let rule = first_match(rules, task).map(|(_, rule)| rule);
+        match rule {
+            Some(rule) => rule.promotion.target(current, &allowed_for(rule, task)),
+            None => current.clone(),
+        }
+    });
+    match outcomes {
+        Ok(outcomes) => matched
+            .iter()
+            .zip(outcomes)
+            .map(|(&(index, rule, task), result)| applied(index, rule, task, result))
+            .collect(),
+        Err(e) => matched
+            .iter()
+            .map(|&(index, rule, task)| Applied {
+                outcome: Outcome::Failed {
+                    error: e.to_string(),
+                    hint: Some(
+                        "nothing was changed: rtlab changes nothing it cannot record".into(),
+                    ),
+                },
+                ..applied(index, rule, task, Err(ChangeError::Vanished))
+            })
+            .collect(),
+    }
 }
 
-fn apply_one(index: usize, rule: &Rule, task: &Task, txn: &Txn) -> Applied {
-    let outcome = match txn.change_thread(task, |current| rule.promotion.target(current)) {
+/// The CPUs a thread may be given; read only when the rule sets affinity.
+fn allowed_for(rule: &Rule, task: &Task) -> rtlab_core::cpuset::CpuSet {
+    match rule.promotion.affinity {
+        Some(_) => crate::task::allowed_cpus(task.tid),
+        None => rtlab_core::cpuset::CpuSet::default(),
+    }
+}
+
+/// rtlab's own processes (this one, and any other rtlab: a measurement's
+/// FIFO 90 probe must not be demoted by a broad pattern) are never changed.
+pub fn is_rtlab(task: &Task) -> bool {
+    task.pid == std::process::id() as i32 || task.process_name == "rtlab"
+}
+
+fn applied(
+    index: usize,
+    rule: &Rule,
+    task: &Task,
+    result: Result<ThreadOutcome, ChangeError>,
+) -> Applied {
+    let outcome = match result {
         Ok(ThreadOutcome::Changed { old, new }) => Outcome::Changed { old, new },
         Ok(ThreadOutcome::Held { settings }) => Outcome::Held { settings },
         Err(ChangeError::Vanished) => Outcome::Vanished,
-        Err(ChangeError::Refused(e)) => Outcome::Failed {
-            hint: hint_for(&e, rule),
+        Err(e @ ChangeError::Refused { .. }) => Outcome::Failed {
+            hint: match &e {
+                ChangeError::Refused { error, .. } => hint_for(error, rule, task),
+                _ => None,
+            },
             error: e.to_string(),
         },
-        Err(e @ ChangeError::Record { .. }) => Outcome::Failed {
+        Err(e) => Outcome::Failed {
             error: e.to_string(),
-            hint: Some("nothing was changed: rtlab changes nothing it cannot record".into()),
+            hint: None,
         },
     };
     Applied {
-        rule: index,
+        rule: Some(index),
         label: rule.label.clone(),
         pid: task.pid,
         tid: task.tid,
+        starttime: task.starttime,
         name: task.name.clone(),
         process_name: task.process_name.clone(),
         outcome,
     }
 }
 
-fn hint_for(e: &std::io::Error, rule: &Rule) -> Option<String> {
+/// The rule label of a change taken back because no rule matches any more.
+pub const NO_LONGER_MATCHED: &str = "(no rule matches it now)";
+
+/// Takes back this command's changes of `tasks` (threads no rule matches
+/// any more), where they still hold.
+pub fn revert(tasks: &[Task], txn: &Txn) -> Vec<Applied> {
+    tasks
+        .iter()
+        .filter_map(|task| {
+            let outcome = match txn.revert_thread(task) {
+                Ok(None) => return None,
+                Ok(Some(ThreadOutcome::Changed { old, new })) => Outcome::Changed { old, new },
+                Ok(Some(ThreadOutcome::Held { .. })) | Err(ChangeError::Vanished) => return None,
+                Err(e) => Outcome::Failed {
+                    error: e.to_string(),
+                    hint: None,
+                },
+            };
+            Some(Applied {
+                rule: None,
+                label: NO_LONGER_MATCHED.into(),
+                pid: task.pid,
+                tid: task.tid,
+                starttime: task.starttime,
+                name: task.name.clone(),
+                process_name: task.process_name.clone(),
+                outcome,
+            })
+        })
+        .collect()
+}
+
+fn hint_for(e: &WriteError, rule: &Rule, task: &Task) -> Option<String> {
     let deadline = rule.promotion.policy == rtlab_core::sched::Policy::Deadline;
-    match e.raw_os_error() {
-        Some(libc::EPERM) if deadline => Some(
-            "SCHED_DEADLINE needs root (CAP_SYS_NICE) and a thread allowed on every CPU of its \
-             root domain: drop `affinity` for deadline rules"
+    match (e.call, e.errno()) {
+        ("sched_setattr", Some(libc::EPERM)) if deadline => Some(
+            "SCHED_DEADLINE needs CAP_SYS_NICE and a thread allowed on every CPU of its root \
+             domain (check its affinity with `rtlab tune show`)"
                 .into(),
         ),
-        Some(libc::EPERM) => Some(rtlab_core::sched::RT_PRIVILEGE_HINT.into()),
-        Some(libc::EBUSY) if deadline => Some(
-            "admission control refused it: the deadline tasks would need more than the \
-             RT bandwidth (kernel.sched_rt_runtime_us / sched_rt_period_us)"
+        ("sched_setattr", Some(libc::EPERM)) if is_root() => Some(format!(
+            "root was refused: with RT group scheduling (CONFIG_RT_GROUP_SCHED) a thread in a \
+             cpu cgroup without real-time time cannot be real-time; see /proc/{}/cgroup and give \
+             that group cpu.rt_runtime_us (`rtlab tune check` reports rt-group-sched)",
+            task.pid
+        )),
+        ("sched_setattr", Some(libc::EPERM)) => Some(rtlab_core::sched::RT_PRIVILEGE_HINT.into()),
+        ("sched_setattr", Some(libc::EBUSY)) if deadline => Some(
+            "admission control refused it: the deadline reservations would need more than the \
+             real-time bandwidth (kernel.sched_rt_runtime_us / sched_rt_period_us)"
                 .into(),
         ),
-        Some(libc::EINVAL) if rule.promotion.affinity.is_some() => Some(
-            "the CPU list may lie outside the thread's cpuset; check /proc/PID/status \
-             Cpus_allowed_list"
-                .into(),
-        ),
+        ("sched_setaffinity", Some(libc::EINVAL)) => Some(format!(
+            "none of the CPUs asked for is allowed by the thread's cpuset (/proc/{}/cgroup)",
+            task.pid
+        )),
+        ("sched_setaffinity", Some(libc::EBUSY)) => {
+            Some("a deadline thread's affinity cannot be narrowed while it is deadline".into())
+        }
         _ => None,
     }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Whether a rule's promotion holds on the threads it matches now.
@@ -150,9 +253,12 @@ pub struct RuleStatus {
 pub struct ThreadStatus {
     pub pid: i32,
     pub tid: i32,
+    pub starttime: u64,
     pub name: String,
     pub process_name: String,
     pub settings: Settings,
+    /// What the rule would give it.
+    pub target: Settings,
     pub holds: bool,
 }
 
@@ -175,21 +281,23 @@ pub fn status(rules: &[Rule], tasks: &[Task]) -> Vec<RuleStatus> {
             threads: Vec::new(),
         })
         .collect();
-    let own_pid = std::process::id() as i32;
-    for task in tasks.iter().filter(|t| t.pid != own_pid) {
+    for task in tasks.iter().filter(|t| !is_rtlab(t)) {
         let Some((index, rule)) = first_match(rules, task) else {
             continue;
         };
         let Ok(settings) = Settings::read(task.tid) else {
             continue; // ended since the scan
         };
+        let target = rule.promotion.target(&settings, &allowed_for(rule, task));
         statuses[index].threads.push(ThreadStatus {
             pid: task.pid,
             tid: task.tid,
+            starttime: task.starttime,
             name: task.name.clone(),
             process_name: task.process_name.clone(),
-            holds: rule.promotion.holds(&settings),
+            holds: target == settings,
             settings,
+            target,
         });
     }
     statuses

@@ -119,7 +119,10 @@ pub struct Promotion {
         serialize_with = "cpus_as_list"
     )]
     pub affinity: Option<CpuSet>,
-    pub reset_on_fork: bool,
+    /// None leaves the thread's own flag as it is (deadline: always set,
+    /// since the kernel refuses a deadline thread's fork without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reset_on_fork: Option<bool>,
 }
 
 fn cpus_as_list<S: serde::Serializer>(cpus: &Option<CpuSet>, s: S) -> Result<S::Ok, S::Error> {
@@ -172,6 +175,35 @@ impl Promotion {
                 ))
             }
             (Policy::Deadline, Some(dl)) => {
+                if self.reset_on_fork == Some(false) {
+                    return Err((
+                        "reset_on_fork",
+                        "a deadline thread cannot fork or start threads unless its children \
+                         start at SCHED_OTHER; leave reset_on_fork out (it is set for deadline)"
+                            .into(),
+                    ));
+                }
+                if self.affinity.is_some() {
+                    return Err((
+                        "affinity",
+                        "the kernel admits a deadline thread only if it may run on every CPU \
+                         of its root domain; leave affinity out (confine it with an exclusive cpuset)"
+                            .into(),
+                    ));
+                }
+                if let Some((min_us, max_us)) = deadline_period_limits_us() {
+                    let period_us = dl.period_ns / 1000;
+                    if period_us < min_us || period_us > max_us {
+                        return Err((
+                            "period",
+                            format!(
+                                "{period_us} us is outside the kernel's limits for deadline \
+                                 periods ({min_us} to {max_us} us: \
+                                 kernel.sched_deadline_period_min_us / _max_us)"
+                            ),
+                        ));
+                    }
+                }
                 if dl.runtime_ns < MIN_DEADLINE_RUNTIME_NS {
                     return Err(("runtime", "runtime must be at least 1024 ns".into()));
                 }
@@ -208,9 +240,12 @@ impl Promotion {
         Ok(())
     }
 
-    /// What a thread with settings `current` should have under this
-    /// promotion: what is not promoted (nice, an unset affinity) stays.
-    pub fn target(&self, current: &Settings) -> Settings {
+    /// What a thread with settings `current`, whose cpuset allows
+    /// `allowed`, should have under this promotion: what the promotion does
+    /// not set (nice, an absent affinity or reset-on-fork) stays, and the
+    /// affinity is what the kernel will really give (the request within the
+    /// cpuset), so a promotion that holds is seen to hold.
+    pub fn target(&self, current: &Settings, allowed: &CpuSet) -> Settings {
         Settings {
             policy: self.policy,
             priority: if self.policy.takes_priority() {
@@ -220,18 +255,21 @@ impl Promotion {
             },
             deadline: self.deadline,
             nice: current.nice,
-            reset_on_fork: self.reset_on_fork,
+            reset_on_fork: match self.policy {
+                Policy::Deadline => true,
+                _ => self.reset_on_fork.unwrap_or(current.reset_on_fork),
+            },
             affinity: self
                 .affinity
                 .as_ref()
-                .map(|cpus| effective_cpus(cpus).to_string())
+                .map(|cpus| effective_cpus(cpus, allowed).to_string())
                 .unwrap_or_else(|| current.affinity.clone()),
         }
     }
 
     /// Whether `current` already has everything this promotion gives.
-    pub fn holds(&self, current: &Settings) -> bool {
-        self.target(current) == *current
+    pub fn holds(&self, current: &Settings, allowed: &CpuSet) -> bool {
+        self.target(current, allowed) == *current
     }
 }
 
@@ -246,19 +284,40 @@ impl fmt::Display for Promotion {
         if let Some(cpus) = &self.affinity {
             write!(f, ", cpus {cpus}")?;
         }
-        if self.reset_on_fork {
-            write!(f, ", reset-on-fork")?;
+        match self.reset_on_fork {
+            Some(true) => write!(f, ", reset-on-fork")?,
+            Some(false) => write!(f, ", no reset-on-fork")?,
+            None => {}
         }
         Ok(())
     }
 }
 
-/// The CPUs of `cpus` a thread can really be given: the kernel reports
-/// affinity within the online CPUs, so comparing against offline ones would
-/// never find the promotion held.
-fn effective_cpus(cpus: &CpuSet) -> CpuSet {
+/// The CPUs of `cpus` a thread can really be given: the kernel narrows an
+/// affinity to the online CPUs of the thread's cpuset, so comparing against
+/// others would never find the promotion held.
+fn effective_cpus(cpus: &CpuSet, allowed: &CpuSet) -> CpuSet {
     let online = CpuSet::online();
-    CpuSet::from_cpus(cpus.iter().filter(|&c| online.contains(c)).collect())
+    CpuSet::from_cpus(
+        cpus.iter()
+            .filter(|&c| online.contains(c) && allowed.contains(c))
+            .collect(),
+    )
+}
+
+/// kernel.sched_deadline_period_min_us and _max_us, where the kernel has them.
+fn deadline_period_limits_us() -> Option<(u64, u64)> {
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((
+        read("sched_deadline_period_min_us")?,
+        read("sched_deadline_period_max_us")?,
+    ))
 }
 
 /// A selector and the promotion it gives, from a rules file or the
@@ -272,6 +331,15 @@ pub struct Rule {
     pub promotion: Promotion,
     /// `file:line` of the rule, when it came from a file.
     pub origin: Option<String>,
+}
+
+/// How much of each thread must be read to match `rules`.
+pub fn detail_for(rules: &[Rule]) -> crate::task::Detail {
+    crate::task::Detail::Matching {
+        cmdline: rules
+            .iter()
+            .any(|r| r.selector.process.field() == Field::Cmdline),
+    }
 }
 
 /// The first rule that matches `task` (rules are ordered: put the specific
@@ -355,7 +423,7 @@ mod tests {
             priority,
             deadline: None,
             affinity: None,
-            reset_on_fork: false,
+            reset_on_fork: None,
         }
     }
 
@@ -406,18 +474,56 @@ mod tests {
             reset_on_fork: false,
             affinity: "0-1".into(),
         };
+        let all = CpuSet::parse("0-1").unwrap();
         let p = promotion(Policy::Fifo, 40);
-        let target = p.target(&current);
+        let target = p.target(&current, &all);
         assert_eq!(
             (target.policy, target.priority, target.nice),
             (Policy::Fifo, 40, 5)
         );
         assert_eq!(target.affinity, "0-1");
-        assert!(!p.holds(&current));
-        assert!(p.holds(&target));
+        assert!(
+            !target.reset_on_fork,
+            "an absent reset_on_fork keeps the thread's"
+        );
+        assert!(!p.holds(&current, &all));
+        assert!(p.holds(&target, &all));
         let mut pinned = p.clone();
+        pinned.affinity = Some(CpuSet::parse("0-1").unwrap());
+        // A cpuset that allows only CPU 0 narrows the request to it.
+        let only_0 = CpuSet::parse("0").unwrap();
+        assert_eq!(pinned.target(&current, &only_0).affinity, "0");
         pinned.affinity = Some(CpuSet::parse("1").unwrap());
-        assert_eq!(pinned.target(&current).affinity, "1");
-        assert!(!pinned.holds(&target));
+        assert_eq!(pinned.target(&current, &all).affinity, "1");
+        let mut forking = p.clone();
+        forking.reset_on_fork = Some(true);
+        assert!(forking.target(&current, &all).reset_on_fork);
+        assert!(!pinned.holds(&target, &all));
+    }
+
+    #[test]
+    fn deadline_refuses_affinity_and_keeping_forks_at_deadline() {
+        let mut dl = promotion(Policy::Deadline, 0);
+        dl.deadline = Some(DeadlineParams {
+            runtime_ns: 1_000_000,
+            deadline_ns: 10_000_000,
+            period_ns: 10_000_000,
+        });
+        assert!(dl.validate(false).is_ok());
+        let current = Settings {
+            policy: Policy::Other,
+            priority: 0,
+            deadline: None,
+            nice: 0,
+            reset_on_fork: false,
+            affinity: "0-1".into(),
+        };
+        assert!(dl.target(&current, &CpuSet::online()).reset_on_fork);
+        let mut pinned = dl.clone();
+        pinned.affinity = Some(CpuSet::parse("0").unwrap());
+        assert_eq!(pinned.validate(false).unwrap_err().0, "affinity");
+        let mut forks = dl.clone();
+        forks.reset_on_fork = Some(false);
+        assert_eq!(forks.validate(false).unwrap_err().0, "reset_on_fork");
     }
 }

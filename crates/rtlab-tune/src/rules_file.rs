@@ -66,14 +66,14 @@ struct RawRule {
     deadline: Option<Spanned<String>>,
     period: Option<Spanned<String>>,
     affinity: Option<Spanned<String>>,
-    #[serde(default)]
-    reset_on_fork: bool,
+    reset_on_fork: Option<bool>,
     #[serde(default)]
     allow_99: bool,
 }
 
 /// Reads and checks a rules file. As root, a file that anyone but root
-/// could have written is refused: its rules would run with root's power.
+/// could have written, or replaced, is refused: its rules would run with
+/// root's power over every process.
 pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
     let whole = |message: String| RulesError {
         path: path.to_path_buf(),
@@ -81,14 +81,19 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
         field: None,
         message,
     };
-    let meta = fs::metadata(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+    // The file is opened once and everything is checked on what was
+    // opened: a path swapped after the check cannot slip in.
+    let real = fs::canonicalize(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+    let file = fs::File::open(&real).map_err(|e| whole(format!("cannot read it: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| whole(format!("cannot read it: {e}")))?;
     if !meta.is_file() {
         return Err(whole("is not a regular file".into()));
     }
     // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if euid == 0 {
-        check_owned_by_root(path, &meta).map_err(whole)?;
+    if unsafe { libc::geteuid() } == 0 {
+        check_owned_by_root(&real, &meta).map_err(whole)?;
     }
     if meta.len() > MAX_BYTES {
         return Err(whole(format!(
@@ -96,19 +101,24 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
             meta.len()
         )));
     }
-    let text = fs::read_to_string(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_BYTES + 1), &mut text)
+        .map_err(|e| whole(format!("cannot read it: {e}")))?;
     parse(&text, path)
 }
 
-/// Refuses a file (or its directory) that a user other than root could
-/// have written.
-pub fn check_owned_by_root(path: &Path, meta: &fs::Metadata) -> Result<(), String> {
+/// Refuses a file that a user other than root could have written, or
+/// replaced: the file itself, and every directory on its (resolved) path,
+/// must belong to root and be writable by no one else (a directory
+/// writable by others may still hold it if it has the sticky bit, as /tmp
+/// does: then only root may rename or remove root's file).
+pub fn check_owned_by_root(real_path: &Path, meta: &fs::Metadata) -> Result<(), String> {
     if meta.uid() != 0 {
         return Err(format!(
             "is owned by uid {}, not root; as root rtlab only applies rules root wrote \
              (fix: chown root: {})",
             meta.uid(),
-            path.display()
+            real_path.display()
         ));
     }
     if meta.mode() & 0o022 != 0 {
@@ -121,18 +131,18 @@ pub fn check_owned_by_root(path: &Path, meta: &fs::Metadata) -> Result<(), Strin
                 "its group"
             },
             meta.mode() & 0o7777,
-            path.display()
+            real_path.display()
         ));
     }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if let Ok(dir_meta) = fs::metadata(dir) {
-        let others_may_replace = dir_meta.mode() & 0o002 != 0 && dir_meta.mode() & 0o1000 == 0;
-        if dir_meta.uid() != 0 || others_may_replace {
+    for dir in real_path.ancestors().skip(1) {
+        let Ok(dir_meta) = fs::metadata(dir) else {
+            continue;
+        };
+        let sticky = dir_meta.mode() & 0o1000 != 0;
+        let others_may_write = dir_meta.mode() & 0o022 != 0;
+        if dir_meta.uid() != 0 || (others_may_write && !sticky) {
             return Err(format!(
-                "is in {}, which a user other than root can change (owner uid {}, mode {:o}), \
+                "is inside {}, which a user other than root can change (owner uid {}, mode {:o}), \
                  so the file could be replaced; keep rules in a root-owned directory such as /etc/rtlab",
                 dir.display(),
                 dir_meta.uid(),
@@ -275,6 +285,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
             let span = match field {
                 "priority" => r.priority.as_ref().map(|p| p.span()),
                 "affinity" => r.affinity.as_ref().map(|a| a.span()),
+                "period" => r.period.as_ref().map(|p| p.span()),
                 "deadline" => r.deadline.as_ref().or(r.runtime.as_ref()).map(|d| d.span()),
                 "runtime" => r.runtime.as_ref().map(|d| d.span()),
                 _ => None,
@@ -347,7 +358,7 @@ period = "10ms"
         assert_eq!(rules[0].label, "alarm server");
         assert_eq!(rules[0].origin.as_deref(), Some("rules.toml:3"));
         assert_eq!(rules[0].promotion.priority, 50);
-        assert!(rules[0].promotion.reset_on_fork);
+        assert_eq!(rules[0].promotion.reset_on_fork, Some(true));
         assert_eq!(rules[1].selector.process.field(), Field::Cmdline);
         assert_eq!(rules[1].label, "java .*Gateway");
         assert!(rules[2].selector.kernel);

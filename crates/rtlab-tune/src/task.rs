@@ -60,22 +60,42 @@ impl Task {
     }
 }
 
+/// How much of a thread to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything `tune show` prints.
+    Full,
+    /// What rules match on: names, the kernel-thread flag and (when a rule
+    /// needs it) the command line; no affinity or switch counts. A watch
+    /// reads this for every fork and exec on the machine, and reading a
+    /// command line takes the process's memory lock.
+    Matching { cmdline: bool },
+}
+
+impl Detail {
+    fn cmdline(self) -> bool {
+        matches!(self, Detail::Full | Detail::Matching { cmdline: true })
+    }
+}
+
 /// Every thread of every process. Processes and threads that end while
 /// being read are skipped: /proc is a moving picture.
 pub fn scan() -> io::Result<Vec<Task>> {
+    scan_with(Detail::Full)
+}
+
+/// [`scan`], reading `detail` of each thread.
+pub fn scan_with(detail: Detail) -> io::Result<Vec<Task>> {
     let mut tasks = Vec::new();
     for process in procfs::process::all_processes().map_err(to_io)? {
         let Ok(process) = process else { continue };
         let Ok(main) = process.stat() else { continue };
-        let cmdline = process
-            .cmdline()
-            .map(|args| args.join(" "))
-            .unwrap_or_default();
+        let cmdline = read_cmdline(&process, detail);
         let Ok(threads) = process.tasks() else {
             continue;
         };
         for thread in threads.flatten() {
-            if let Some(task) = read_thread(&thread, &main.comm, &cmdline) {
+            if let Some(task) = read_thread(&thread, &main.comm, &cmdline, detail) {
                 tasks.push(task);
             }
         }
@@ -85,38 +105,42 @@ pub fn scan() -> io::Result<Vec<Task>> {
 }
 
 /// The threads of one process (empty when it has gone).
-pub fn threads_of(pid: i32) -> Vec<Task> {
+pub fn threads_of(pid: i32, detail: Detail) -> Vec<Task> {
     let Ok(process) = procfs::process::Process::new(pid) else {
         return Vec::new();
     };
     let Ok(main) = process.stat() else {
         return Vec::new();
     };
-    let cmdline = process
-        .cmdline()
-        .map(|args| args.join(" "))
-        .unwrap_or_default();
+    let cmdline = read_cmdline(&process, detail);
     let Ok(threads) = process.tasks() else {
         return Vec::new();
     };
     let mut tasks: Vec<Task> = threads
         .flatten()
-        .filter_map(|thread| read_thread(&thread, &main.comm, &cmdline))
+        .filter_map(|thread| read_thread(&thread, &main.comm, &cmdline, detail))
         .collect();
     tasks.sort_by_key(|t| t.tid);
     tasks
 }
 
 /// One thread by id, with its process (None when it has gone).
-pub fn thread(pid: i32, tid: i32) -> Option<Task> {
+pub fn thread(pid: i32, tid: i32, detail: Detail) -> Option<Task> {
     let process = procfs::process::Process::new(pid).ok()?;
     let main = process.stat().ok()?;
-    let cmdline = process
+    let cmdline = read_cmdline(&process, detail);
+    let thread = process.task_from_tid(tid).ok()?;
+    read_thread(&thread, &main.comm, &cmdline, detail)
+}
+
+fn read_cmdline(process: &procfs::process::Process, detail: Detail) -> String {
+    if !detail.cmdline() {
+        return String::new();
+    }
+    process
         .cmdline()
         .map(|args| args.join(" "))
-        .unwrap_or_default();
-    let thread = process.task_from_tid(tid).ok()?;
-    read_thread(&thread, &main.comm, &cmdline)
+        .unwrap_or_default()
 }
 
 /// The start time of thread `tid` now, or None when no such thread exists.
@@ -129,9 +153,17 @@ pub fn starttime_of(tid: i32) -> Option<u64> {
         .map(|s| s.starttime)
 }
 
-fn read_thread(thread: &procfs::process::Task, process_name: &str, cmdline: &str) -> Option<Task> {
+fn read_thread(
+    thread: &procfs::process::Task,
+    process_name: &str,
+    cmdline: &str,
+    detail: Detail,
+) -> Option<Task> {
     let stat = thread.stat().ok()?;
-    let status = thread.status().ok();
+    let status = match detail {
+        Detail::Full => thread.status().ok(),
+        Detail::Matching { .. } => None,
+    };
     let policy = stat
         .policy
         .and_then(Policy::from_kernel)
@@ -201,17 +233,45 @@ impl Settings {
         })
     }
 
-    /// Gives thread `tid` these settings: scheduling first, then affinity
-    /// (a SCHED_DEADLINE thread may refuse an affinity change, and a failed
-    /// policy change should leave the affinity alone).
-    pub fn write(&self, tid: i32) -> io::Result<()> {
-        rtlab_core::sched::set_thread(tid, &self.sched())?;
-        let cpus = CpuSet::parse(&self.affinity)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        if rtlab_core::sched::thread_affinity(tid)? != cpus {
-            rtlab_core::sched::set_thread_affinity(tid, &cpus)?;
+    /// Gives thread `tid` these settings. The kernel refuses SCHED_DEADLINE
+    /// to a thread whose affinity is narrower than its root domain, and
+    /// refuses to narrow a deadline thread's affinity, so the affinity goes
+    /// first when the target is deadline and last otherwise (then a failed
+    /// policy change also leaves the affinity alone).
+    pub fn write(&self, tid: i32) -> Result<(), WriteError> {
+        let cpus = CpuSet::parse(&self.affinity).map_err(|e| WriteError {
+            call: "sched_setaffinity",
+            tid,
+            what: format!("cpus {}", self.affinity),
+            source: io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+        })?;
+        let set_affinity = || -> Result<(), WriteError> {
+            let err = |source| WriteError {
+                call: "sched_setaffinity",
+                tid,
+                what: format!("cpus {cpus}"),
+                source,
+            };
+            if rtlab_core::sched::thread_affinity(tid).map_err(err)? != cpus {
+                rtlab_core::sched::set_thread_affinity(tid, &cpus).map_err(err)?;
+            }
+            Ok(())
+        };
+        let set_sched = || {
+            rtlab_core::sched::set_thread(tid, &self.sched()).map_err(|source| WriteError {
+                call: "sched_setattr",
+                tid,
+                what: self.sched().params.to_string(),
+                source,
+            })
+        };
+        if self.policy == Policy::Deadline {
+            set_affinity()?;
+            set_sched()
+        } else {
+            set_sched()?;
+            set_affinity()
         }
-        Ok(())
     }
 
     pub fn sched(&self) -> rtlab_core::sched::ThreadSched {
@@ -225,6 +285,58 @@ impl Settings {
             nice: self.nice,
         }
     }
+}
+
+/// A system call that refused a change, with what was asked of it.
+#[derive(Debug, thiserror::Error)]
+#[error("{call}(tid {tid}, {what}): {source}")]
+pub struct WriteError {
+    pub call: &'static str,
+    pub tid: i32,
+    pub what: String,
+    #[source]
+    pub source: io::Error,
+}
+
+impl WriteError {
+    pub fn errno(&self) -> Option<i32> {
+        self.source.raw_os_error()
+    }
+}
+
+/// The CPUs thread `tid`'s cpuset allows (the kernel narrows any affinity
+/// to them), or all online CPUs when that cannot be read.
+pub fn allowed_cpus(tid: i32) -> CpuSet {
+    cpuset_cpus(tid).unwrap_or_else(CpuSet::online)
+}
+
+fn cpuset_cpus(tid: i32) -> Option<CpuSet> {
+    let cgroups = std::fs::read_to_string(format!("/proc/{tid}/cgroup")).ok()?;
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let path = path.trim_start_matches('/');
+        let (base, file) = if controllers.split(',').any(|c| c == "cpuset") {
+            ("/sys/fs/cgroup/cpuset", "cpuset.effective_cpus")
+        } else if controllers.is_empty() {
+            ("/sys/fs/cgroup", "cpuset.cpus.effective")
+        } else {
+            continue;
+        };
+        // A cgroup without the controller enabled takes its parent's CPUs.
+        let mut dir = std::path::Path::new(base).join(path);
+        loop {
+            if let Ok(cpus) = CpuSet::from_sysfs(&dir.join(file)) {
+                if !cpus.is_empty() {
+                    return Some(cpus);
+                }
+            }
+            if dir.as_path() == std::path::Path::new(base) || !dir.pop() {
+                break;
+            }
+        }
+    }
+    None
 }
 
 impl fmt::Display for Settings {
@@ -266,7 +378,10 @@ mod tests {
         if let Some(kthreadd) = tasks.iter().find(|t| t.pid == 2) {
             assert!(kthreadd.kernel_thread);
         }
-        assert_eq!(threads_of(pid).len(), mine.len());
+        // Other tests' threads come and go in this process: look for ours.
+        assert!(threads_of(pid, Detail::Full)
+            .iter()
+            .any(|t| t.name == "scan-probe"));
         drop(tx);
         helper.join().unwrap();
     }
@@ -275,7 +390,12 @@ mod tests {
     fn own_settings_read_back() {
         let settings = Settings::read(0).unwrap();
         assert!(!settings.affinity.is_empty());
-        let me = thread(std::process::id() as i32, rtlab_core::sched::gettid()).unwrap();
+        let me = thread(
+            std::process::id() as i32,
+            rtlab_core::sched::gettid(),
+            Detail::Full,
+        )
+        .unwrap();
         assert_eq!(me.policy, settings.policy);
         assert_eq!(me.affinity, settings.affinity);
         assert_eq!(starttime_of(me.tid), Some(me.starttime));

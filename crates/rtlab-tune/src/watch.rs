@@ -6,8 +6,9 @@ use crate::changes::ChangeLog;
 use crate::connector::{ProcEvents, ThreadEvent};
 use crate::promote::{self, Applied};
 use crate::rule::Rule;
-use crate::task;
+use crate::task::{self, ThreadId};
 use serde::Serialize;
+use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -102,12 +103,41 @@ pub fn watch(
     });
 
     let (mut changed, mut failed) = (0u64, 0u64);
-    let mut note = |applied: Vec<Applied>, report: &mut dyn FnMut(WatchEvent)| {
-        for a in applied {
+    // The threads this watch changed, so one that stops matching (it ran
+    // another program, or renamed itself) gets its old settings back.
+    let mut promoted: HashSet<ThreadId> = HashSet::new();
+    let mut step = |rules: &[Rule],
+                    tasks: &[task::Task],
+                    full_scan: bool,
+                    report: &mut dyn FnMut(WatchEvent)| {
+        if full_scan {
+            // Forget threads that have ended.
+            let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
+            promoted.retain(|id| alive.contains(id));
+        }
+        let unmatched: Vec<task::Task> = tasks
+            .iter()
+            .filter(|t| promoted.contains(&t.id()) && crate::rule::first_match(rules, t).is_none())
+            .cloned()
+            .collect();
+        let mut results = promote::apply(rules, tasks, &txn);
+        results.extend(promote::revert(&unmatched, &txn));
+        for a in results {
+            let id = ThreadId {
+                tid: a.tid,
+                starttime: a.starttime,
+            };
             match a.outcome {
                 // A thread that already holds is not news.
                 promote::Outcome::Held { .. } | promote::Outcome::Vanished => continue,
-                promote::Outcome::Changed { .. } => changed += 1,
+                promote::Outcome::Changed { .. } if a.rule.is_some() => {
+                    promoted.insert(id);
+                    changed += 1;
+                }
+                promote::Outcome::Changed { .. } => {
+                    promoted.remove(&id);
+                    changed += 1;
+                }
                 promote::Outcome::Failed { .. } => failed += 1,
             }
             report(WatchEvent::Applied(a));
@@ -132,8 +162,9 @@ pub fn watch(
             }
         }
         if Instant::now() >= next_scan {
-            let tasks = task::scan().map_err(|e| format!("cannot read /proc: {e}"))?;
-            note(promote::apply(&rules, &tasks, &txn), report);
+            let tasks = task::scan_with(crate::rule::detail_for(&rules))
+                .map_err(|e| format!("cannot read /proc: {e}"))?;
+            step(&rules, &tasks, true, report);
             next_scan = Instant::now() + full_scan_every;
         }
         // Wake at the next scan, or every 200 ms at least to see `stop`.
@@ -146,8 +177,8 @@ pub fn watch(
                     pending.clear();
                     match ev.drain(&mut pending) {
                         Ok(true) => {
-                            let tasks = fresh_threads(&pending);
-                            note(promote::apply(&rules, &tasks, &txn), report);
+                            let tasks = fresh_threads(&pending, crate::rule::detail_for(&rules));
+                            step(&rules, &tasks, false, report);
                         }
                         // Lost events: only a full scan is sure to find all.
                         Ok(false) => next_scan = Instant::now(),
@@ -163,13 +194,24 @@ pub fn watch(
 }
 
 /// The threads named by events, read now; ones already gone are skipped.
-fn fresh_threads(events: &[ThreadEvent]) -> Vec<task::Task> {
-    let mut seen = std::collections::HashSet::new();
-    events
-        .iter()
-        .filter(|e| seen.insert(e.tid))
-        .filter_map(|e| task::thread(e.pid, e.tid))
-        .collect()
+/// A process that runs a new program or renames its main thread changes
+/// what all its threads match (rules select by process name), so then
+/// every thread of it is read.
+fn fresh_threads(events: &[ThreadEvent], detail: task::Detail) -> Vec<task::Task> {
+    let mut seen = HashSet::new();
+    let mut tasks = Vec::new();
+    for event in events {
+        if event.tid == event.pid {
+            for thread in task::threads_of(event.pid, detail) {
+                if seen.insert(thread.tid) {
+                    tasks.push(thread);
+                }
+            }
+        } else if seen.insert(event.tid) {
+            tasks.extend(task::thread(event.pid, event.tid, detail));
+        }
+    }
+    tasks
 }
 
 fn wait_readable(fd: i32, timeout: Duration) -> bool {
