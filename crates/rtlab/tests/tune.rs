@@ -5,6 +5,7 @@
 mod common;
 
 use common::{assert_refused, is_root, rtlab, run, skip};
+use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{thread_affinity, thread_sched, Policy};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -46,18 +47,43 @@ impl Throwaway {
         self.dir.path().join(&self.name)
     }
 
-    fn start(&self) -> Child {
-        Command::new(self.program())
-            .arg("300")
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap()
+    fn start(&self) -> Proc {
+        Proc(
+            Command::new(self.program())
+                .arg("300")
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
     }
 }
 
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+/// A child killed when dropped: a failing test must not leave a promoted
+/// `sleep 300` behind.
+struct Proc(Child);
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn stop(child: Proc) {
+    drop(child);
 }
 
 fn policy_of(tid: i32) -> (Policy, u32) {
@@ -388,6 +414,26 @@ fn as_root_a_rules_file_others_could_write_is_refused() {
         &["tune", "apply", "--rules", &rules_arg],
         &["owned by uid 65534", "chown root"],
     );
+
+    // A root-owned file reached through a symlink, or inside a directory
+    // another user owns (however deep), could be swapped: refused too.
+    let theirs = dir.path().join("theirs");
+    fs::create_dir_all(theirs.join("sub")).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+    let deep = write_rules(
+        &theirs.join("sub"),
+        "[[rule]]\nmatch = \"x\"\npolicy = \"other\"\n",
+    );
+    assert_refused(
+        &["tune", "apply", "--rules", deep.to_str().unwrap()],
+        &["owner uid 65534", "could be replaced"],
+    );
+    let link = dir.path().join("link.toml");
+    std::os::unix::fs::symlink(&deep, &link).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", link.to_str().unwrap()],
+        &["owner uid 65534"],
+    );
 }
 
 /// Starts `rtlab tune watch` with JSON events on stdout, read by a thread.
@@ -440,11 +486,26 @@ impl Watcher {
     }
 
     fn stop(mut self) -> Vec<serde_json::Value> {
+        self.stop_and_read()
+    }
+
+    fn stop_and_read(&mut self) -> Vec<serde_json::Value> {
         common::signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "watch exited with {status}");
         // Everything it wrote: the reader ends at the pipe's end of file.
         self.lines.iter().collect()
+    }
+}
+
+impl Drop for Watcher {
+    /// A failed test must not leave its watch running (it would hold the
+    /// test's output open and keep promoting).
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -480,14 +541,14 @@ fn watch_promotes_restarted_processes(extra: &[&str]) {
         let took = wait_for_policy(again.id() as i32, Policy::Fifo);
         eprintln!("restart {restart}: promoted {took:?} after it started");
         assert_eq!(policy_of(again.id() as i32), (Policy::Fifo, 24));
-        // The record keeps what can still be undone: the live process only.
+        // The newest entry is the live process (entries of ended ones are
+        // dropped in bulk once there are many).
         let record: serde_json::Value = serde_json::from_str(
             &fs::read_to_string(state.path().join("tune-changes.json")).unwrap(),
         )
         .unwrap();
         let entries = record["entries"].as_array().unwrap();
-        assert_eq!(entries.len(), 1, "{record}");
-        assert_eq!(entries[0]["pid"], again.id());
+        assert_eq!(entries.last().unwrap()["pid"], again.id(), "{record}");
         stop(again);
     }
     let events = watcher.stop();
@@ -513,19 +574,28 @@ fn watch_promotes_a_restarted_process_again_by_polling() {
     watch_promotes_restarted_processes(&["--poll", "--interval", "100ms"]);
 }
 
+/// Field 22 of /proc/PID/stat: when the process started.
+fn rtlab_tune_starttime(pid: i32) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(19).unwrap().parse().unwrap()
+}
+
 /// Starts `program args` so that it gets pid `pid` (free now), by setting
 /// the kernel's last-allocated pid just below it; other processes may take
 /// it first, so it tries again. None when the kernel does not allow it.
-fn spawn_at_pid(pid: i32, program: &str, args: &[&str]) -> Option<Child> {
+fn spawn_at_pid(pid: i32, program: &str, args: &[&str]) -> Option<Proc> {
     for _ in 0..200 {
         if fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
             return None;
         }
-        let child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = Proc(
+            Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         if child.id() as i32 == pid {
             return Some(child);
         }
@@ -586,8 +656,11 @@ fn watch_leaves_alone_a_process_that_reuses_a_promoted_pid() {
     let first = program.start();
     let pid = first.id() as i32;
     wait_for_policy(pid, Policy::Fifo);
+    let first_start = rtlab_tune_starttime(pid);
     stop(first);
-    let Some(other) = spawn_at_pid(pid, "sleep", &["300"]) else {
+    // The newcomer has exactly what watch gave the old process: a watch
+    // that knew threads by pid alone would "take back" its promotion.
+    let Some(other) = spawn_at_pid(pid, "chrt", &["-f", "26", "sleep", "300"]) else {
         watcher.stop();
         skip("cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
         return;
@@ -599,14 +672,14 @@ fn watch_leaves_alone_a_process_that_reuses_a_promoted_pid() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(
         policy_of(pid),
-        (Policy::Other, 0),
-        "the reused pid was promoted"
+        (Policy::Fifo, 26),
+        "the reused pid was changed"
     );
     let events = watcher.stop();
     assert!(
         !events
             .iter()
-            .any(|e| e["event"] == "applied" && e["pid"] == pid && e["name"] == "sleep"),
+            .any(|e| e["event"] == "applied" && e["pid"] == pid && e["starttime"] != first_start),
         "{events:?}"
     );
     stop(other);
@@ -879,4 +952,428 @@ fn watch_rereads_its_rules_on_sighup_and_keeps_them_when_the_file_breaks() {
     assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
         .status
         .success());
+}
+
+/// The interpreter itself (not a pyenv shim script), so a symlink to it
+/// gives the process the symlink's name; None without python3.
+fn python() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, os; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// A python3 program started under a unique process name, with pipes.
+struct Scripted {
+    child: Proc,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    _dir: tempfile::TempDir,
+}
+
+impl Scripted {
+    fn start(name: &str, script: &str, args: &[&str]) -> Option<Scripted> {
+        let python = python()?;
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&python, dir.path().join(name)).unwrap();
+        let mut child = Command::new(dir.path().join(name))
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Some(Scripted {
+            stdin: child.stdin.take().unwrap(),
+            stdout: std::io::BufReader::new(child.stdout.take().unwrap()),
+            child: Proc(child),
+            _dir: dir,
+        })
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    }
+
+    fn go(&mut self) {
+        use std::io::Write;
+        self.stdin.write_all(b"go\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+const PRCTL_NAME: &str = "import ctypes, os, sys, threading, time\n\
+libc = ctypes.CDLL(None)\n\
+def name(n): libc.prctl(15, n.encode(), 0, 0, 0)\n";
+
+#[test]
+fn watch_finds_the_threads_of_a_process_that_renames_itself() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let renamed = unique_name("n");
+    let rules = write_rules(
+        state.path(),
+        &format!("[[rule]]\nmatch = \"{renamed}\"\nthreads = \"io-.*\"\npolicy = \"fifo\"\npriority = 28\n"),
+    );
+    // No periodic rescan during the test: only the rename event can do it.
+    let watcher = Watcher::start(state.path(), &rules, &["--rescan", "1h"]);
+    let script = format!(
+        "{PRCTL_NAME}\
+ready = threading.Event()\n\
+def worker():\n    name('io-1'); print(threading.get_native_id(), flush=True); ready.set(); time.sleep(300)\n\
+threading.Thread(target=worker, daemon=True).start(); ready.wait()\n\
+sys.stdin.readline(); name(sys.argv[1]); print('renamed', flush=True); time.sleep(300)\n"
+    );
+    let Some(mut program) = Scripted::start("rtpyrename", &script, &[&renamed]) else {
+        watcher.stop();
+        skip("python3 is not installed");
+        return;
+    };
+    let worker: i32 = program.line().parse().unwrap();
+    assert_eq!(policy_of(worker).0, Policy::Other);
+    program.go();
+    assert_eq!(program.line(), "renamed");
+    wait_for_policy(worker, Policy::Fifo);
+    assert_eq!(policy_of(worker), (Policy::Fifo, 28));
+    // Its main thread is not an io- thread: left alone.
+    assert_eq!(policy_of(program.child.id() as i32).0, Policy::Other);
+    watcher.stop();
+    stop(program.child);
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
+}
+
+#[test]
+fn watch_takes_back_a_forked_child_that_runs_another_program() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let name = unique_name("f");
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\npolicy = \"fifo\"\npriority = 13\nreset_on_fork = true\n"
+        ),
+    );
+    let watcher = Watcher::start(state.path(), &rules, &["--rescan", "1h"]);
+    let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap();
+    let script = "import os, sys, time\n\
+sys.stdin.readline()\n\
+pid = os.fork()\n\
+if pid == 0:\n    time.sleep(0.2); os.execv(sys.argv[1], ['sleep', '300'])\n\
+print(pid, flush=True); time.sleep(300)\n";
+    let Some(mut program) = Scripted::start(&name, script, &[sleep]) else {
+        watcher.stop();
+        skip("python3 is not installed");
+        return;
+    };
+    let parent = program.child.id() as i32;
+    wait_for_policy(parent, Policy::Fifo);
+    program.go();
+    let child: i32 = program.line().parse().unwrap();
+    // Wait for the child to run sleep, then for the watch to have handled
+    // that: a process started after it is promoted after it.
+    let start = Instant::now();
+    while !fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the child never ran sleep"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let marker = Throwaway::new("m");
+    write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\npolicy = \"fifo\"\npriority = 13\nreset_on_fork = true\n\n\
+             [[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 2\n",
+            marker.name
+        ),
+    );
+    common::signal(&watcher.child, libc::SIGHUP);
+    watcher.next_event("reloaded");
+    let m = marker.start();
+    wait_for_policy(m.id() as i32, Policy::Fifo);
+    // The child runs a program no rule matches: it must not keep a
+    // promotion (reset-on-fork said its children start at SCHED_OTHER).
+    assert_eq!(
+        policy_of(child),
+        (Policy::Other, 0),
+        "the exec'd child kept the promotion"
+    );
+    assert_eq!(policy_of(parent), (Policy::Fifo, 13));
+    watcher.stop();
+    stop(m);
+    // SAFETY: kill(2) of the test's own grandchild.
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    stop(program.child);
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
+}
+
+#[test]
+fn nice_survives_a_real_time_spell_and_its_undo() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("i");
+    // Started at FIFO 10 with nice 5 kept underneath (chrt over nice).
+    let child = Proc(
+        Command::new("nice")
+            .args(["-n", "5", "chrt", "-f", "10"])
+            .arg(program.program())
+            .arg("300")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.id() as i32;
+    let start = Instant::now();
+    while !fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program.name) {
+        assert!(start.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let niceness = || {
+        // SAFETY: getpriority of our own child.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) }
+    };
+    assert_eq!((policy_of(pid), niceness()), ((Policy::Fifo, 10), 5));
+    let out = run(rtlab(state.path()).args(["tune", "set", &program.name, "--policy", "other"]));
+    assert!(out.status.success());
+    assert_eq!(
+        (policy_of(pid), niceness()),
+        ((Policy::Other, 0), 5),
+        "nice lost going to other"
+    );
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(
+        (policy_of(pid), niceness()),
+        ((Policy::Fifo, 10), 5),
+        "undo lost nice"
+    );
+    stop(child);
+}
+
+#[test]
+fn deadline_takes_no_affinity_and_undo_restores_it_in_the_right_order() {
+    require_root!();
+    assert_refused(
+        &[
+            "tune",
+            "set",
+            "x",
+            "--policy",
+            "deadline",
+            "--runtime",
+            "1ms",
+            "--period",
+            "100ms",
+            "--affinity",
+            "1",
+        ],
+        &["--affinity", "root domain"],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("l");
+    let child = program.start();
+    let pid = child.id() as i32;
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &program.name,
+        "--policy",
+        "deadline",
+        "--runtime",
+        "1ms",
+        "--period",
+        "100ms",
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let sched = thread_sched(pid).unwrap();
+    assert_eq!(sched.params.policy, Policy::Deadline);
+    assert!(
+        sched.reset_on_fork,
+        "deadline threads must not fork without reset-on-fork"
+    );
+    // From deadline to a pinned fifo, and back: the kernel refuses
+    // deadline to a pinned thread unless the affinity goes first.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &program.name,
+        "--policy",
+        "fifo",
+        "--priority",
+        "14",
+        "--affinity",
+        "1",
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(policy_of(pid), (Policy::Fifo, 14));
+    let out = run(rtlab(state.path()).args(["tune", "undo"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(thread_sched(pid).unwrap().params.policy, Policy::Deadline);
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(pid), (Policy::Other, 0));
+    stop(child);
+}
+
+/// A cgroup-v1 cpuset holding only CPU 0, removed when dropped.
+struct CpusetZero(PathBuf);
+
+impl CpusetZero {
+    fn new() -> Option<CpusetZero> {
+        let root = Path::new("/sys/fs/cgroup/cpuset");
+        if !root.join("cpuset.cpus").exists() {
+            return None;
+        }
+        let dir = root.join(format!("rtlab-test-{}", unique_name("c")));
+        fs::create_dir(&dir).ok()?;
+        let set = CpusetZero(dir);
+        fs::write(set.0.join("cpuset.cpus"), "0").ok()?;
+        fs::write(set.0.join("cpuset.mems"), "0").ok()?;
+        Some(set)
+    }
+}
+
+impl Drop for CpusetZero {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn an_affinity_a_cpuset_narrows_is_seen_to_hold() {
+    require_root!();
+    if CpuSet::online().len() < 2 {
+        skip("needs two CPUs");
+        return;
+    }
+    let Some(cpuset) = CpusetZero::new() else {
+        skip("no cgroup-v1 cpuset hierarchy at /sys/fs/cgroup/cpuset");
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("k");
+    let mut child = program.start();
+    fs::write(cpuset.0.join("tasks"), child.id().to_string()).unwrap();
+    let set = || {
+        json_of(&run(rtlab(state.path()).args([
+            "tune",
+            "set",
+            &program.name,
+            "--policy",
+            "fifo",
+            "--priority",
+            "11",
+            "--affinity",
+            "0-1",
+            "--json",
+        ])))
+    };
+    assert_eq!(set()["changed"], 1);
+    assert_eq!(thread_affinity(child.id() as i32).unwrap().to_string(), "0");
+    let again = set();
+    assert_eq!(
+        (again["changed"].as_u64(), again["held"].as_u64()),
+        (Some(0), Some(1)),
+        "{again}"
+    );
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 11\naffinity = \"0-1\"\n",
+            program.name
+        ),
+    );
+    let status =
+        run(rtlab(state.path()).args(["tune", "status", "--rules", rules.to_str().unwrap()]));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    let list = json_of(&run(
+        rtlab(state.path()).args(["tune", "undo", "--list", "--json"])
+    ));
+    assert_eq!(list["entries"].as_array().unwrap().len(), 1, "{list}");
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(cpuset);
+}
+
+#[test]
+fn a_broad_pattern_needs_yes_and_never_touches_rtlab() {
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("y");
+    let many: Vec<Proc> = (0..17).map(|_| program.start()).collect();
+    // 17 processes of one name: more than a critical path has, so --yes.
+    let out = run(rtlab(state.path()).args(["tune", "set", &program.name, "--policy", "batch"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("matches 17 processes") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    for p in &many {
+        assert_eq!(
+            policy_of(p.id() as i32).0,
+            Policy::Other,
+            "changed without --yes"
+        );
+    }
+    // SCHED_BATCH needs no privilege: this part runs as any user.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &program.name,
+        "--policy",
+        "batch",
+        "--yes",
+        "--json",
+    ]));
+    assert!(out.status.success());
+    assert_eq!(json_of(&out)["changed"], 17);
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    for p in &many {
+        assert_eq!(policy_of(p.id() as i32).0, Policy::Other, "undo missed one");
+    }
+    // rtlab never matches itself (nor any other rtlab).
+    let out =
+        run(rtlab(state.path()).args(["tune", "set", "rtlab", "--policy", "other", "--dry-run"]));
+    assert_eq!(out.status.code(), Some(1), "rtlab matched itself");
 }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{DeadlineParams, Policy};
-use rtlab_tune::changes::{ChangeLog, UndoOutcome, UndoScope};
+use rtlab_tune::changes::{Change, ChangeLog, UndoOutcome, UndoScope, Undone};
 use rtlab_tune::promote::{self, Applied, Outcome};
 use rtlab_tune::rule::{Field, Pattern, Promotion, Rule, Selector};
 use rtlab_tune::rules_file;
@@ -241,7 +241,7 @@ impl PromotionArgs {
             priority,
             deadline,
             affinity,
-            reset_on_fork: self.reset_on_fork,
+            reset_on_fork: self.reset_on_fork.then_some(true),
         };
         if let Err((field, message)) = promotion.validate(self.allow_99) {
             bad_input!("--{field}: {message}");
@@ -278,9 +278,16 @@ pub struct SetArgs {
     /// Show what would change, change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Confirm a pattern that matches more than 16 processes.
+    #[arg(long)]
+    yes: bool,
     #[arg(long)]
     json: bool,
 }
+
+/// More processes than a critical path has: a pattern that matches more
+/// is likely broader than meant (`.*`), and needs --yes.
+const MANY_PROCESSES: usize = 16;
 
 fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
     let process = args.matching.pattern(&args.pattern, "PATTERN")?;
@@ -302,12 +309,34 @@ fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
         origin: None,
     };
     let rules = [rule];
-    let tasks = task::scan().context("cannot read /proc")?;
+    let tasks =
+        task::scan_with(rtlab_tune::rule::detail_for(&rules)).context("cannot read /proc")?;
     let skipped_kernel = if args.kernel {
         0
     } else {
         count_kernel_matches(&rules[0], &tasks)
     };
+    if !args.dry_run && !args.yes {
+        let mut processes: Vec<&str> = Vec::new();
+        let mut pids = std::collections::BTreeSet::new();
+        for t in tasks
+            .iter()
+            .filter(|t| rules[0].selector.matches(t) && !promote::is_rtlab(t))
+        {
+            if pids.insert(t.pid) && processes.len() < 5 {
+                processes.push(&t.process_name);
+            }
+        }
+        if pids.len() > MANY_PROCESSES {
+            bad_input!(
+                "PATTERN '{}' matches {} processes ({}, ...): check with --dry-run, then \
+                 confirm with --yes",
+                args.pattern,
+                pids.len(),
+                processes.join(", ")
+            );
+        }
+    }
     let results = if args.dry_run {
         preview(&rules, &tasks)
     } else {
@@ -348,13 +377,13 @@ fn preview(rules: &[Rule], tasks: &[Task]) -> Vec<Applied> {
         .into_iter()
         .enumerate()
         .flat_map(|(index, status)| {
-            let promotion = rules[index].promotion.clone();
             let label = status.label.clone();
             status.threads.into_iter().map(move |t| Applied {
-                rule: index,
+                rule: Some(index),
                 label: label.clone(),
                 pid: t.pid,
                 tid: t.tid,
+                starttime: t.starttime,
                 name: t.name,
                 process_name: t.process_name,
                 outcome: if t.holds {
@@ -363,8 +392,8 @@ fn preview(rules: &[Rule], tasks: &[Task]) -> Vec<Applied> {
                     }
                 } else {
                     Outcome::Changed {
-                        new: promotion.target(&t.settings),
                         old: t.settings,
+                        new: t.target,
                     }
                 },
             })
@@ -474,7 +503,8 @@ pub struct ApplyArgs {
 
 fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     let rules = args.rules.load()?;
-    let tasks = task::scan().context("cannot read /proc")?;
+    let tasks =
+        task::scan_with(rtlab_tune::rule::detail_for(&rules)).context("cannot read /proc")?;
     let results = if args.dry_run {
         preview(&rules, &tasks)
     } else {
@@ -485,7 +515,7 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     report_applied("apply", &results, args.dry_run, args.json, 0)?;
     if !args.json {
         for (i, rule) in rules.iter().enumerate() {
-            if !results.iter().any(|a| a.rule == i) {
+            if !results.iter().any(|a| a.rule == Some(i)) {
                 out!("rule '{}' matches no thread now", rule.label);
             }
         }
@@ -608,7 +638,8 @@ pub struct StatusArgs {
 
 fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let rules = args.rules.load()?;
-    let tasks = task::scan().context("cannot read /proc")?;
+    let tasks =
+        task::scan_with(rtlab_tune::rule::detail_for(&rules)).context("cannot read /proc")?;
     let statuses = promote::status(&rules, &tasks);
     let all_hold = statuses.iter().all(|s| s.holds());
     if args.json {
@@ -691,14 +722,29 @@ fn undo(args: &UndoArgs) -> anyhow::Result<ExitCode> {
         UndoScope::Last
     };
     let undone = log.undo(scope, args.force, args.dry_run)?;
-    let failed = undone
+    // Left alone counts as not done: the user has something to decide.
+    let incomplete = undone.iter().any(|u| {
+        matches!(
+            u.outcome,
+            UndoOutcome::Failed { .. } | UndoOutcome::ChangedSince { .. }
+        )
+    });
+    let files_restored: Vec<&Undone> = undone
         .iter()
-        .any(|u| matches!(u.outcome, UndoOutcome::Failed { .. }));
+        .filter(|u| {
+            !args.dry_run
+                && u.outcome == UndoOutcome::Restored
+                && matches!(u.entry.change, Change::File { .. })
+        })
+        .collect();
+    // systemd keeps what it read until told to read again.
+    let reload = (!files_restored.is_empty()).then(rtlab_tune::systemd::reload);
     if args.json {
         let doc = json!({
             "schema": "rtlab.tune-undo/1",
             "dry_run": args.dry_run,
             "undone": undone,
+            "reload": reload,
         });
         out!("{}", serde_json::to_string_pretty(&doc)?);
     } else if undone.is_empty() {
@@ -719,8 +765,21 @@ fn undo(args: &UndoArgs) -> anyhow::Result<ExitCode> {
             };
             out!("{}: {what}", u.entry);
         }
+        if let Some(reload) = &reload {
+            out!("{reload}");
+        }
+        for u in &files_restored {
+            if let Change::File { path, .. } = &u.entry.change {
+                if path.ends_with(rtlab_tune::systemd::WATCH_UNIT_NAME) {
+                    out!(
+                        "if it was enabled: systemctl disable --now {}",
+                        rtlab_tune::systemd::WATCH_UNIT_NAME
+                    );
+                }
+            }
+        }
     }
-    Ok(if failed {
+    Ok(if incomplete {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
