@@ -373,22 +373,30 @@ impl Txn<'_> {
         self.log.write(&record)?;
 
         let mut keep = vec![true; record.entries.len()];
+        // The usual case, every change made as asked, needs no second write.
+        let mut dirty = false;
         for (n, (i, task, old, new)) in pending.into_iter().enumerate() {
             let (outcome, fate) = make_change(task, old, new);
             match fate {
-                Fate::Drop => keep[first + n] = false,
+                Fate::Drop => {
+                    keep[first + n] = false;
+                    dirty = true;
+                }
                 Fate::Keep(Some(now)) => {
                     if let Change::Thread { new, .. } = &mut record.entries[first + n].change {
                         *new = now;
                     }
+                    dirty = true;
                 }
                 Fate::Keep(None) => {}
             }
             outcomes[i] = Some(outcome);
         }
-        let mut flags = keep.into_iter();
-        record.entries.retain(|_| flags.next().unwrap_or(true));
-        self.log.write(&record)?;
+        if dirty {
+            let mut flags = keep.into_iter();
+            record.entries.retain(|_| flags.next().unwrap_or(true));
+            self.log.write(&record)?;
+        }
         Ok(outcomes.into_iter().flatten().collect())
     }
 
@@ -478,8 +486,15 @@ fn make_change(
     let made = new.write(task.tid);
     match task::starttime_of(task.tid) {
         Some(start) if start == task.starttime => {}
-        // Ended: whatever reached it ended with it.
-        None => return (Err(ChangeError::Vanished), Fate::Drop),
+        // Ended: a change made reached it before it went (nothing is left
+        // to restore either way).
+        None => {
+            let outcome = match made {
+                Ok(()) => Ok(ThreadOutcome::Changed { old, new }),
+                Err(_) => Err(ChangeError::Vanished),
+            };
+            return (outcome, Fate::Drop);
+        }
         // The id names another thread now, which a successful write may
         // have reached: say so (nothing recorded can restore it).
         Some(_) => {
