@@ -8,7 +8,7 @@ use crate::promote::{self, Applied};
 use crate::rule::Rule;
 use crate::task::{self, ThreadId};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -105,19 +105,24 @@ pub fn watch(
     let (mut changed, mut failed) = (0u64, 0u64);
     // The threads this watch changed, so one that stops matching (it ran
     // another program, or renamed itself) gets its old settings back.
-    let mut promoted: HashSet<ThreadId> = HashSet::new();
-    let mut step = |rules: &[Rule],
-                    tasks: &[task::Task],
-                    full_scan: bool,
-                    report: &mut dyn FnMut(WatchEvent)| {
-        if full_scan {
-            // Forget threads that have ended.
-            let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
-            promoted.retain(|id| alive.contains(id));
-        }
+    // (with the process each belongs to)
+    let mut promoted: HashMap<ThreadId, i32> = HashMap::new();
+    let mut step = |rules: &[Rule], input: Input, report: &mut dyn FnMut(WatchEvent)| {
+        let tasks = match input {
+            Input::Scan(tasks) => {
+                // Forget threads that have ended.
+                let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
+                promoted.retain(|id, _| alive.contains(id));
+                tasks
+            }
+            Input::Events(events) => fresh_threads(events, rules, &promoted),
+        };
+        let tasks = &tasks[..];
         let unmatched: Vec<task::Task> = tasks
             .iter()
-            .filter(|t| promoted.contains(&t.id()) && crate::rule::first_match(rules, t).is_none())
+            .filter(|t| {
+                promoted.contains_key(&t.id()) && crate::rule::first_match(rules, t).is_none()
+            })
             .cloned()
             .collect();
         let mut results = promote::apply(rules, tasks, &txn);
@@ -131,7 +136,7 @@ pub fn watch(
                 // A thread that already holds is not news.
                 promote::Outcome::Held { .. } | promote::Outcome::Vanished => continue,
                 promote::Outcome::Changed { .. } if a.rule.is_some() => {
-                    promoted.insert(id);
+                    promoted.insert(id, a.pid);
                     changed += 1;
                 }
                 promote::Outcome::Changed { .. } => {
@@ -164,7 +169,7 @@ pub fn watch(
         if Instant::now() >= next_scan {
             let tasks = task::scan_with(crate::rule::detail_for(&rules))
                 .map_err(|e| format!("cannot read /proc: {e}"))?;
-            step(&rules, &tasks, true, report);
+            step(&rules, Input::Scan(tasks), report);
             next_scan = Instant::now() + full_scan_every;
         }
         // Wake at the next scan, or every 200 ms at least to see `stop`.
@@ -177,8 +182,7 @@ pub fn watch(
                     pending.clear();
                     match ev.drain(&mut pending) {
                         Ok(true) => {
-                            let tasks = fresh_threads(&pending, crate::rule::detail_for(&rules));
-                            step(&rules, &tasks, false, report);
+                            step(&rules, Input::Events(&pending), report);
                         }
                         // Lost events: only a full scan is sure to find all.
                         Ok(false) => next_scan = Instant::now(),
@@ -193,14 +197,36 @@ pub fn watch(
     Ok(())
 }
 
+/// What one step of the watch looks at.
+enum Input<'e> {
+    /// Every thread of the machine.
+    Scan(Vec<task::Task>),
+    /// The threads the kernel reported.
+    Events(&'e [ThreadEvent]),
+}
+
 /// The threads named by events, read now; ones already gone are skipped.
 /// A process that runs a new program or renames its main thread changes
 /// what all its threads match (rules select by process name), so then
-/// every thread of it is read.
-fn fresh_threads(events: &[ThreadEvent], detail: task::Detail) -> Vec<task::Task> {
+/// every thread of it is read. Most events on a busy machine are for
+/// processes no rule names: a look at their names (two small reads) rules
+/// them out before anything else is read.
+fn fresh_threads(
+    events: &[ThreadEvent],
+    rules: &[Rule],
+    promoted: &HashMap<ThreadId, i32>,
+) -> Vec<task::Task> {
+    let detail = crate::rule::detail_for(rules);
+    let by_name_only = detail == (task::Detail::Matching { cmdline: false });
+    // Processes with a thread this watch changed: those are always read,
+    // since a thread that stops matching gets its old settings back.
+    let ours: HashSet<i32> = promoted.values().copied().collect();
     let mut seen = HashSet::new();
     let mut tasks = Vec::new();
     for event in events {
+        if by_name_only && !ours.contains(&event.pid) && !any_rule_names(rules, event.pid) {
+            continue;
+        }
         if event.tid == event.pid {
             for thread in task::threads_of(event.pid, detail) {
                 if seen.insert(thread.tid) {
@@ -212,6 +238,18 @@ fn fresh_threads(events: &[ThreadEvent], detail: task::Detail) -> Vec<task::Task
         }
     }
     tasks
+}
+
+/// Whether some rule's process pattern matches process `pid`'s name now
+/// (true when it cannot be read: then the full read decides).
+fn any_rule_names(rules: &[Rule], pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(name) => {
+            let name = name.trim_end_matches('\n');
+            rules.iter().any(|r| r.selector.process.is_match(name))
+        }
+        Err(_) => true,
+    }
 }
 
 fn wait_readable(fd: i32, timeout: Duration) -> bool {
