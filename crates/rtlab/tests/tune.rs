@@ -509,16 +509,26 @@ impl Drop for Watcher {
     }
 }
 
-/// Waits (generously: the host is noisy) until `pid` has `policy`.
-fn wait_for_policy(pid: i32, policy: Policy) -> Duration {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(30) {
-        if thread_sched(pid).is_ok_and(|s| s.params.policy == policy) {
-            return start.elapsed();
+/// Polls `done` every 5 ms, up to 6000 times (a hang guard, not a timing
+/// check: the host is noisy), and panics with `what` if it never holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..6000 {
+        if done() {
+            return;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    panic!("{pid} did not become {policy} in 30 s");
+    panic!("gave up waiting: {what}");
+}
+
+/// Waits until `pid` has `policy`; returns how long that took (printed,
+/// never asserted).
+fn wait_for_policy(pid: i32, policy: Policy) -> Duration {
+    let start = Instant::now();
+    wait_until(&format!("{pid} to become {policy}"), || {
+        thread_sched(pid).is_ok_and(|s| s.params.policy == policy)
+    });
+    start.elapsed()
 }
 
 fn watch_promotes_restarted_processes(extra: &[&str]) {
@@ -1086,14 +1096,9 @@ print(pid, flush=True); time.sleep(300)\n";
     let child: i32 = program.line().parse().unwrap();
     // Wait for the child to run sleep, then for the watch to have handled
     // that: a process started after it is promoted after it.
-    let start = Instant::now();
-    while !fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sleep") {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the child never ran sleep"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the child to run sleep", || {
+        fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    });
     let marker = Throwaway::new("m");
     write_rules(
         state.path(),
@@ -1141,11 +1146,9 @@ fn nice_survives_a_real_time_spell_and_its_undo() {
             .unwrap(),
     );
     let pid = child.id() as i32;
-    let start = Instant::now();
-    while !fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program.name) {
-        assert!(start.elapsed() < Duration::from_secs(30));
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the program to start", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program.name)
+    });
     let niceness = || {
         // SAFETY: getpriority of our own child.
         unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) }
