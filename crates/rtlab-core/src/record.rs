@@ -4,7 +4,7 @@
 //! the maximum and the largest spikes. Runs in the non-RT recorder thread,
 //! so it may allocate.
 
-use crate::result::{Overflows, Percentiles, SeriesStats, Spike};
+use crate::result::{BlockMaxima, Overflows, Percentiles, SeriesStats, Spike};
 use hdrhistogram::Histogram;
 
 /// How many of the largest samples a series keeps with their times.
@@ -35,6 +35,56 @@ pub struct SeriesRecorder {
     sum_sq: u128,
     top: Vec<Spike>,
     overflows: Option<Overflows>,
+    blocks: Blocks,
+}
+
+/// Block maxima as the samples arrive (see [`BlockMaxima`]).
+struct Blocks {
+    block_samples: u64,
+    maxima_ns: Vec<u64>,
+    /// The block being filled.
+    current_max: u64,
+    current_count: u64,
+}
+
+impl Blocks {
+    fn new() -> Blocks {
+        Blocks {
+            block_samples: BlockMaxima::FIRST_BLOCK_SAMPLES,
+            maxima_ns: Vec::with_capacity(BlockMaxima::MAX_BLOCKS),
+            current_max: 0,
+            current_count: 0,
+        }
+    }
+
+    fn record(&mut self, latency_ns: u64) {
+        self.current_max = self.current_max.max(latency_ns);
+        self.current_count += 1;
+        if self.current_count < self.block_samples {
+            return;
+        }
+        self.maxima_ns.push(self.current_max);
+        self.current_max = 0;
+        self.current_count = 0;
+        if self.maxima_ns.len() == BlockMaxima::MAX_BLOCKS {
+            // Merge neighbours: half as many blocks, twice the size; the
+            // list stays bounded and every block still covers equal time.
+            let merged: Vec<u64> = self
+                .maxima_ns
+                .chunks(2)
+                .map(|pair| pair.iter().copied().max().unwrap_or(0))
+                .collect();
+            self.maxima_ns = merged;
+            self.block_samples *= 2;
+        }
+    }
+
+    fn stats(&self) -> Option<BlockMaxima> {
+        (!self.maxima_ns.is_empty()).then(|| BlockMaxima {
+            block_samples: self.block_samples,
+            maxima_ns: self.maxima_ns.clone(),
+        })
+    }
 }
 
 impl SeriesRecorder {
@@ -58,6 +108,7 @@ impl SeriesRecorder {
                 limit_us,
                 ..Overflows::default()
             }),
+            blocks: Blocks::new(),
         }
     }
 
@@ -74,6 +125,7 @@ impl SeriesRecorder {
         self.sum_sq += u128::from(latency_ns) * u128::from(latency_ns);
         // Auto-resize makes recording infallible for any u64 we can produce.
         let _ = self.hdr.record(latency_ns);
+        self.blocks.record(latency_ns);
 
         let bin = (latency_ns / 1000) as usize;
         if bin >= self.us_bins.len() {
@@ -198,6 +250,7 @@ impl SeriesRecorder {
                 .map(|(bin, count)| [bin as u64, *count])
                 .collect(),
             overflows: self.overflows.clone(),
+            block_maxima: self.blocks.stats(),
         }
     }
 }
@@ -274,5 +327,39 @@ mod tests {
     fn empty_series_has_zero_stats() {
         let s = SeriesRecorder::new(None).stats();
         assert_eq!((s.samples, s.max_ns), (0, 0));
+    }
+
+    #[test]
+    fn block_maxima_keep_time_order_and_stay_bounded() {
+        let mut rec = SeriesRecorder::new(None);
+        // 100 samples of 1 µs, one 5 ms stall at sample 50, then 3 more:
+        // blocks of 16, the incomplete last one left out.
+        for i in 0..103u64 {
+            rec.record(if i == 50 { 5_000_000 } else { 1_000 + i }, i * 1000, 0);
+        }
+        let blocks = rec.stats().block_maxima.unwrap();
+        assert_eq!(blocks.block_samples, 16);
+        assert_eq!(blocks.maxima_ns.len(), 6);
+        assert_eq!(
+            blocks.maxima_ns[3], 5_000_000,
+            "the stall is in block 50 / 16 = 3"
+        );
+        assert_eq!(blocks.maxima_ns[0], 1_015);
+        assert_eq!(blocks.maxima_ns[5], 1_095);
+
+        // A long run: blocks merge in pairs, never more than MAX_BLOCKS.
+        let mut long = SeriesRecorder::new(None);
+        let n = BlockMaxima::FIRST_BLOCK_SAMPLES * BlockMaxima::MAX_BLOCKS as u64 * 3;
+        for i in 0..n {
+            long.record(i, i, 0);
+        }
+        let blocks = long.stats().block_maxima.unwrap();
+        assert!(blocks.maxima_ns.len() <= BlockMaxima::MAX_BLOCKS);
+        assert_eq!(blocks.block_samples, BlockMaxima::FIRST_BLOCK_SAMPLES * 4);
+        assert_eq!(blocks.maxima_ns.len() as u64, n / blocks.block_samples);
+        // Increasing samples: each block's maximum is its last sample.
+        for (k, max) in blocks.maxima_ns.iter().enumerate() {
+            assert_eq!(*max, (k as u64 + 1) * blocks.block_samples - 1);
+        }
     }
 }

@@ -152,6 +152,29 @@ pub struct SeriesStats {
     pub histogram_us: Vec<[u64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overflows: Option<Overflows>,
+    /// The largest sample of each consecutive block of samples, in time
+    /// order: what an extreme-value (block maxima) fit of the worst case
+    /// needs, kept small however long the run. Absent in results of older
+    /// rtlab versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_maxima: Option<BlockMaxima>,
+}
+
+/// Maxima of consecutive blocks of `block_samples` samples each (the last,
+/// incomplete block is left out). When a run is long the recorder merges
+/// neighbouring blocks, doubling `block_samples`, so at most
+/// [`BlockMaxima::MAX_BLOCKS`] are kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockMaxima {
+    pub block_samples: u64,
+    pub maxima_ns: Vec<u64>,
+}
+
+impl BlockMaxima {
+    /// The most blocks kept (32 KiB per series; tens of KiB of JSON).
+    pub const MAX_BLOCKS: usize = 4096;
+    /// The size of a block before any merging.
+    pub const FIRST_BLOCK_SAMPLES: u64 = 16;
 }
 
 /// One latency series: one measuring thread of a probe.

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use jsonschema::Validator;
 use rtlab_core::env::Environment;
 use rtlab_core::result::{
-    BreakEvent, CampaignRef, Effective, LoadRecord, NetMessageCounts, NetReport, NetServerCounters,
-    NoiseCpu, NoiseReport, NoiseSource, OsnoiseSummary, Overflows, Percentiles, RunResult,
-    RunStatus, Series, SeriesStats, Spike, ThreadSettings, TimelineRow, RUN_SCHEMA,
+    BlockMaxima, BreakEvent, CampaignRef, Effective, LoadRecord, NetMessageCounts, NetReport,
+    NetServerCounters, NoiseCpu, NoiseReport, NoiseSource, OsnoiseSummary, Overflows, Percentiles,
+    RunResult, RunStatus, Series, SeriesStats, Spike, ThreadSettings, TimelineRow, RUN_SCHEMA,
 };
 use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 use serde_json::{json, Value};
@@ -137,6 +137,10 @@ fn busy_series() -> Series {
                 limit_us: 1_000,
                 count: 1,
                 first_samples: vec![41_877],
+            }),
+            block_maxima: Some(BlockMaxima {
+                block_samples: 16,
+                maxima_ns: vec![3_119, 2_047, 1_203_456, 2_463],
             }),
         },
     }

@@ -316,6 +316,8 @@ impl BinnedThread {
             histogram_ns,
             histogram_us,
             overflows: self.overflows(),
+            // cyclictest keeps no order of its samples.
+            block_maxima: None,
         }
     }
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use rtlab_core::env::Environment;
 use rtlab_core::result::{
-    BreakEvent, CampaignRef, Effective, LoadRecord, Overflows, Percentiles, RunResult, RunStatus,
-    Series, SeriesStats, Spike, ThreadSettings, RUN_SCHEMA,
+    BlockMaxima, BreakEvent, CampaignRef, Effective, LoadRecord, Overflows, Percentiles, RunResult,
+    RunStatus, Series, SeriesStats, Spike, ThreadSettings, RUN_SCHEMA,
 };
 use rtlab_core::sched::{Policy, SchedParams};
 use serde_json::{json, Value};
@@ -79,6 +79,10 @@ pub fn busy_series(name: &str, cpu: usize, scale: u64) -> Series {
                 limit_us: 1_000,
                 count: 1,
                 first_samples: vec![41_877],
+            }),
+            block_maxima: Some(BlockMaxima {
+                block_samples: 16,
+                maxima_ns: vec![3_119, 2_047, 1_203_456 * scale, 2_463],
             }),
         },
     }
