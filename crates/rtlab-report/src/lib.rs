@@ -4,6 +4,7 @@
 //! ([`import`]).
 
 pub mod compare;
+pub mod evt;
 pub mod export;
 pub mod import;
 pub mod matrix;
