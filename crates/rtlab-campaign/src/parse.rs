@@ -30,6 +30,7 @@ const TOP_KEYS: &[&str] = &[
     "load",
     "configuration",
     "exclude",
+    "budget",
 ];
 const TIMER_KEYS: &[&str] = &[
     "kind", "name", "cpus", "interval", "distance", "mode", "hist_max",
@@ -122,6 +123,10 @@ pub fn parse(
         Some(v) => r.duration(v, "cooldown")?,
         None => 0,
     };
+    let budget = match top.get("budget") {
+        Some(v) => Some(budget_text(&r, v)?),
+        None => None,
+    };
 
     let mut probes = Vec::new();
     let probe_sections = top.sections(&r, "probe", true)?;
@@ -205,7 +210,34 @@ pub fn parse(
         loads,
         configurations,
         excludes,
+        budget,
         origin: origin.to_string(),
+    })
+}
+
+/// The budget's text and where it starts; its clauses are checked by the
+/// caller (see [`BudgetText`]).
+fn budget_text(r: &Reader, v: &Value) -> Result<BudgetText, CampaignError> {
+    let (text, span) = r.string(v, "budget")?;
+    let raw = r.text.get(span.clone()).unwrap_or_default();
+    let quote = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+        3
+    } else {
+        1
+    };
+    // Verbatim: the characters between the quotes are the text itself, so
+    // a clause's offset in the text is its offset in the file.
+    let inner = raw.get(quote..quote + text.len());
+    let verbatim = inner == Some(text.as_str()) && !text.contains('\n');
+    let start = if verbatim {
+        span.start + quote
+    } else {
+        span.start
+    };
+    Ok(BudgetText {
+        text,
+        position: r.position(start),
+        verbatim,
     })
 }
 

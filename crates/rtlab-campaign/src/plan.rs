@@ -214,6 +214,9 @@ impl Plan {
         if let Some(description) = &c.description {
             let _ = writeln!(out, "  {description}");
         }
+        if let Some(budget) = &c.budget {
+            let _ = writeln!(out, "budget: {}", budget.text);
+        }
         for probe in &c.probes {
             if probe.name == probe.kind.as_str() {
                 let _ = writeln!(out, "probe {}: {}", probe.name, probe.describe());

@@ -37,8 +37,42 @@ pub struct Campaign {
     pub loads: Vec<LoadEntry>,
     pub configurations: Vec<Configuration>,
     pub excludes: Vec<Exclude>,
+    /// Limits every run is checked against (`budget = "p99.9<100us,missed=0"`,
+    /// docs/budgets.md), as written; None when the file sets none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetText>,
     /// The file path, or `preset NAME` for a built-in campaign.
     pub origin: String,
+}
+
+/// The text of a campaign's `budget` and where it is in the file. The
+/// campaign reader keeps it as text: the caller parses it (rtlab-report's
+/// budget module) and reports a bad clause at [`BudgetText::position_of`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct BudgetText {
+    pub text: String,
+    /// Where the string starts in the file: its first character inside the
+    /// quotes when it is written verbatim (one line, no escapes), else its
+    /// opening quote.
+    #[serde(skip)]
+    pub position: Position,
+    #[serde(skip)]
+    pub verbatim: bool,
+}
+
+impl BudgetText {
+    /// The place in the file of byte `offset` of the text: exact when the
+    /// string is written verbatim, the string's start otherwise.
+    pub fn position_of(&self, offset: usize) -> Position {
+        match self.text.get(..offset) {
+            Some(before) if self.verbatim => Position {
+                line: self.position.line,
+                column: self.position.column + before.chars().count(),
+            },
+            _ => self.position,
+        }
+    }
 }
 
 /// What a probe measures.

@@ -3,10 +3,12 @@
 //! comparisons of runs ([`compare`]) and importers of other tools' results
 //! ([`import`]).
 
+pub mod budget;
 pub mod compare;
 pub mod evt;
 pub mod export;
 pub mod import;
+pub mod junit;
 pub mod matrix;
 pub mod probe_tables;
 pub mod table;

@@ -4,6 +4,7 @@ use crate::input;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::Policy;
+use rtlab_report::budget::Budget;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -204,7 +205,8 @@ request/acknowledge steps; its response time runs to the last reply. Series: res
 tool's figure, except that every message caught in a stall counts) and send_lag
 (the probe wakes 100 µs early and spins to each send). Every message ends completed or lost (no reply within
 --timeout); late, duplicate, reordered and bad replies are counted. --samples writes
-the per-message timeline. Exit code: 0 done, 1 failure, 2 bad input, 130 signal.")]
+the per-message timeline. Exit code: 0 done, 1 failure or --budget not kept (e.g.
+--budget 'response:p99<5ms,lost=0'), 2 bad input, 130 signal.")]
 pub struct NetProbeArgs {
     /// The server, ADDR:PORT (or HOST:PORT); omit it with --netns.
     #[arg(
@@ -310,11 +312,14 @@ pub enum ModeArg {
   rtlab measure timer --priority 30 --loops 100000 --histfile hist.txt --hist-max 1000us
                                                         # paper 000's cyclictest -p 30 -l 100000 -H 1000
   rtlab measure timer --break-at 500us                  # stop at the first wake-up later than 500 µs
+  rtlab measure timer --duration 1m --budget 'p99.9<100us,max<2ms,missed=0' --junit budget.xml
+                                                        # exit code 1 when a limit is not kept (CI)
 
 Defaults: SCHED_FIFO 90, one thread pinned per online CPU, absolute clock_nanosleep,
 memory locked, /dev/cpu_dma_latency held at 0, timer slack 1 ns. Every setting in
 effect is recorded in the JSON result. Exit code: 0 done, 1 failure or --break-at
-crossed, 2 bad input, 130 stopped by a signal (the partial result is kept).")]
+crossed or --budget not kept, 2 bad input, 130 stopped by a signal (the partial result is
+kept). Budgets: docs/budgets.md.")]
 pub struct TimerArgs {
     /// CPUs to measure on, one pinned thread each: `all` or a list like 0,2-3.
     #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]
@@ -409,6 +414,28 @@ pub struct RunArgs {
     /// No live status and no table (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+}
+
+/// Limits a run must keep, checked when it ends (docs/budgets.md).
+#[derive(Args, Clone, Default)]
+pub struct BudgetArgs {
+    /// Limits every run must keep, e.g. `p99.9<100us,max<2ms,missed=0` or
+    /// `cpu*:p99<50us`: exit code 1 when one is not kept (docs/budgets.md).
+    #[arg(long, value_name = "SPEC", value_parser = parse_budget)]
+    pub budget: Option<Budget>,
+
+    /// Write the budget's checks as JUnit XML (one testsuite per run, one
+    /// testcase per series and clause) for CI.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+}
+
+fn parse_budget(s: &str) -> Result<Budget, String> {
+    s.parse()
+        .map_err(|e: rtlab_report::budget::BudgetError| e.to_string())
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
@@ -427,7 +454,8 @@ A timer thread (the \"interrupt\") wakes on absolute periodic deadlines and stam
 wake-up latency, then releases a task blocked one priority below; the task stamps the
 delay from the release to its running. Both series count every event: samples + missed
 = events. Same CPU (default) measures a true context switch; --cross-cpu a wake-up on
-another CPU. Exit code: 0 done, 1 failure, 2 bad input, 130 stopped by a signal.")]
+another CPU. Exit code: 0 done, 1 failure or --budget not kept (e.g. --budget
+'*.switch:p99<50us'), 2 bad input, 130 stopped by a signal.")]
 pub struct SwitchArgs {
     /// Mechanisms to measure, one after the other: futex, pthread-mutex, pthread-cond,
     /// posix-sem, sysv-sem, pipe, eventfd, mq, signal.
@@ -504,7 +532,8 @@ noise event. The CPU's /proc/interrupts and /proc/softirqs lines and the thread'
 involuntary context switches are read at the edges of every --window and assign the
 window's noise to irq:NAME, softirq:NAME, preempted or unattributed (what the kernel
 does not count: the hypervisor, SMIs, firmware). The duty cycle (--runtime of every
---period) keeps the machine usable. Exit code: 0 done, 1 failure, 2 bad input, 130 signal.")]
+--period) keeps the machine usable. Exit code: 0 done, 1 failure or --budget not kept (e.g.
+--budget 'max<50us'), 2 bad input, 130 signal.")]
 pub struct NoiseArgs {
     /// CPUs to measure on, one spinning thread each: `all` or a list like 0,2-3.
     #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]
@@ -558,6 +587,7 @@ pub struct StoreArgs {
 #[command(after_help = "Examples:
   rtlab quick
   rtlab quick --json quick.json --quiet
+  rtlab quick --budget 'cpu*:max<5ms' --junit quick.xml   # exit code 1 when a run breaks it
 
 Runs the built-in `quick` campaign (see `rtlab campaign plan quick`): the timer probe
 on every CPU, idle and under cpu, vm and io load, once promoted (SCHED_FIFO 90) and
@@ -572,6 +602,9 @@ pub struct QuickArgs {
     /// No progress bar and no tables (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// --budget overrides the campaign file's `budget`.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 #[derive(Subcommand)]
@@ -588,10 +621,13 @@ quick, hallberg2017, hallberg2017-net, romero, straumann2001, srinivasan1998.")]
     #[command(after_help = "Examples:
   rtlab campaign run quick
   rtlab campaign run examples/romero.toml --db results.db --quiet
+  rtlab campaign run quick --budget 'p99.9<200us,missed=0' --junit budget.xml
 
 Ctrl-C ends the current run as `partial` (stored), starts no further run and
-restores the system. Exit code: 0 all runs complete, 1 a run failed, 2 bad
-input, 130 stopped by a signal.")]
+restores the system. --budget (or the file's `budget`) is checked on every run,
+one JUnit testsuite per run (docs/budgets.md). Exit code: 0 all runs complete
+(and within the budget), 1 a run failed or a run broke the budget, 2 bad input,
+130 stopped by a signal.")]
     Run(CampaignRunArgs),
 }
 
@@ -616,6 +652,9 @@ pub struct CampaignRunArgs {
     /// No progress bar and no tables (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// --budget overrides the campaign file's `budget`.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 #[derive(Args)]
@@ -652,7 +691,8 @@ pub struct RunsArgs {
 #[derive(Args)]
 #[command(after_help = "Examples:
   rtlab show last
-  rtlab show 20261121T193012Z --json")]
+  rtlab show 20261121T193012Z --json
+  rtlab show last --pwcet           # with the worst-case estimate (docs/pwcet.md)")]
 pub struct ShowArgs {
     /// Run id, a unique prefix of one, or `last`.
     pub run: String,
@@ -661,6 +701,11 @@ pub struct ShowArgs {
     /// Print the whole result (rtlab.run/1) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Add the worst-case estimate of each series (extreme-value fit,
+    /// pWCET at 1e-3 ... 1e-9 per sample; see docs/pwcet.md). With --json,
+    /// only the estimates (rtlab.pwcet/1).
+    #[arg(long)]
+    pub pwcet: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -831,7 +876,9 @@ before its instant; the task spins to the instant, stamps its lateness, works --
 stamps its response. With --mode fifo each task sleeps to its own activations instead (the
 paper's SCHED_FIFO). --baseline fifo runs the executive, then the same tasks self-timed, and
 prints both with the % of activations within 10/50/100/500/1000 µs (two stored runs).
-Missed activations and deadline misses are counted, never skipped.")]
+Missed activations and deadline misses are counted, never skipped. --budget checks every run,
+e.g. --budget '*.response:missed=0,*.lateness:p99<100us' (deadline misses are the response
+series' missed): exit code 1 when one is not kept (docs/budgets.md).")]
 pub struct ExecPeriodicArgs {
     /// Number of periodic tasks.
     #[arg(long, default_value = "10", value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -866,7 +913,8 @@ Runs each task count (--tasks, default 1,10,20,30) at --period 10 ms with --work
 as self-timed SCHED_FIFO threads and under rtlab's executive, idle (paper 002's Table 4.1)
 and under --load (default io: Table 4.2), and prints the % of activations that started
 within 10, 50, 100, 500 and 1000 µs of their instant. Every run is stored; --json writes
-the table and every run, rewritten after each one.")]
+the table and every run, rewritten after each one. --budget checks every run (one JUnit
+testsuite each with --junit): exit code 1 when a run does not keep it.")]
 pub struct KurtTableArgs {
     /// Task counts, one row each.
     #[arg(long, default_value = "1,10,20,30", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1000))]

@@ -1,36 +1,70 @@
 //! `rtlab campaign plan|run` and `rtlab quick`.
 
-use crate::cli::{CampaignPlanArgs, CampaignRunArgs, QuickArgs};
+use super::budget;
+use crate::cli::{BudgetArgs, CampaignPlanArgs, CampaignRunArgs, QuickArgs};
 use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
-use rtlab_campaign::{Plan, PlannedRun};
+use rtlab_campaign::{Campaign, CampaignError, Plan, PlannedRun};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::ProbeRun;
+use rtlab_report::budget::{failures_table, summary_line, Budget, Evaluation};
 use rtlab_report::export::write_with;
 use rtlab_report::matrix::Matrix;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Reads a campaign file or preset and expands it; every problem is bad
-/// input naming the file, line and field.
-fn plan_of(source: &str) -> anyhow::Result<Plan> {
+/// Reads a campaign file or preset and expands it, with the file's budget;
+/// every problem is bad input naming the file, line and field.
+fn plan_of(source: &str) -> anyhow::Result<(Plan, Option<Budget>)> {
     let check_load = |spec: &str| {
         spec.parse::<rtlab_load::LoadSpec>()
             .map(|_| ())
             .map_err(|e| e.to_string())
     };
-    let campaign = rtlab_campaign::read(source, &check_load)
-        .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
-    rtlab_campaign::plan(campaign).map_err(|e| anyhow::Error::new(InputError(e.to_string())))
+    let bad = |e: CampaignError| anyhow::Error::new(InputError(e.to_string()));
+    let campaign = rtlab_campaign::read(source, &check_load).map_err(bad)?;
+    let budget = file_budget(&campaign).map_err(bad)?;
+    let plan = rtlab_campaign::plan(campaign).map_err(bad)?;
+    Ok((plan, budget))
+}
+
+/// The campaign file's `budget`, parsed; a bad clause is reported at its
+/// place in the file, as every other error in it.
+fn file_budget(campaign: &Campaign) -> Result<Option<Budget>, CampaignError> {
+    let Some(text) = &campaign.budget else {
+        return Ok(None);
+    };
+    Budget::parse(&text.text)
+        .map(Some)
+        .map_err(|e| CampaignError {
+            origin: campaign.origin.clone(),
+            position: Some(text.position_of(e.offset)),
+            field: Some("budget".into()),
+            message: e.to_string(),
+        })
+}
+
+/// The budget a campaign runs with: `--budget` replaces the file's.
+fn budget_of(args: &BudgetArgs, from_file: Option<Budget>, quiet: bool) -> Option<Budget> {
+    match (&args.budget, from_file) {
+        (Some(flag), Some(file)) => {
+            if !quiet && flag != &file {
+                eprintln!("note: --budget \"{flag}\" replaces the campaign's budget \"{file}\"");
+            }
+            Some(flag.clone())
+        }
+        (Some(flag), None) => Some(flag.clone()),
+        (None, file) => file,
+    }
 }
 
 pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
-    let plan = plan_of(&args.source)?;
+    let (plan, _) = plan_of(&args.source)?;
     match args.json.as_deref() {
         Some(path) => {
             let text = serde_json::to_string_pretty(&plan)? + "\n";
@@ -47,22 +81,30 @@ pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
+    let (plan, from_file) = plan_of(&args.source)?;
+    let budget = budget_of(&args.budget, from_file, args.quiet);
+    budget::check(&args.budget, budget.as_ref())?;
     run_plan(
-        plan_of(&args.source)?,
+        plan,
         args.store.db.as_deref(),
         args.json.as_deref(),
         args.quiet,
         false,
+        (budget, args.budget.junit.as_deref()),
     )
 }
 
 pub fn quick(args: QuickArgs) -> anyhow::Result<ExitCode> {
+    let (plan, from_file) = plan_of("quick")?;
+    let budget = budget_of(&args.budget, from_file, args.quiet);
+    budget::check(&args.budget, budget.as_ref())?;
     run_plan(
-        plan_of("quick")?,
+        plan,
         args.store.db.as_deref(),
         args.json.as_deref(),
         args.quiet,
         true,
+        (budget, args.budget.junit.as_deref()),
     )
 }
 
@@ -72,6 +114,7 @@ fn run_plan(
     json: Option<&Path>,
     quiet: bool,
     verdict: bool,
+    (budget, junit): (Option<Budget>, Option<&Path>),
 ) -> anyhow::Result<ExitCode> {
     let mut store = session::open_store(db)?;
     if let Some(path) = json.filter(|p| *p != Path::new("-")) {
@@ -93,6 +136,8 @@ fn run_plan(
     }
     let mut observer = Progress::new(&plan, quiet);
     observer.json = json.map(Path::to_path_buf);
+    observer.budget = budget.clone();
+    observer.junit = junit.map(Path::to_path_buf);
     let command: Vec<String> = std::env::args().collect();
     let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer)?;
     observer.finish();
@@ -104,14 +149,20 @@ fn run_plan(
         [(_, matrix)] => matrix.verdict(),
         _ => String::new(),
     };
+    let evaluations = budget::evaluate_all(budget.as_ref(), &outcome.results);
     if let Some(path) = json {
         let text = campaign_json(
             &plan,
             &outcome.execution,
             &outcome.results,
             Some(&verdict_text),
+            budget::json(budget.as_ref(), &evaluations),
         )?;
         write_text(path, &text)?;
+    }
+    if let Some(path) = junit {
+        let title = junit_title(&plan.campaign.name, &outcome.execution);
+        budget::write_junit(path, &title, &evaluations)?;
     }
     let mut out: Box<dyn Write> = if json == Some(Path::new("-")) {
         Box::new(std::io::stderr())
@@ -130,6 +181,10 @@ fn run_plan(
             writeln!(out)?;
             write!(out, "{verdict_text}")?;
         }
+        if !evaluations.is_empty() {
+            writeln!(out, "\n{}", summary_line(&evaluations))?;
+            write!(out, "{}", failures_table(&evaluations))?;
+        }
         writeln!(
             out,
             "{} runs stored (campaign execution {}); see `rtlab runs --execution {}`",
@@ -138,19 +193,25 @@ fn run_plan(
             outcome.execution
         )?;
     }
-    if outcome.interrupted {
+    let code = if outcome.interrupted {
         eprintln!("stopped by a signal: the runs so far were stored, the current one as partial");
-        return Ok(ExitCode::from(130));
-    }
-    if outcome
+        130
+    } else if outcome
         .results
         .iter()
         .any(|r| r.status == RunStatus::Failed)
     {
         eprintln!("error: some runs failed: see `rtlab show RUN` for why");
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+        1
+    } else {
+        0
+    };
+    Ok(ExitCode::from(budget::exit_code(code, &evaluations)))
+}
+
+/// The JUnit report's name: `rtlab campaign quick (execution ID)`.
+fn junit_title(name: &str, execution: &str) -> String {
+    format!("rtlab campaign {name} (execution {execution})")
 }
 
 fn campaign_json(
@@ -158,6 +219,7 @@ fn campaign_json(
     execution: &str,
     results: &[RunResult],
     verdict: Option<&str>,
+    budget: serde_json::Value,
 ) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(&serde_json::json!({
         "schema": "rtlab.campaign/1",
@@ -168,6 +230,7 @@ fn campaign_json(
         "matrix": single_matrix(results),
         "matrices": matrices_json(results),
         "verdict": verdict,
+        "budget": budget,
         "runs": results,
     }))? + "\n")
 }
@@ -230,6 +293,10 @@ struct Progress {
     /// The plan has several probes: name the probe in each run's line.
     several_probes: bool,
     results: Vec<RunResult>,
+    /// Checked on every run as it is stored.
+    budget: Option<Budget>,
+    /// Rewritten after every run, as the JSON is.
+    junit: Option<PathBuf>,
 }
 
 impl Progress {
@@ -261,6 +328,8 @@ impl Progress {
             plan_name: plan.campaign.name.clone(),
             several_probes: plan.campaign.probes.len() > 1,
             results: Vec::new(),
+            budget: None,
+            junit: None,
         }
     }
 
@@ -311,12 +380,16 @@ impl CampaignObserver for Progress {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         let line = format!(
-            "run {}: {}: {status}, p99.9 {} µs, max {} µs ({})",
+            "run {}: {}: {status}, p99.9 {} µs, max {} µs ({}){}",
             planned.index,
             self.cell(planned),
             Micros(worst_p999),
             Micros(worst_max),
-            result.id
+            result.id,
+            self.budget.as_ref().map_or(String::new(), |b| format!(
+                "; {}",
+                run_verdict(&b.evaluate(result))
+            ))
         );
         match &self.bar {
             Some(bar) => bar.println(line),
@@ -331,12 +404,19 @@ impl CampaignObserver for Progress {
             }
         }
         self.results.push(result.clone());
+        let execution = result
+            .campaign
+            .as_ref()
+            .map(|c| c.execution.clone())
+            .unwrap_or_default();
+        let evaluations = budget::evaluate_all(self.budget.as_ref(), &self.results);
+        if let Some(path) = &self.junit {
+            let title = junit_title(&self.plan_name, &execution);
+            if let Err(e) = budget::write_junit(path, &title, &evaluations) {
+                eprintln!("warning: {e:#}");
+            }
+        }
         if let Some(path) = self.json.clone().filter(|p| *p != Path::new("-")) {
-            let execution = result
-                .campaign
-                .as_ref()
-                .map(|c| c.execution.clone())
-                .unwrap_or_default();
             let text = serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.campaign/1",
                 "name": self.plan_name,
@@ -344,6 +424,7 @@ impl CampaignObserver for Progress {
                 "matrix": single_matrix(&self.results),
                 "matrices": matrices_json(&self.results),
                 "verdict": null,
+                "budget": budget::json(self.budget.as_ref(), &evaluations),
                 "runs": self.results,
             }));
             if let Ok(text) = text {
@@ -352,5 +433,27 @@ impl CampaignObserver for Progress {
                 }
             }
         }
+    }
+}
+
+/// A run's budget in its progress line: the checks that found something
+/// to check; a clause that found nothing may apply to other runs, which
+/// the end of the campaign decides.
+fn run_verdict(e: &Evaluation) -> String {
+    let checked: Vec<_> = e.checks.iter().filter(|c| c.matched).collect();
+    let failed = checked
+        .iter()
+        .filter(|c| c.outcome == rtlab_report::budget::Outcome::Fail)
+        .count();
+    let unmatched = match e.checks.len() - checked.len() {
+        0 => String::new(),
+        n => format!(", {n} found nothing to check"),
+    };
+    match failed {
+        0 => format!("budget kept ({} checks{unmatched})", checked.len()),
+        n => format!(
+            "budget NOT kept ({n} of {} checks failed{unmatched})",
+            checked.len()
+        ),
     }
 }

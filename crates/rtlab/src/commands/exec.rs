@@ -2,9 +2,10 @@
 //! released by rtlab's executive or self-timed SCHED_FIFO threads (paper
 //! 002, KURT §4.3/§4.4.1), and the paper's Tables 4.1/4.2.
 
-use super::measure::{create_output, exit_code, measure, print_summary};
+use super::budget;
+use super::measure::{create_output, measure, print_summary, status_code};
 use crate::cli::{
-    ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
+    BudgetArgs, ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
 };
 use crate::input::{bad_input, InputError};
 use anyhow::Context;
@@ -76,9 +77,9 @@ fn config_from(
     Ok(config)
 }
 
-/// The shared flags of one of several runs: no --json or --samples of
-/// their own (the command writes one document for them all), quiet when
-/// asked, the load given.
+/// The shared flags of one of several runs: no --json, --samples or
+/// --budget of their own (the command writes one document and checks the
+/// budget for them all), quiet when asked, the load given.
 fn inner_args(run: &RunArgs, load: Option<String>, quiet: bool) -> RunArgs {
     RunArgs {
         load,
@@ -91,6 +92,7 @@ fn inner_args(run: &RunArgs, load: Option<String>, quiet: bool) -> RunArgs {
         },
         no_store: run.no_store,
         quiet,
+        budget: BudgetArgs::default(),
     }
 }
 
@@ -189,6 +191,8 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     if args.run.samples.is_some() {
         bad_input!("--samples takes one run: not with --baseline (run each mode on its own)");
     }
+    let spec = args.run.budget.budget.as_ref();
+    budget::check(&args.run.budget, spec)?;
     let json_path = args.run.json.as_deref();
     if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
         create_output(path, "--json")?;
@@ -210,6 +214,9 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
             print_summary(&mut human, &result)?;
             if measured.stored {
                 writeln!(human, "stored as run {}", result.id)?;
+            }
+            if let Some(spec) = spec {
+                write!(human, "{}", spec.evaluate(&result).report())?;
             }
         }
         status = worse(status, result.status);
@@ -246,6 +253,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         )?;
         write!(human, "{}", within_table("scheduler", &rows))?;
     }
+    let evaluations = budget::evaluate_all(spec, &results);
     if let Some(path) = json_path {
         let doc = json!({
             "schema": "rtlab.exec-periodic/1",
@@ -254,14 +262,21 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
                 cell["mode"] = r.config["mode"].clone();
                 cell
             }).collect::<Vec<_>>(),
+            "budget": budget::json(spec, &evaluations),
             "runs": results,
         });
         write_json(path, &doc)?;
     }
+    if let Some(path) = &args.run.budget.junit {
+        budget::write_junit(path, &budget::title(), &evaluations)?;
+    }
     let last = results.last().expect("one run at least");
     let mut worst = last.clone();
     worst.status = status.unwrap_or(RunStatus::Complete);
-    Ok(exit_code(&worst))
+    Ok(ExitCode::from(budget::exit_code(
+        status_code(&worst),
+        &evaluations,
+    )))
 }
 
 /// One cell of the KURT table.
@@ -312,6 +327,8 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    let spec = args.run.budget.budget.as_ref();
+    budget::check(&args.run.budget, spec)?;
     let json_path = args.run.json.as_deref();
     if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
         create_output(path, "--json")?;
@@ -355,7 +372,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         if !args.run.quiet {
             let within = within_percentages(&result.series);
             eprintln!(
-                "{} within 10 µs, {} within 100 µs, run {}{}",
+                "{} within 10 µs, {} within 100 µs, run {}{}{}",
                 within.map_or("-".into(), |w| format!("{:.2}%", w[0])),
                 within.map_or("-".into(), |w| format!("{:.2}%", w[2])),
                 result.id,
@@ -366,7 +383,11 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
                         " ({})",
                         serde_json::to_value(result.status)?.as_str().unwrap_or("?")
                     )
-                }
+                },
+                spec.map_or(String::new(), |b| format!(
+                    "; {}",
+                    b.evaluate(&result).verdict()
+                ))
             );
         }
         status = worse(status, result.status);
@@ -375,19 +396,44 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
             write_json(path, &kurt_json(&args, &loads, &done))?;
         }
+        if let Some(path) = &args.run.budget.junit {
+            let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
+            budget::write_junit(
+                path,
+                &budget::title(),
+                &budget::evaluate_all(spec, &results),
+            )?;
+        }
         if stop {
             break;
         }
     }
+    let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
+    let evaluations = budget::evaluate_all(spec, &results);
     if !args.run.quiet {
         write!(human, "{}", kurt_text(&args, &loads, &done))?;
+        if !evaluations.is_empty() {
+            writeln!(
+                human,
+                "\n{}",
+                rtlab_report::budget::summary_line(&evaluations)
+            )?;
+            write!(
+                human,
+                "{}",
+                rtlab_report::budget::failures_table(&evaluations)
+            )?;
+        }
     }
     if let Some(path) = json_path {
         write_json(path, &kurt_json(&args, &loads, &done))?;
     }
     let mut worst = done.last().expect("one run at least").1.clone();
     worst.status = status.unwrap_or(RunStatus::Complete);
-    Ok(exit_code(&worst))
+    Ok(ExitCode::from(budget::exit_code(
+        status_code(&worst),
+        &evaluations,
+    )))
 }
 
 /// The row of `tasks` in `mode` under `load`, if it ran.
@@ -445,6 +491,9 @@ fn kurt_json(
     loads: &[Option<String>],
     done: &[(Cell, RunResult)],
 ) -> serde_json::Value {
+    let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
+    let spec = args.run.budget.budget.as_ref();
+    let budget_json = budget::json(spec, &budget::evaluate_all(spec, &results));
     json!({
         "schema": "rtlab.kurt-table/1",
         "period_ns": args.task.period,
@@ -459,6 +508,7 @@ fn kurt_json(
             value["load"] = json!(cell.load.clone().unwrap_or_else(|| "idle".into()));
             value
         }).collect::<Vec<_>>(),
+        "budget": budget_json,
         "runs": done.iter().map(|(_, r)| r).collect::<Vec<_>>(),
     })
 }

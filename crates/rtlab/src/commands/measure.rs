@@ -3,6 +3,7 @@
 //! through the runner (loads, journal, store), print the tables and pick
 //! the exit code.
 
+use super::budget;
 use crate::cli::RunArgs;
 use crate::input::InputError;
 use crate::progress::LiveStatus;
@@ -14,6 +15,7 @@ use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::{Probe, ProbeRun};
+use rtlab_report::budget::{Evaluation, JsonWithBudget};
 use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
@@ -28,6 +30,8 @@ pub struct Measured {
     /// Where the human-readable output goes (stderr when --json - is given).
     pub human: Box<dyn Write>,
     pub stored: bool,
+    /// The run checked against `--budget`, when one was given.
+    pub budget: Option<Evaluation>,
 }
 
 /// Opens an output file before measuring, so a bad path fails in the first
@@ -57,6 +61,7 @@ pub fn measure(
         }
         None => Vec::new(),
     };
+    budget::check(&args.budget, args.budget.budget.as_ref())?;
     let json_path = args.json.as_deref();
     let to_stdout = json_path == Some(Path::new("-"));
     // With --json - the table goes to stderr, so stdout is JSON only.
@@ -105,19 +110,29 @@ pub fn measure(
     if let Some(status) = observer.status.take() {
         status.finish();
     }
+    // The result is checked whatever its status: a partial run's figures
+    // cover what it measured, and its evaluation says so.
+    let evaluation = args.budget.budget.as_ref().map(|b| b.evaluate(&result));
     if let Some(path) = json_path {
-        write_file(&JsonExporter, &result, path)
-            .with_context(|| format!("writing {}", path.display()))?;
+        match &evaluation {
+            Some(evaluation) => write_file(&JsonWithBudget(evaluation), &result, path),
+            None => write_file(&JsonExporter, &result, path),
+        }
+        .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(store) = &mut store {
         store
             .save(&result)
             .with_context(|| format!("storing the run in {}", store.path().display()))?;
     }
+    if let (Some(path), Some(evaluation)) = (&args.budget.junit, &evaluation) {
+        budget::write_junit(path, &budget::title(), std::slice::from_ref(evaluation))?;
+    }
     Ok(Measured {
         result,
         human,
         stored: store.is_some(),
+        budget: evaluation,
     })
 }
 
@@ -138,8 +153,9 @@ fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
 }
 
 impl Measured {
-    /// Prints the tables (unless quiet) and returns the exit code of the
-    /// run's status: 0 complete, 1 failed, 130 stopped by a signal.
+    /// Prints the tables (unless quiet) and the budget's checks, and
+    /// returns the exit code: the run's status (0 complete, 1 failed, 130
+    /// stopped by a signal), then 1 for a budget not kept if that was 0.
     pub fn report(mut self, quiet: bool) -> anyhow::Result<ExitCode> {
         if !quiet {
             print_summary(&mut self.human, &self.result)?;
@@ -147,22 +163,32 @@ impl Measured {
                 writeln!(self.human, "stored as run {}", self.result.id)?;
             }
         }
-        Ok(exit_code(&self.result))
+        let code = status_code(&self.result);
+        let Some(evaluation) = &self.budget else {
+            return Ok(ExitCode::from(code));
+        };
+        if !quiet {
+            write!(self.human, "{}", evaluation.report())?;
+        }
+        let evaluations = std::slice::from_ref(evaluation);
+        Ok(ExitCode::from(budget::exit_code(code, evaluations)))
     }
 }
 
-pub fn exit_code(result: &RunResult) -> ExitCode {
+/// The exit code of a run's status, with its message on stderr: 0
+/// complete, 1 failed or stopped by --break-at, 130 stopped by a signal.
+pub fn status_code(result: &RunResult) -> u8 {
     match result.status {
         RunStatus::Failed => {
             eprintln!("error: the run failed: see the warnings above");
-            ExitCode::from(1)
+            1
         }
-        RunStatus::Break => ExitCode::from(1),
+        RunStatus::Break => 1,
         RunStatus::Partial => {
             eprintln!("stopped by a signal: the partial result was kept");
-            ExitCode::from(130)
+            130
         }
-        _ => ExitCode::SUCCESS,
+        _ => 0,
     }
 }
 

@@ -9,6 +9,7 @@ macro_rules! out {
     }};
 }
 
+mod budget;
 mod campaign;
 mod exec;
 pub mod load;

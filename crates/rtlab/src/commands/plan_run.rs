@@ -22,7 +22,8 @@ event, until the event's time minus the guard, then spins on the clock to the ex
 nanosecond and fires the event's module (mark, udp, wake, signal). Each event's
 dispatch error (fire time - planned time) is a sample of the series `dispatch`; an
 event reached more than --skip-after late is skipped and counted missed.
-Exit code: 0 done, 1 failure, 2 bad input, 130 signal.")]
+--budget 'dispatch:p99.9<20us,missed=0' checks the run (docs/budgets.md).
+Exit code: 0 done, 1 failure or --budget not kept, 2 bad input, 130 signal.")]
 pub struct PlanRunArgs {
     /// The plan, text or binary (see `rtlab plan compile`).
     pub file: PathBuf,
