@@ -98,6 +98,32 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let store = session::open_store(args.store.db.as_deref())?;
     let result = get(&store, &args.run)?;
+    let pwcet = || -> Vec<(String, rtlab_report::evt::EvtReport)> {
+        let options = rtlab_report::evt::EvtOptions::default();
+        result
+            .series
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    rtlab_report::evt::for_series(&s.stats, &options),
+                )
+            })
+            .collect()
+    };
+    if args.json && args.pwcet {
+        let series: Vec<serde_json::Value> = pwcet()
+            .into_iter()
+            .map(|(name, report)| serde_json::json!({ "series": name, "estimate": report }))
+            .collect();
+        let doc = serde_json::json!({
+            "schema": "rtlab.pwcet/1",
+            "run": result.id,
+            "series": series,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         write_file(&JsonExporter, &result, std::path::Path::new("-"))?;
         return Ok(ExitCode::SUCCESS);
@@ -146,6 +172,13 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     print!("{}", probe_tables(&result));
     for warning in &result.warnings {
         println!("warning: {warning}");
+    }
+    if args.pwcet {
+        for (name, report) in pwcet() {
+            println!();
+            println!("worst-case estimate, series {name}");
+            print!("{}", report.render_text());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
