@@ -427,3 +427,85 @@ fn every_command_with_a_budget_says_so_in_its_help() {
         assert!(help.contains("docs/budgets.md"), "{command:?}: {help}");
     }
 }
+
+#[test]
+fn junit_never_replaces_another_output_of_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("out.file");
+    let same = same.to_str().unwrap();
+    common::assert_refused(
+        &[
+            "measure",
+            "timer",
+            "--duration",
+            "1s",
+            "--budget",
+            "max<10s",
+            "--json",
+            same,
+            "--junit",
+            same,
+        ],
+        &["--junit", "--json", "another file"],
+    );
+    common::assert_refused(
+        &[
+            "measure",
+            "timer",
+            "--duration",
+            "1s",
+            "--budget",
+            "max<10s",
+            "--db",
+            same,
+            "--junit",
+            same,
+        ],
+        &["--junit", "result store"],
+    );
+    // The store's companion files too, and a spelling through `..`.
+    let wal = format!("{same}-wal");
+    common::assert_refused(
+        &[
+            "measure",
+            "timer",
+            "--duration",
+            "1s",
+            "--budget",
+            "max<10s",
+            "--db",
+            same,
+            "--junit",
+            &wal,
+        ],
+        &["result store"],
+    );
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let roundabout = format!("{}/../out.file", sub.display());
+    common::assert_refused(
+        &[
+            "campaign",
+            "run",
+            "quick",
+            "--budget",
+            "max<10s",
+            "--db",
+            same,
+            "--junit",
+            &roundabout,
+        ],
+        &["result store"],
+    );
+    common::assert_refused(
+        &[
+            "measure",
+            "timer",
+            "--budget",
+            "max<10s",
+            "--junit",
+            dir.path().to_str().unwrap(),
+        ],
+        &["not a regular file"],
+    );
+}

@@ -271,8 +271,11 @@ fn run_check(clause: &Clause, result: &RunResult) -> Check {
 
 fn unmatched(clause: &Clause, result: &RunResult) -> Check {
     let mut check = check(clause, None, None);
-    check.matched = false;
     let names: Vec<&str> = result.series.iter().map(|s| s.name.as_str()).collect();
+    // A run that recorded nothing at all fails every clause, even in a
+    // campaign where other runs matched it (only a glob that finds nothing
+    // in a run that did record series may be skipped there).
+    check.matched = names.is_empty();
     check.note = Some(match (&clause.series, names.is_empty()) {
         (_, true) => "no series: the run recorded none".to_string(),
         (Some(glob), false) => format!(

@@ -483,7 +483,7 @@ pub fn block_maxima(
     opts: &EvtOptions,
 ) -> EvtReport {
     let observed = maxima_ns.iter().copied().max().unwrap_or(0) as f64;
-    let samples = maxima_ns.len() as u64 * block_samples;
+    let samples = (maxima_ns.len() as u64).saturating_mul(block_samples);
     let mut report = empty_report(Method::BlockMaxima, samples, observed, opts);
     report.block_samples = Some(block_samples);
     report.used = maxima_ns.len();
@@ -505,7 +505,7 @@ pub fn block_maxima(
             // An odd last block has no partner: it is left out, as the
             // recorder leaves out an incomplete block.
             data = data.chunks_exact(2).map(|c| c[0].max(c[1])).collect();
-            block *= 2;
+            block = block.saturating_mul(2);
         }
         let candidate = bm_candidate(&data, block, buckets.as_deref(), opts);
         // Larger blocks help where maxima of neighbouring blocks depend on
@@ -550,7 +550,7 @@ pub fn block_maxima(
     }
     report.block_samples = Some(chosen.block);
     report.used = chosen.blocks;
-    report.samples = chosen.blocks as u64 * chosen.block;
+    report.samples = (chosen.blocks as u64).saturating_mul(chosen.block);
     report.extremal_index = chosen.theta;
     report.params = chosen.fit.as_ref().map(|f| FitParams {
         shape: f.gev.xi,

@@ -15,11 +15,33 @@ use rtlab_report::junit;
 use std::path::Path;
 
 /// Checks the flags before measuring: `--junit` needs a budget (given by
-/// `--budget` or, for a campaign, by its file) and a file it can write.
-pub fn check(args: &BudgetArgs, budget: Option<&Budget>) -> anyhow::Result<()> {
+/// `--budget` or, for a campaign, by its file), a regular file it can
+/// write, and a file none of the command's other outputs (`others`: flag
+/// and path; the result store among them) is written to: the JUnit file is
+/// replaced whole at the end and would destroy it.
+pub fn check(
+    args: &BudgetArgs,
+    budget: Option<&Budget>,
+    others: &[(&str, &Path)],
+) -> anyhow::Result<()> {
     let Some(path) = &args.junit else {
         return Ok(());
     };
+    for (flag, other) in others {
+        if *other != Path::new("-") && same_file(path, other) {
+            bad_input!(
+                "--junit {}: is also the {flag} file, which the JUnit report would replace; \
+                 give another file",
+                path.display()
+            );
+        }
+    }
+    if path.exists() && !path.is_file() {
+        bad_input!(
+            "--junit {}: exists and is not a regular file",
+            path.display()
+        );
+    }
     if budget.is_none() {
         bad_input!(
             "--junit {}: the JUnit file holds the checks of a budget: give --budget too",
@@ -30,6 +52,48 @@ pub fn check(args: &BudgetArgs, budget: Option<&Budget>) -> anyhow::Result<()> {
         bad_input!("--junit -: give a file (stdout carries the tables or the JSON)");
     }
     check_writable(path, "--junit")
+}
+
+/// The outputs of a command that writes the result store (at `db`, else
+/// the default place), `--json` and `--samples`: what `--junit` must not be.
+pub fn outputs<'a>(
+    db: Option<&'a Path>,
+    default_db: &'a Option<std::path::PathBuf>,
+    json: Option<&'a Path>,
+    samples: Option<&'a Path>,
+) -> Vec<(&'static str, &'a Path)> {
+    let mut others = Vec::new();
+    others.extend(
+        db.or(default_db.as_deref())
+            .map(|p| ("result store (--db)", p)),
+    );
+    others.extend(json.map(|p| ("--json", p)));
+    others.extend(samples.map(|p| ("--samples", p)));
+    others
+}
+
+/// Whether two paths name the same file (also through symlinks or a
+/// different spelling of the directory), including the store's WAL and
+/// shared-memory files beside a database.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let normal = |p: &Path| -> Option<std::path::PathBuf> {
+        let name = p.file_name()?;
+        let dir = match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => dir.canonicalize().ok()?,
+            None => std::env::current_dir().ok()?,
+        };
+        let joined = dir.join(name);
+        Some(joined.canonicalize().unwrap_or(joined))
+    };
+    let (Some(a), Some(b)) = (normal(a), normal(b)) else {
+        return false;
+    };
+    let companions = ["", "-wal", "-shm", "-journal"].map(|suffix| {
+        let mut name = b.as_os_str().to_os_string();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    });
+    companions.contains(&a)
 }
 
 /// Fails now, as bad input, when `path` cannot be written, without

@@ -83,7 +83,14 @@ pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
 pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
     let (plan, from_file) = plan_of(&args.source)?;
     let budget = budget_of(&args.budget, from_file, args.quiet);
-    budget::check(&args.budget, budget.as_ref())?;
+    let default_db = rtlab_store::Store::default_path().ok();
+    let others = budget::outputs(
+        args.store.db.as_deref(),
+        &default_db,
+        args.json.as_deref(),
+        None,
+    );
+    budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
         args.store.db.as_deref(),
@@ -97,7 +104,14 @@ pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
 pub fn quick(args: QuickArgs) -> anyhow::Result<ExitCode> {
     let (plan, from_file) = plan_of("quick")?;
     let budget = budget_of(&args.budget, from_file, args.quiet);
-    budget::check(&args.budget, budget.as_ref())?;
+    let default_db = rtlab_store::Store::default_path().ok();
+    let others = budget::outputs(
+        args.store.db.as_deref(),
+        &default_db,
+        args.json.as_deref(),
+        None,
+    );
+    budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
         args.store.db.as_deref(),

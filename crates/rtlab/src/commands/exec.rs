@@ -192,7 +192,14 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         bad_input!("--samples takes one run: not with --baseline (run each mode on its own)");
     }
     let spec = args.run.budget.budget.as_ref();
-    budget::check(&args.run.budget, spec)?;
+    let default_db = rtlab_store::Store::default_path().ok();
+    let others = budget::outputs(
+        args.run.store.db.as_deref(),
+        &default_db,
+        args.run.json.as_deref(),
+        args.run.samples.as_deref(),
+    );
+    budget::check(&args.run.budget, spec, &others)?;
     let json_path = args.run.json.as_deref();
     if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
         create_output(path, "--json")?;
@@ -328,7 +335,14 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let spec = args.run.budget.budget.as_ref();
-    budget::check(&args.run.budget, spec)?;
+    let default_db = rtlab_store::Store::default_path().ok();
+    let others = budget::outputs(
+        args.run.store.db.as_deref(),
+        &default_db,
+        args.run.json.as_deref(),
+        args.run.samples.as_deref(),
+    );
+    budget::check(&args.run.budget, spec, &others)?;
     let json_path = args.run.json.as_deref();
     if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
         create_output(path, "--json")?;

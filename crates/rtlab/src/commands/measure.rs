@@ -61,7 +61,15 @@ pub fn measure(
         }
         None => Vec::new(),
     };
-    budget::check(&args.budget, args.budget.budget.as_ref())?;
+    let store_path = match &args.store.db {
+        Some(db) => Some(db.clone()),
+        None => rtlab_store::Store::default_path().ok(),
+    };
+    let mut others: Vec<(&str, &Path)> = extra_outputs.iter().map(|(p, f)| (*f, *p)).collect();
+    others.extend(args.json.as_deref().map(|p| ("--json", p)));
+    others.extend(args.samples.as_deref().map(|p| ("--samples", p)));
+    others.extend(store_path.as_deref().map(|p| ("result store (--db)", p)));
+    budget::check(&args.budget, args.budget.budget.as_ref(), &others)?;
     let json_path = args.json.as_deref();
     let to_stdout = json_path == Some(Path::new("-"));
     // With --json - the table goes to stderr, so stdout is JSON only.
