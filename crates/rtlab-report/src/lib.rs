@@ -11,4 +11,5 @@ pub mod import;
 pub mod junit;
 pub mod matrix;
 pub mod probe_tables;
+pub mod report;
 pub mod table;

@@ -53,6 +53,8 @@ what a SIGKILL or a power loss left behind."
     Compare(CompareArgs),
     /// Write a stored run as json, csv, histfile or markdown.
     Export(ExportArgs),
+    /// Charts and tables of stored runs or a campaign: one self-contained HTML page, Markdown or the terminal.
+    Report(Box<ReportArgs>),
     /// Store cyclictest results (histfile or --json output) so they compare with rtlab's.
     Import(ImportArgs),
     /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).
@@ -749,6 +751,81 @@ pub struct CompareArgs {
     /// Print the comparison as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained page: inline SVG charts and CSS, nothing fetched.
+    Html,
+    /// The tables as GitHub Markdown.
+    Md,
+    /// The tables for the terminal.
+    Text,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab report last -o report.html                   # charts, tables, worst case of one run
+  rtlab report --campaign quick -o quick.html        # the newest execution of a campaign
+  rtlab report RUN_A RUN_B                           # tables in the terminal, runs compared
+  rtlab report last --format md > report.md
+  rtlab report last --samples samples.csv -o r.html  # every sample on the time chart
+  rtlab report --campaign quick --png charts/ --budget 'p99.9<100us,max<2ms' --junit budget.xml
+
+Per series: a histogram (1 µs bins, log counts), the exceedance plot with the
+worst-case estimate, latency against time; per report: percentiles, the loads ×
+configurations matrix, the pWCET table, paper 002's % within x µs, paper 001's
+max / avg ± σ, and charts overlaying every series. See docs/report.md.")]
+pub struct ReportArgs {
+    /// Runs: stored run ids (or unique prefixes, or `last`), or files
+    /// `rtlab import` reads (rtlab JSON, cyclictest histfile or JSON).
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+
+    /// Every run of the newest execution of this campaign (before the RUNs given).
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
+
+    /// Every run of this campaign execution (an id `rtlab runs` shows).
+    #[arg(long, value_name = "ID")]
+    pub execution: Option<String>,
+
+    /// Write the report to PATH instead of stdout (replaced whole when done).
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// html, md or text [default: from the extension of -o (.html, .md), else text].
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+
+    /// Also write each chart as a PNG file into DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+
+    /// A run's samples file (what its --samples wrote): its time charts
+    /// then draw every sample. `RUN=PATH`, or `PATH` when there is one run.
+    /// Repeat for several runs.
+    #[arg(long, value_name = "[RUN=]PATH")]
+    pub samples: Vec<String>,
+
+    /// The report's title [default: from the campaign or the run].
+    #[arg(long)]
+    pub title: Option<String>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+
+    /// Print the report's tables and worst-case estimates as JSON
+    /// (rtlab.report/1) on stdout; -o and --png still write their files.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -98,7 +98,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Fails now, as bad input, when `path` cannot be written, without
 /// truncating a file that is there (it is replaced atomically at the end).
-fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
+pub fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
     let existed = path.exists();
     let opened = std::fs::OpenOptions::new()
         .append(true)

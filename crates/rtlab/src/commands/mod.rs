@@ -20,6 +20,7 @@ mod measure_timer;
 mod net;
 pub mod plan;
 pub mod plan_run;
+mod report;
 mod restore;
 mod stored;
 pub mod tune;
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(args) => stored::runs(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare_runs(args),
+        Command::Report(args) => report::run(*args),
         Command::Export(args) => stored::export(args),
         Command::Import(args) => stored::import(args),
         Command::Net(Net::Serve(args)) => net::serve(*args),

@@ -1,0 +1,386 @@
+//! The report's charts: OSADL's latency histogram (1 µs bins, log counts),
+//! the exceedance plot with the fitted worst case, the papers' latency
+//! against time, and overlays that compare runs.
+
+use super::svg::{Axis, Layer, Plot, ALARM, FIT, PALETTE};
+use crate::evt::EvtReport;
+use rtlab_core::result::{RunResult, Series, SeriesStats};
+
+/// A chart of the report.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// `histogram`, `exceedance`, `timeline`, `compare-exceedance`, ...
+    pub kind: &'static str,
+    /// What the chart shows and where its data came from, in a sentence.
+    pub caption: String,
+    pub plot: Plot,
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1000.0
+}
+
+/// Latency in 1 µs bins, counts on a log axis (the OSADL convention).
+pub fn histogram(title: &str, stats: &SeriesStats) -> Chart {
+    let max_bin = stats.histogram_us.iter().map(|b| b[0]).max().unwrap_or(0);
+    let max_count = stats.histogram_us.iter().map(|b| b[1]).max().unwrap_or(1);
+    let mut plot = Plot::new(
+        title,
+        Axis::linear("latency (µs), 1 µs bins", 0.0, (max_bin + 1) as f64 * 1.02),
+        Axis::log_from("samples", 0.5, max_count as f64),
+    );
+    if stats.histogram_us.is_empty() {
+        plot.empty_note = Some("no samples".into());
+    }
+    plot.layers.push(Layer::Bars {
+        bars: stats
+            .histogram_us
+            .iter()
+            .map(|b| [b[0] as f64, b[0] as f64 + 1.0, b[1] as f64])
+            .collect(),
+        colour: PALETTE[0].into(),
+    });
+    Chart {
+        kind: "histogram",
+        caption: format!(
+            "{} samples in 1 µs bins (latency truncated to whole µs, as cyclictest); log count axis.",
+            stats.samples
+        ),
+        plot,
+    }
+}
+
+/// `(µs, P(latency > µs))` after each HDR bucket, starting at `(min, 1)`:
+/// the measured exceedance per sample.
+pub fn survival(stats: &SeriesStats) -> Vec<(f64, f64)> {
+    let total: u64 = stats.histogram_ns.iter().map(|b| b[1]).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut points = vec![(us(stats.min_ns as f64), 1.0)];
+    let mut seen = 0u64;
+    for bin in &stats.histogram_ns {
+        seen += bin[1];
+        points.push((us(bin[0] as f64), (total - seen) as f64 / total as f64));
+    }
+    points
+}
+
+/// 1 − CDF per sample on a log axis, with the fitted tail and the pWCET
+/// intervals when the worst case was estimated.
+pub fn exceedance(title: &str, stats: &SeriesStats, evt: &EvtReport) -> Chart {
+    let measured = survival(stats);
+    let mut smallest = 1.0 / (stats.samples.max(1) as f64);
+    let mut right = us(stats.max_ns as f64);
+    for e in &evt.pwcet {
+        smallest = smallest.min(e.exceedance_per_sample);
+        right = right.max(us(e.value_ns));
+    }
+    let mut plot = Plot::new(
+        title,
+        Axis::linear("latency (µs)", 0.0, right * 1.08),
+        Axis::log("P(latency > x) per sample", smallest, 1.0),
+    );
+    if measured.is_empty() {
+        plot.empty_note = Some("no samples".into());
+    }
+    plot.layers.push(Layer::Line {
+        points: measured,
+        colour: PALETTE[0].into(),
+        width: 1.6,
+        dashed: false,
+        step: true,
+    });
+    plot.legend.push(("measured".into(), PALETTE[0].into()));
+    let caption = if evt.is_estimated() {
+        plot.layers.push(Layer::Line {
+            points: evt.curve.iter().map(|&(ns, p)| (us(ns), p)).collect(),
+            colour: FIT.into(),
+            width: 1.6,
+            dashed: true,
+            step: false,
+        });
+        plot.layers.push(Layer::Intervals {
+            bars: evt
+                .pwcet
+                .iter()
+                .map(|e| {
+                    (
+                        e.exceedance_per_sample,
+                        us(e.ci_low_ns),
+                        us(e.value_ns),
+                        us(e.ci_high_ns),
+                    )
+                })
+                .collect(),
+            colour: FIT.into(),
+        });
+        plot.legend
+            .push(("fitted tail, pWCET and 95 % interval".into(), FIT.into()));
+        format!(
+            "Measured exceedance of {} samples; the dashed line is the fitted tail ({}), each bar a pWCET with its 95 % interval (an arrow: unbounded above).",
+            stats.samples,
+            match evt.method {
+                crate::evt::Method::BlockMaxima => "GEV on block maxima",
+                crate::evt::Method::PeaksOverThreshold => "GPD over a threshold",
+            }
+        )
+    } else {
+        let reasons = match &evt.verdict {
+            crate::evt::Verdict::Refused { reasons } => reasons.len(),
+            crate::evt::Verdict::Estimated => 0,
+        };
+        plot.legend
+            .push(("no worst-case estimate".into(), "#999999".into()));
+        format!(
+            "Measured exceedance of {} samples. No worst-case estimate: {reasons} reason(s) below.",
+            stats.samples
+        )
+    };
+    Chart {
+        kind: "exceedance",
+        caption,
+        plot,
+    }
+}
+
+/// Where the dots of a latency-against-time chart come from.
+pub enum TimeSource<'a> {
+    /// Every sample from the run's samples file: `(t_ns, latency_ns)`,
+    /// `None` a lost message.
+    Samples {
+        points: &'a [(u64, Option<u64>)],
+        file: String,
+    },
+    /// The largest sample of each block (what the result keeps).
+    BlockMaxima,
+}
+
+/// The net probe's timeline as `(t_ns, value)` for one of its series.
+fn net_points(result: &RunResult, series: &str) -> Option<Vec<(u64, Option<u64>)>> {
+    let net = result.net.as_ref()?;
+    let sent = net.messages.sent;
+    let rows = net.timeline.iter().filter(|row| row.0 < sent);
+    let points = match series {
+        "response" => rows.map(|r| (r.1, r.3)).collect(),
+        "response_from_send" => rows
+            .map(|r| (r.1, r.3.map(|v| v.saturating_sub(r.2))))
+            .collect(),
+        "send_lag" => rows.map(|r| (r.1, Some(r.2))).collect(),
+        _ => return None,
+    };
+    Some(points)
+}
+
+/// Latency against time, one dot per sample, message or activation (the
+/// papers' scatter plots); missed deadlines and lost messages marked.
+pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSource) -> Chart {
+    let stats = &series.stats;
+    let net = result.net.is_some();
+    let mut caption;
+    let points: Vec<(u64, Option<u64>)> = match (source, net_points(result, &series.name)) {
+        (TimeSource::Samples { points, file }, _) => {
+            caption = format!("One dot per sample ({} from {file}).", points.len());
+            points.to_vec()
+        }
+        (TimeSource::BlockMaxima, Some(points)) => {
+            caption = format!("One dot per message ({}).", points.len());
+            if result.net.as_ref().is_some_and(|n| !n.timeline_complete) {
+                caption.push_str(" The stored timeline stops short of the last message; pass the run's --samples file to draw them all.");
+            }
+            points
+        }
+        (TimeSource::BlockMaxima, None) => {
+            let mut points = Vec::new();
+            if let Some(blocks) = &stats.block_maxima {
+                let samples = stats.samples.max(1) as f64;
+                for (i, max) in blocks.maxima_ns.iter().enumerate() {
+                    let middle = (i as f64 + 0.5) * blocks.block_samples as f64;
+                    let at = middle / samples * result.elapsed_ns as f64;
+                    points.push((at as u64, Some(*max)));
+                }
+                caption = format!(
+                    "One dot per block of {} samples: its largest, at the block's place in the run; the largest samples at their exact times. The result keeps no per-sample record: run with --samples FILE and pass it to `rtlab report --samples` to draw every sample.",
+                    blocks.block_samples
+                );
+            } else {
+                caption = "The largest samples at their exact times (this result has no block maxima; older rtlab or imported).".into();
+            }
+            points.extend(stats.top.iter().map(|s| (s.at_ns, Some(s.latency_ns))));
+            points
+        }
+    };
+    let max = points
+        .iter()
+        .filter_map(|p| p.1)
+        .max()
+        .unwrap_or(stats.max_ns);
+    let end = points
+        .iter()
+        .map(|p| p.0)
+        .max()
+        .unwrap_or(0)
+        .max(result.elapsed_ns);
+    let top = us(max.max(1) as f64) * 1.08;
+    let mut plot = Plot::new(
+        title,
+        Axis::linear("time since start (s)", 0.0, end.max(1) as f64 / 1e9),
+        Axis::linear("latency (µs)", 0.0, top),
+    );
+    // A wake-up a whole period late means the next deadline passed too.
+    let deadline = (!net && series.interval_ns > 0).then_some(series.interval_ns);
+    let late = |v: u64| deadline.is_some_and(|d| v >= d);
+    let dot = |(at, v): (u64, u64)| (at as f64 / 1e9, us(v as f64));
+    let on_time: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|&(at, v)| v.filter(|v| !late(*v)).map(|v| dot((at, v))))
+        .collect();
+    let missed: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|&(at, v)| v.filter(|v| late(*v)).map(|v| dot((at, v))))
+        .collect();
+    let lost: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.1.is_none())
+        .map(|p| (p.0 as f64 / 1e9, top * 0.97))
+        .collect();
+    if points.is_empty() {
+        plot.empty_note = Some("no samples".into());
+    }
+    plot.layers.push(Layer::Dots {
+        points: on_time,
+        colour: PALETTE[0].into(),
+        radius: 1.6,
+    });
+    if let Some(d) = deadline {
+        plot.layers.push(Layer::HLine {
+            y: us(d as f64),
+            colour: ALARM.into(),
+            label: "one period: deadlines missed above".into(),
+        });
+    }
+    if !missed.is_empty() {
+        plot.legend.push((
+            format!("missed a deadline ({})", missed.len()),
+            ALARM.into(),
+        ));
+        plot.layers.push(Layer::Crosses {
+            points: missed,
+            colour: ALARM.into(),
+        });
+    }
+    if !lost.is_empty() {
+        plot.legend.push((
+            format!("lost, drawn at the top ({})", lost.len()),
+            ALARM.into(),
+        ));
+        plot.layers.push(Layer::Crosses {
+            points: lost,
+            colour: ALARM.into(),
+        });
+    }
+    if stats.missed > 0 {
+        caption.push_str(&format!(
+            " The run counted {} missed deadline(s) or lost message(s).",
+            stats.missed
+        ));
+    }
+    Chart {
+        kind: "timeline",
+        caption,
+        plot,
+    }
+}
+
+/// Each series' measured exceedance on one chart.
+pub fn overlay_exceedance(curves: &[(String, &SeriesStats)]) -> Chart {
+    let smallest = curves
+        .iter()
+        .map(|(_, s)| 1.0 / s.samples.max(1) as f64)
+        .fold(1.0, f64::min);
+    let right = curves
+        .iter()
+        .map(|(_, s)| us(s.max_ns as f64))
+        .fold(1.0, f64::max);
+    let mut plot = Plot::new(
+        "compared: exceedance per sample",
+        Axis::linear("latency (µs)", 0.0, right * 1.05),
+        Axis::log("P(latency > x) per sample", smallest, 1.0),
+    );
+    for (i, (label, stats)) in curves.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        plot.layers.push(Layer::Line {
+            points: survival(stats),
+            colour: colour.into(),
+            width: 1.5,
+            dashed: i >= PALETTE.len(),
+            step: true,
+        });
+        plot.legend.push((label.clone(), colour.into()));
+    }
+    Chart {
+        kind: "compare-exceedance",
+        caption:
+            "Every series' measured exceedance: the further right a line ends, the worse its tail."
+                .into(),
+        plot,
+    }
+}
+
+/// A histogram's outline as a line that drops to the axis over empty
+/// bins, so a lone spike does not look like a plateau.
+fn histogram_outline(bins: &[[u64; 2]]) -> Vec<(f64, f64)> {
+    const AXIS: f64 = 1e-9;
+    let mut points = Vec::new();
+    let mut next_bin = None;
+    for bin in bins {
+        if next_bin != Some(bin[0]) {
+            if let Some(end) = next_bin {
+                points.push((end as f64, AXIS));
+            }
+            points.push((bin[0] as f64, AXIS));
+        }
+        points.push((bin[0] as f64, bin[1] as f64));
+        points.push((bin[0] as f64 + 1.0, bin[1] as f64));
+        next_bin = Some(bin[0] + 1);
+    }
+    if let Some(end) = next_bin {
+        points.push((end as f64, AXIS));
+    }
+    points
+}
+
+/// Each series' 1 µs histogram as a line, on one chart.
+pub fn overlay_histogram(curves: &[(String, &SeriesStats)]) -> Chart {
+    let max_bin = curves
+        .iter()
+        .flat_map(|(_, s)| s.histogram_us.iter().map(|b| b[0]))
+        .max()
+        .unwrap_or(0);
+    let max_count = curves
+        .iter()
+        .flat_map(|(_, s)| s.histogram_us.iter().map(|b| b[1]))
+        .max()
+        .unwrap_or(1);
+    let mut plot = Plot::new(
+        "compared: latency histograms",
+        Axis::linear("latency (µs), 1 µs bins", 0.0, (max_bin + 1) as f64 * 1.02),
+        Axis::log_from("samples", 0.5, max_count as f64),
+    );
+    for (i, (label, stats)) in curves.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        plot.layers.push(Layer::Line {
+            points: histogram_outline(&stats.histogram_us),
+            colour: colour.into(),
+            width: 1.2,
+            dashed: i >= PALETTE.len(),
+            step: false,
+        });
+        plot.legend.push((label.clone(), colour.into()));
+    }
+    Chart {
+        kind: "compare-histogram",
+        caption: "Every series' histogram (1 µs bins) as a line, counts on a log axis.".into(),
+        plot,
+    }
+}

@@ -1,0 +1,324 @@
+//! `rtlab report`: stored runs as one self-contained HTML page (inline SVG
+//! charts and CSS, nothing fetched), as Markdown or as terminal tables,
+//! and each chart as a PNG.
+//!
+//! [`Report::build`] computes everything once (tables, worst-case
+//! estimates, charts); the renderers only lay it out, so every format shows
+//! the same figures.
+
+pub mod charts;
+mod html;
+pub mod png;
+pub mod samples;
+pub mod svg;
+pub mod tables;
+
+use crate::evt::{EvtOptions, EvtReport};
+use charts::{Chart, TimeSource};
+use rtlab_core::result::{RunResult, SeriesStats};
+use samples::SampleFile;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+use tables::Table;
+
+pub const REPORT_SCHEMA: &str = "rtlab.report/1";
+
+/// One series of a run, analysed and drawn.
+#[derive(Debug, Clone)]
+pub struct SeriesView {
+    pub name: String,
+    pub metric: String,
+    pub stats: SeriesStats,
+    pub evt: EvtReport,
+    pub charts: Vec<Chart>,
+}
+
+/// One run of the report.
+#[derive(Debug, Clone)]
+pub struct RunView {
+    /// Short and unique within the report: `vm/promoted` for a campaign
+    /// run, the run id otherwise.
+    pub label: String,
+    pub result: RunResult,
+    pub series: Vec<SeriesView>,
+    /// Where per-sample data came from, when a samples file was given.
+    pub samples_file: Option<String>,
+}
+
+/// Everything the report shows.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub title: String,
+    pub generated_at: String,
+    pub runs: Vec<RunView>,
+    /// Overview tables, in the order shown.
+    pub tables: Vec<Table>,
+    /// Charts overlaying every series (when there is more than one).
+    pub comparison: Vec<Chart>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    pub title: Option<String>,
+    pub evt: EvtOptions,
+}
+
+/// A run's samples file, already read, and its path for captions.
+pub struct RunSamples {
+    pub path: String,
+    pub samples: SampleFile,
+}
+
+fn run_labels(results: &[RunResult]) -> Vec<String> {
+    let repeated = results
+        .iter()
+        .any(|r| r.campaign.as_ref().is_some_and(|c| c.repeat > 1));
+    let mut labels: Vec<String> = results
+        .iter()
+        .map(|r| match &r.campaign {
+            Some(c) if repeated => format!("{}/{} #{}", c.load, c.configuration, c.repeat),
+            Some(c) => format!("{}/{}", c.load, c.configuration),
+            None => r.id.clone(),
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let duplicated: HashSet<String> = labels
+        .iter()
+        .filter(|l| !seen.insert(l.to_string()))
+        .cloned()
+        .collect();
+    for (label, result) in labels.iter_mut().zip(results) {
+        if duplicated.contains(label) && *label != result.id {
+            label.push_str(&format!(" ({})", result.id));
+        }
+    }
+    labels
+}
+
+impl Report {
+    /// Analyses and draws `results`; `samples` maps a run id to that run's
+    /// samples file. `progress(done, total)` is called after each series
+    /// (the worst-case fits take a moment each).
+    pub fn build(
+        results: Vec<RunResult>,
+        mut samples: BTreeMap<String, RunSamples>,
+        options: &ReportOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Report {
+        let total: usize = results.iter().map(|r| r.series.len()).sum();
+        let mut done = 0;
+        let labels = run_labels(&results);
+        let mut runs = Vec::new();
+        for (result, label) in results.into_iter().zip(labels) {
+            let run_samples = samples.remove(&result.id);
+            let mut series_views = Vec::new();
+            for series in &result.series {
+                let evt = crate::evt::for_series(&series.stats, &options.evt);
+                let title = |what: &str| format!("{label} · {}: {what}", series.name);
+                let source = match run_samples
+                    .as_ref()
+                    .and_then(|s| s.samples.series.get(&series.name).map(|p| (p, &s.path)))
+                {
+                    Some((points, path)) => TimeSource::Samples {
+                        points,
+                        file: path.clone(),
+                    },
+                    None => TimeSource::BlockMaxima,
+                };
+                let charts = vec![
+                    charts::histogram(&title("histogram"), &series.stats),
+                    charts::exceedance(&title("exceedance"), &series.stats, &evt),
+                    charts::timeline(&title("latency against time"), &result, series, source),
+                ];
+                series_views.push(SeriesView {
+                    name: series.name.clone(),
+                    metric: series.metric.clone(),
+                    stats: series.stats.clone(),
+                    evt,
+                    charts,
+                });
+                done += 1;
+                progress(done, total);
+            }
+            runs.push(RunView {
+                label,
+                result,
+                series: series_views,
+                samples_file: run_samples.map(|s| s.path),
+            });
+        }
+
+        let mut tables = vec![tables::runs_table(&runs), tables::percentile_table(&runs)];
+        tables.extend(tables::matrix_table(&runs));
+        tables.push(tables::pwcet_table(&runs));
+        tables.extend(tables::within_table(&runs));
+        tables.extend(tables::max_avg_table(&runs));
+
+        let curves: Vec<(String, &SeriesStats)> = runs
+            .iter()
+            .flat_map(|run| {
+                run.series
+                    .iter()
+                    .filter(|s| s.stats.samples > 0)
+                    .map(move |s| (format!("{} · {}", run.label, s.name), &s.stats))
+            })
+            .collect();
+        let comparison = if curves.len() > 1 {
+            vec![
+                charts::overlay_exceedance(&curves),
+                charts::overlay_histogram(&curves),
+            ]
+        } else {
+            Vec::new()
+        };
+
+        let title = options
+            .title
+            .clone()
+            .unwrap_or_else(|| default_title(&runs));
+        Report {
+            title,
+            generated_at: rtlab_core::result::timestamp_now(),
+            runs,
+            tables,
+            comparison,
+        }
+    }
+
+    /// Adds the checks of a budget, right after the list of runs.
+    pub fn add_budget(&mut self, evaluations: &[crate::budget::Evaluation]) {
+        if !evaluations.is_empty() {
+            let table = tables::budget_table(&self.runs, evaluations);
+            self.tables.insert(1.min(self.tables.len()), table);
+        }
+    }
+
+    /// Every chart with a file name for it: `RUN-SERIES-KIND` (comparison
+    /// charts: `compare-KIND`), safe on any file system.
+    pub fn named_charts(&self) -> Vec<(String, &Chart)> {
+        let mut out: Vec<(String, &Chart)> = self
+            .comparison
+            .iter()
+            .map(|c| (file_stem(&[c.kind]), c))
+            .collect();
+        for run in &self.runs {
+            for series in &run.series {
+                for chart in &series.charts {
+                    out.push((
+                        file_stem(&[&run.result.id, &series.name, chart.kind]),
+                        chart,
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// The tables for the terminal, then the runs' warnings.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{}\n\n", self.title);
+        for table in &self.tables {
+            out.push_str(&table.to_text());
+            out.push('\n');
+        }
+        for run in &self.runs {
+            for warning in &run.result.warnings {
+                out.push_str(&format!("{}: warning: {warning}\n", run.label));
+            }
+        }
+        out
+    }
+
+    /// The same tables as Markdown, the environment of each run included.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("# {}\n\n", crate::compare::md_cell(&self.title));
+        for table in &self.tables {
+            out.push_str(&table.to_markdown());
+            out.push('\n');
+        }
+        for run in &self.runs {
+            out.push_str(&format!("## {}\n\n", crate::compare::md_cell(&run.label)));
+            out.push_str(&tables::environment_table(&run.result).to_markdown());
+            out.push('\n');
+            for warning in &run.result.warnings {
+                out.push_str(&format!(
+                    "- warning: {}\n",
+                    crate::compare::md_cell(warning)
+                ));
+            }
+            if !run.result.warnings.is_empty() {
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// One self-contained HTML page.
+    pub fn to_html(&self) -> String {
+        html::page(self)
+    }
+
+    /// The report as data (`rtlab.report/1`): the tables, and each series'
+    /// worst-case estimate.
+    pub fn to_json(&self) -> serde_json::Value {
+        #[derive(Serialize)]
+        struct SeriesJson<'a> {
+            run: &'a str,
+            run_id: &'a str,
+            series: &'a str,
+            estimate: &'a EvtReport,
+        }
+        let series: Vec<SeriesJson> = self
+            .runs
+            .iter()
+            .flat_map(|run| {
+                run.series.iter().map(move |s| SeriesJson {
+                    run: &run.label,
+                    run_id: &run.result.id,
+                    series: &s.name,
+                    estimate: &s.evt,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "schema": REPORT_SCHEMA,
+            "title": self.title,
+            "generated_at": self.generated_at,
+            "tables": self.tables,
+            "series": series,
+        })
+    }
+}
+
+fn default_title(runs: &[RunView]) -> String {
+    let campaigns: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.result.campaign.as_ref().map(|c| c.name.as_str()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    match (campaigns.as_slice(), runs) {
+        ([name], _) => format!("rtlab report: campaign {name}"),
+        (_, [run]) => format!("rtlab report: {} run {}", run.result.probe, run.result.id),
+        _ => format!("rtlab report: {} runs", runs.len()),
+    }
+}
+
+/// Joins parts with `-`, keeping letters, digits, `.`, `_` and `-`.
+fn file_stem(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}

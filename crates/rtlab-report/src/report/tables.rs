@@ -1,0 +1,576 @@
+//! The report's tables as data, so the terminal, Markdown and HTML show the
+//! same figures: percentiles, the worst-case estimate, the campaign
+//! matrix, paper 002's "% within x µs", paper 001's "max / avg ± σ", and
+//! the environment.
+
+use super::RunView;
+use crate::compare::md_cell;
+use crate::evt::{EvtReport, Method, Verdict};
+use crate::matrix::Matrix;
+use crate::table::align;
+use rtlab_core::result::{RunResult, SeriesStats};
+use rtlab_core::units::Micros;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// A table: a title, a header row and rows of text. Columns other than the
+/// first `text_columns` are numbers (right-aligned).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Table {
+    pub title: String,
+    /// What the figures mean, in a sentence (shown under the table).
+    pub note: Option<String>,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    #[serde(skip)]
+    pub text_columns: usize,
+}
+
+impl Table {
+    fn new(title: &str, header: &[&str], text_columns: usize) -> Table {
+        Table {
+            title: title.to_string(),
+            note: None,
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+            text_columns,
+        }
+    }
+
+    fn with_note(mut self, note: &str) -> Table {
+        self.note = Some(note.to_string());
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Aligned columns under the title, for the terminal.
+    pub fn to_text(&self) -> String {
+        let mut rows = vec![self.header.clone()];
+        rows.extend(self.rows.iter().cloned());
+        let mut out = format!("{}\n", self.title);
+        out.push_str(&align(&rows, |col, _| col < self.text_columns, true));
+        if let Some(note) = &self.note {
+            let _ = writeln!(out, "{note}");
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table under a `###` heading.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("### {}\n\n", md_cell(&self.title));
+        let line = |cells: &[String]| {
+            format!(
+                "| {} |\n",
+                cells
+                    .iter()
+                    .map(|c| md_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            )
+        };
+        out.push_str(&line(&self.header));
+        let rule: Vec<String> = (0..self.header.len())
+            .map(|i| if i < self.text_columns { "---" } else { "---:" }.to_string())
+            .collect();
+        let _ = writeln!(out, "|{}|", rule.join("|"));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        if let Some(note) = &self.note {
+            let _ = write!(out, "\n{}\n", md_cell(note));
+        }
+        out
+    }
+
+    /// An HTML `<table>` with a caption.
+    pub fn to_html(&self) -> String {
+        use super::svg::escape;
+        let mut out = format!(
+            "<table><caption>{}</caption><thead><tr>",
+            escape(&self.title)
+        );
+        for (i, h) in self.header.iter().enumerate() {
+            let class = if i < self.text_columns {
+                ""
+            } else {
+                r#" class="num""#
+            };
+            let _ = write!(out, "<th{class}>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for row in &self.rows {
+            out.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate() {
+                let class = if i < self.text_columns {
+                    ""
+                } else {
+                    r#" class="num""#
+                };
+                let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
+        if let Some(note) = &self.note {
+            let _ = write!(out, r#"<p class="note">{}</p>"#, escape(note));
+        }
+        out
+    }
+}
+
+fn us(ns: u64) -> String {
+    Micros(ns).to_string()
+}
+
+fn us_f(ns: f64) -> String {
+    if ns.is_finite() {
+        us(ns.max(0.0).round() as u64)
+    } else {
+        "∞".into()
+    }
+}
+
+/// One row per run: what it was and where it ran.
+pub fn runs_table(runs: &[RunView]) -> Table {
+    let mut t = Table::new(
+        "runs",
+        &[
+            "run", "id", "probe", "status", "started", "host", "kernel", "preempt", "seconds",
+        ],
+        8,
+    );
+    for view in runs {
+        let r = &view.result;
+        t.rows.push(vec![
+            view.label.clone(),
+            r.id.clone(),
+            r.probe.clone(),
+            status_name(r),
+            r.started_at.chars().take(19).collect(),
+            r.environment.hostname.clone().unwrap_or_else(|| "-".into()),
+            r.environment
+                .kernel_release
+                .clone()
+                .unwrap_or_else(|| "-".into()),
+            r.environment.preempt_model.clone(),
+            format!("{:.1}", r.elapsed_ns as f64 / 1e9),
+        ]);
+    }
+    t
+}
+
+pub fn status_name(result: &RunResult) -> String {
+    serde_json::to_value(result.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Every series of every run with its percentiles, in µs.
+pub fn percentile_table(runs: &[RunView]) -> Table {
+    let mut t = Table::new(
+        "latency percentiles (µs)",
+        &[
+            "run", "series", "samples", "missed", "min", "avg", "stdev", "p50", "p90", "p99",
+            "p99.9", "p99.99", "max",
+        ],
+        2,
+    )
+    .with_note("missed: deadlines that passed without a sample of their own (net: lost messages); percentiles within 0.1 %.");
+    for view in runs {
+        for series in &view.result.series {
+            let s = &series.stats;
+            let p = &s.percentiles_ns;
+            t.rows.push(vec![
+                view.label.clone(),
+                series.name.clone(),
+                s.samples.to_string(),
+                s.missed.to_string(),
+                us(s.min_ns),
+                us_f(s.mean_ns),
+                us_f(s.stdev_ns),
+                us(p.p50),
+                us(p.p90),
+                us(p.p99),
+                us(p.p99_9),
+                us(p.p99_99),
+                us(s.max_ns),
+            ]);
+        }
+    }
+    t
+}
+
+/// The exceedance probabilities in the overview (all of them are in each
+/// series' own table).
+const OVERVIEW_PROBABILITIES: [f64; 3] = [1e-3, 1e-6, 1e-9];
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::BlockMaxima => "GEV on block maxima",
+        Method::PeaksOverThreshold => "GPD over a threshold",
+    }
+}
+
+fn estimate_cell(report: &EvtReport, probability: f64) -> String {
+    report
+        .pwcet
+        .iter()
+        .find(|e| (e.exceedance_per_sample / probability - 1.0).abs() < 1e-6)
+        .map_or_else(
+            || "-".into(),
+            |e| {
+                format!(
+                    "{} [{}, {}]",
+                    us_f(e.value_ns),
+                    us_f(e.ci_low_ns),
+                    us_f(e.ci_high_ns)
+                )
+            },
+        )
+}
+
+/// The worst-case estimate of every series: the pWCET at 1e-3, 1e-6 and
+/// 1e-9 per sample with its interval, or why there is none.
+pub fn pwcet_table(runs: &[RunView]) -> Table {
+    let mut t = Table::new(
+        "worst-case estimate (pWCET, µs, [95 % interval])",
+        &[
+            "run", "series", "method", "observed max", "1e-3", "1e-6", "1e-9",
+        ],
+        3,
+    )
+    .with_note("pWCET at p: the latency one sample exceeds with probability p, by extreme value theory; refused, naming the failed checks, when the data break its assumptions. Every probability and check: `rtlab show RUN --pwcet` or the HTML report; docs/pwcet.md.");
+    for view in runs {
+        for series in &view.series {
+            let report = &series.evt;
+            let mut row = vec![
+                view.label.clone(),
+                series.name.clone(),
+                method_name(report.method).to_string(),
+                us(series.stats.max_ns),
+            ];
+            match &report.verdict {
+                Verdict::Estimated => row.extend(
+                    OVERVIEW_PROBABILITIES
+                        .iter()
+                        .map(|p| estimate_cell(report, *p)),
+                ),
+                Verdict::Refused { reasons } => {
+                    // The names of the failed checks; a reason that is
+                    // not a check (too few samples, ...) whole.
+                    let mut failed: Vec<&str> = reasons
+                        .iter()
+                        .filter_map(|r| r.split_once(" failed").map(|(check, _)| check))
+                        .collect();
+                    if failed.is_empty() {
+                        failed.extend(reasons.first().map(String::as_str));
+                    }
+                    row[2] = format!("refused: {}", failed.join(", "));
+                    row.extend(OVERVIEW_PROBABILITIES.iter().map(|_| "-".to_string()));
+                }
+            }
+            t.rows.push(row);
+        }
+    }
+    t
+}
+
+/// One series' pWCET at every probability, with the fit and the checks.
+pub fn series_pwcet_table(report: &EvtReport) -> Table {
+    let mut t = Table::new(
+        "worst-case estimate",
+        &["exceedance per sample", "pWCET µs", "95 % interval µs"],
+        1,
+    );
+    for e in &report.pwcet {
+        t.rows.push(vec![
+            format!("{:e}", e.exceedance_per_sample),
+            us_f(e.value_ns),
+            format!("{} … {}", us_f(e.ci_low_ns), us_f(e.ci_high_ns)),
+        ]);
+    }
+    t
+}
+
+/// The loads × configurations matrix of campaign runs: worst p99.9 and max.
+pub fn matrix_table(runs: &[RunView]) -> Option<Table> {
+    let results: Vec<RunResult> = runs
+        .iter()
+        .filter(|v| v.result.campaign.is_some())
+        .map(|v| v.result.clone())
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let matrix = Matrix::of(&results);
+    let mut header = vec!["load".to_string()];
+    header.extend(
+        matrix
+            .configurations
+            .iter()
+            .map(|c| format!("{c}: p99.9 / max µs")),
+    );
+    let mut t = Table {
+        title: "loads × configurations (worst over series and repeats)".into(),
+        note: Some(
+            "A cell with missed deadlines says how many; an incomplete run is named.".into(),
+        ),
+        header,
+        rows: Vec::new(),
+        text_columns: 1,
+    };
+    for load in &matrix.loads {
+        let mut row = vec![load.clone()];
+        for configuration in &matrix.configurations {
+            row.push(matrix.cell(load, configuration).map_or_else(
+                || "-".into(),
+                |c| {
+                    let mut text = format!("{} / {}", us(c.p99_9_ns), us(c.max_ns));
+                    if c.missed > 0 {
+                        let _ = write!(text, " ({} missed)", c.missed);
+                    }
+                    for status in &c.incomplete {
+                        let _ = write!(text, " [{status}]");
+                    }
+                    text
+                },
+            ));
+        }
+        t.rows.push(row);
+    }
+    Some(t)
+}
+
+/// Paper 002's bounds: % of events within this many µs of their time.
+pub const WITHIN_US: [u64; 5] = crate::probe_tables::WITHIN_US;
+
+/// Metrics that are lateness against an expected instant, which is what
+/// paper 002's table counts.
+fn is_lateness(metric: &str) -> bool {
+    matches!(
+        metric,
+        "wakeup_latency" | "activation_lateness" | "dispatch_error"
+    )
+}
+
+/// % of a series' events within each bound; missed events count as
+/// outside. From the HDR histogram: a bucket counts when its highest
+/// equivalent value is at most the bound.
+pub fn within_percent(stats: &SeriesStats) -> Option<[f64; 5]> {
+    let events = stats.samples + stats.missed;
+    if events == 0 {
+        return None;
+    }
+    let mut within = [0f64; 5];
+    for (slot, bound) in within.iter_mut().zip(WITHIN_US) {
+        let count: u64 = stats
+            .histogram_ns
+            .iter()
+            .filter(|bin| bin[0] <= bound * 1000)
+            .map(|bin| bin[1])
+            .sum();
+        *slot = 100.0 * count as f64 / events as f64;
+    }
+    Some(within)
+}
+
+/// Paper 002's Tables 4.1/4.2 for every series that measures lateness
+/// against an expected time (timer wake-ups, periodic activations, plan
+/// dispatch).
+pub fn within_table(runs: &[RunView]) -> Option<Table> {
+    let mut t = Table::new(
+        "% of events within x µs of their time (paper 002, tables 4.1/4.2)",
+        &[
+            "run", "series", "10 µs", "50 µs", "100 µs", "500 µs", "1000 µs",
+        ],
+        2,
+    )
+    .with_note("missed deadlines count as outside.");
+    for view in runs {
+        for series in view.result.series.iter().filter(|s| is_lateness(&s.metric)) {
+            if let Some(values) = within_percent(&series.stats) {
+                let mut row = vec![view.label.clone(), series.name.clone()];
+                row.extend(values.iter().map(|v| format!("{v:.2}%")));
+                t.rows.push(row);
+            }
+        }
+    }
+    (!t.is_empty()).then_some(t)
+}
+
+/// Paper 001's Table 1: max and avg ± σ for the timer and switch probes
+/// (interrupt latency and context switch).
+pub fn max_avg_table(runs: &[RunView]) -> Option<Table> {
+    let mut t = Table::new(
+        "max and avg ± σ (µs, paper 001, table 1)",
+        &["run", "series", "max", "avg ± σ"],
+        2,
+    );
+    for view in runs {
+        if !matches!(
+            view.result.probe.as_str(),
+            "timer" | "switch" | "cyclictest"
+        ) {
+            continue;
+        }
+        for series in &view.result.series {
+            let s = &series.stats;
+            if s.samples == 0 {
+                continue;
+            }
+            t.rows.push(vec![
+                view.label.clone(),
+                series.name.clone(),
+                us(s.max_ns),
+                format!("{} ± {}", us_f(s.mean_ns), us_f(s.stdev_ns)),
+            ]);
+        }
+    }
+    (!t.is_empty()).then_some(t)
+}
+
+/// What a reader needs to repeat the run: the machine, the kernel and
+/// the settings in effect.
+pub fn environment_table(result: &RunResult) -> Table {
+    let mut t = Table::new("environment", &["what", "value"], 2);
+    let e = &result.environment;
+    let mut add = |what: &str, value: Option<String>| {
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            t.rows.push(vec![what.to_string(), v]);
+        }
+    };
+    add("command", Some(result.command.join(" ")));
+    add("host", e.hostname.clone());
+    add(
+        "kernel",
+        e.kernel_release
+            .as_ref()
+            .map(|r| format!("{r} {}", e.kernel_version.clone().unwrap_or_default())),
+    );
+    add("preemption", Some(e.preempt_model.clone()));
+    add("kernel command line", e.cmdline.clone());
+    add(
+        "cpu",
+        e.cpu_model
+            .as_ref()
+            .map(|m| format!("{m} × {}", e.cpu_count.unwrap_or(0))),
+    );
+    add("isolated cpus", e.isolated_cpus.clone());
+    add("nohz_full", e.nohz_full.clone());
+    add("clocksource", e.clocksource.clone());
+    if !e.governors.is_empty() {
+        let mut governors: Vec<&String> = e.governors.values().collect();
+        governors.dedup();
+        add(
+            "cpufreq governor",
+            Some(
+                governors
+                    .iter()
+                    .map(|g| g.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        );
+    }
+    add("cpuidle", e.cpuidle_driver.clone());
+    add(
+        "rt runtime",
+        e.sched_rt_runtime_us.map(|v| format!("{v} µs per period")),
+    );
+    let eff = &result.effective;
+    add("mlockall", Some(eff.mlockall.to_string()));
+    add(
+        "cpu_dma_latency",
+        Some(
+            eff.dma_latency_us
+                .map_or("not held".into(), |v| format!("{v} µs")),
+        ),
+    );
+    if let Some(series) = result.series.first() {
+        let thread = &series.thread;
+        add(
+            "probe threads",
+            Some(format!(
+                "asked {}, got {}",
+                thread.requested,
+                thread
+                    .actual
+                    .as_ref()
+                    .map_or_else(|| "unknown".to_string(), |a| a.to_string())
+            )),
+        );
+    }
+    if !result.loads.is_empty() {
+        add(
+            "loads",
+            Some(
+                result
+                    .loads
+                    .iter()
+                    .map(|l| l.spec.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        );
+    }
+    if let Some(c) = &result.campaign {
+        add(
+            "campaign",
+            Some(format!(
+                "{} ({}), run {}/{}: load {}, configuration {}, repeat {}",
+                c.name, c.execution, c.index, c.total, c.load, c.configuration, c.repeat
+            )),
+        );
+    }
+    t
+}
+
+/// Every check of a budget on every run: what was observed against what
+/// limit, and whether it held.
+pub fn budget_table(runs: &[RunView], evaluations: &[crate::budget::Evaluation]) -> Table {
+    let spec = evaluations.first().map_or("", |e| e.spec.as_str());
+    let failed: usize = evaluations.iter().map(|e| e.failures()).sum();
+    let mut t = Table::new(
+        &format!(
+            "budget \"{spec}\": {}",
+            if failed == 0 {
+                "kept".to_string()
+            } else {
+                format!("NOT kept, {failed} check(s) failed")
+            }
+        ),
+        &[
+            "run", "series", "clause", "result", "note", "observed", "limit",
+        ],
+        5,
+    );
+    for evaluation in evaluations {
+        let label = runs
+            .iter()
+            .find(|r| r.result.id == evaluation.run_id)
+            .map_or(evaluation.run_id.as_str(), |r| r.label.as_str());
+        for c in &evaluation.checks {
+            t.rows.push(vec![
+                label.to_string(),
+                c.series_label().to_string(),
+                c.text.clone(),
+                c.outcome.label().to_string(),
+                c.note.clone().unwrap_or_default(),
+                c.observed_text(),
+                c.limit_text(),
+            ]);
+        }
+    }
+    if t.rows.iter().all(|row| row[4].is_empty()) {
+        t.header.remove(4);
+        t.text_columns -= 1;
+        for row in &mut t.rows {
+            row.remove(4);
+        }
+    }
+    t
+}

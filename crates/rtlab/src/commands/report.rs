@@ -1,0 +1,276 @@
+//! `rtlab report`: stored runs or a campaign as an HTML page, Markdown or
+//! terminal tables, charts as PNG, and an optional budget.
+//!
+//! Every input is read and checked before any work, and every output is
+//! written whole at the end, so bad input costs nothing and leaves nothing.
+
+use super::budget;
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::input::{bad_input, InputError};
+use crate::session;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use rtlab_core::result::RunResult;
+use rtlab_report::export::write_with;
+use rtlab_report::report::samples::SampleFile;
+use rtlab_report::report::{png, Report, ReportOptions, RunSamples};
+use rtlab_store::{RunFilter, Store};
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn input_error(message: String) -> anyhow::Error {
+    anyhow::Error::new(InputError(message))
+}
+
+/// The format: `--format`, else the extension of `-o`, else text.
+fn format_of(args: &ReportArgs) -> ReportFormat {
+    if let Some(format) = args.format {
+        return format;
+    }
+    let extension = args
+        .output
+        .as_deref()
+        .and_then(Path::extension)
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("html" | "htm") => ReportFormat::Html,
+        Some("md" | "markdown") => ReportFormat::Md,
+        _ => ReportFormat::Text,
+    }
+}
+
+/// The runs of a campaign execution: the one given, or the newest of the
+/// campaign named.
+fn campaign_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>> {
+    let execution = match (&args.execution, &args.campaign) {
+        (Some(execution), _) => execution.clone(),
+        (None, Some(name)) => {
+            let newest = store.list(&RunFilter {
+                campaign: Some(name.clone()),
+                limit: Some(1),
+                ..RunFilter::default()
+            })?;
+            match newest.first().and_then(|run| run.execution.clone()) {
+                Some(execution) => execution,
+                None => bad_input!(
+                    "--campaign {name}: no run of this campaign in {} (see `rtlab runs`)",
+                    store.path().display()
+                ),
+            }
+        }
+        (None, None) => return Ok(Vec::new()),
+    };
+    let runs = store.campaign_runs(&execution)?;
+    if runs.is_empty() {
+        bad_input!(
+            "--execution {execution}: no run of this execution in {} (see `rtlab runs`)",
+            store.path().display()
+        );
+    }
+    if let Some(name) = &args.campaign {
+        if let Some(other) = runs
+            .iter()
+            .filter_map(|r| r.campaign.as_ref())
+            .find(|c| c.name != *name)
+        {
+            bad_input!(
+                "--execution {execution} is a run of campaign `{}`, not `{name}`",
+                other.name
+            );
+        }
+    }
+    Ok(runs)
+}
+
+fn load_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>> {
+    let mut runs = campaign_runs(store, args)?;
+    for id in &args.runs {
+        let path = Path::new(id);
+        // A file is read as `rtlab import` reads it, without storing it.
+        let run = if path.is_file() {
+            rtlab_report::import::import_file(path).map_err(|e| input_error(e.to_string()))?
+        } else {
+            store.get(id).map_err(|e| input_error(e.to_string()))?
+        };
+        runs.push(run);
+    }
+    let mut seen = std::collections::HashSet::new();
+    runs.retain(|r| seen.insert(r.id.clone()));
+    if runs.is_empty() {
+        bad_input!("give the runs to report on: RUN… (ids, `last` or files) or --campaign NAME");
+    }
+    Ok(runs)
+}
+
+/// `--samples [RUN=]PATH`, each read now: a bad file is bad input before
+/// any work.
+fn load_samples(
+    store: &Store,
+    args: &ReportArgs,
+    runs: &[RunResult],
+) -> anyhow::Result<BTreeMap<String, RunSamples>> {
+    let mut out = BTreeMap::new();
+    for spec in &args.samples {
+        let (run, path) = match spec.split_once('=') {
+            Some((run, path)) if !Path::new(spec).exists() => (Some(run), path),
+            _ => (None, spec.as_str()),
+        };
+        let result = match run {
+            Some(run) => {
+                let id = store.resolve(run).unwrap_or_else(|_| run.to_string());
+                runs.iter().find(|r| r.id == id).ok_or_else(|| {
+                    input_error(format!(
+                        "--samples {spec}: run `{run}` is not one of the runs reported"
+                    ))
+                })?
+            }
+            None => match runs {
+                [only] => only,
+                _ => bad_input!(
+                    "--samples {spec}: {} runs are reported: say whose samples these are as RUN=PATH",
+                    runs.len()
+                ),
+            },
+        };
+        let names: Vec<String> = result.series.iter().map(|s| s.name.clone()).collect();
+        let samples = SampleFile::read(Path::new(path), &names)
+            .map_err(|e| input_error(format!("--samples {e}")))?;
+        if out
+            .insert(
+                result.id.clone(),
+                RunSamples {
+                    path: path.to_string(),
+                    samples,
+                },
+            )
+            .is_some()
+        {
+            bad_input!(
+                "--samples {spec}: run {} has a samples file already",
+                result.id
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn progress_bar(args: &ReportArgs, total: usize) -> Option<ProgressBar> {
+    if args.quiet || total < 2 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("analysing series {pos}/{len} {wide_bar} {elapsed}")
+            .expect("static template"),
+    );
+    Some(bar)
+}
+
+/// The outputs checked before any work: `-o` and `--png` must be
+/// writable, and `--junit` none of them.
+fn check_outputs(
+    args: &ReportArgs,
+    budget: Option<&rtlab_report::budget::Budget>,
+) -> anyhow::Result<()> {
+    let mut others: Vec<(&str, &Path)> = Vec::new();
+    if let Some(path) = &args.output {
+        if path.is_dir() {
+            bad_input!("-o {}: is a directory; give a file", path.display());
+        }
+        budget::check_writable(path, "-o")?;
+        others.push(("-o", path));
+    }
+    if let Some(dir) = &args.png {
+        if dir.exists() && !dir.is_dir() {
+            bad_input!("--png {}: exists and is not a directory", dir.display());
+        }
+    }
+    if args.json && args.output.is_none() && args.format.is_some() {
+        bad_input!("--json prints on stdout: give -o PATH for the --format report");
+    }
+    budget::check(&args.budget, budget, &others)
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let budget_spec = args.budget.budget.clone();
+    check_outputs(&args, budget_spec.as_ref())?;
+    let store = session::open_store(args.store.db.as_deref())?;
+    let runs = load_runs(&store, &args)?;
+    let samples = load_samples(&store, &args, &runs)?;
+    drop(store);
+
+    let evaluations = budget::evaluate_all(budget_spec.as_ref(), &runs);
+    let total: usize = runs.iter().map(|r| r.series.len()).sum();
+    let bar = progress_bar(&args, total);
+    let options = ReportOptions {
+        title: args.title.clone(),
+        ..ReportOptions::default()
+    };
+    let mut report = Report::build(runs, samples, &options, &mut |done, _| {
+        if let Some(bar) = &bar {
+            bar.set_position(done as u64);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report.add_budget(&evaluations);
+
+    let format = format_of(&args);
+    let document = match format {
+        ReportFormat::Html => report.to_html(),
+        ReportFormat::Md => report.to_markdown(),
+        ReportFormat::Text => report.to_text(),
+    };
+    let mut written: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = &args.png {
+        let charts: Vec<(String, String)> = report
+            .named_charts()
+            .into_iter()
+            .map(|(name, chart)| (name, chart.plot.to_svg()))
+            .collect();
+        if !png::have_fonts() {
+            eprintln!("warning: --png: no system font found: charts are drawn without text (install fonts-dejavu-core)");
+        }
+        written.extend(
+            png::write_all(dir, &charts).with_context(|| format!("--png {}", dir.display()))?,
+        );
+    }
+    match &args.output {
+        Some(path) => {
+            write_with(path, |out| out.write_all(document.as_bytes()))
+                .with_context(|| format!("writing -o {}", path.display()))?;
+            written.insert(0, path.clone());
+        }
+        None if !args.json => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(document.as_bytes())?;
+            stdout.flush()?;
+        }
+        None => {}
+    }
+    if let Some(path) = &args.budget.junit {
+        budget::write_junit(path, &budget::title(), &evaluations)?;
+        written.push(path.clone());
+    }
+    if args.json {
+        let mut doc = report.to_json();
+        doc["budget"] = budget::json(budget_spec.as_ref(), &evaluations);
+        doc["files"] = serde_json::json!(written);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if !args.quiet && !written.is_empty() {
+        let charts = report.named_charts().len();
+        eprintln!(
+            "report: {} run(s), {} series, {charts} chart(s); wrote {}",
+            report.runs.len(),
+            report.runs.iter().map(|r| r.series.len()).sum::<usize>(),
+            match written.len() {
+                1 => written[0].display().to_string(),
+                n => format!("{} and {} more file(s)", written[0].display(), n - 1),
+            }
+        );
+    }
+    Ok(ExitCode::from(budget::exit_code(0, &evaluations)))
+}
