@@ -304,6 +304,17 @@ fn the_html_page_is_self_contained_and_every_chart_draws() {
         let bytes = png::render(&name, &chart.plot.to_svg()).unwrap();
         assert_eq!(&bytes[1..4], b"PNG", "{name}");
     }
+    // The overlays compare runs: one curve per run, its CPUs together.
+    let legend: Vec<&str> = report.comparison[0]
+        .plot
+        .legend
+        .iter()
+        .map(|(label, _)| label.as_str())
+        .collect();
+    assert_eq!(
+        legend,
+        ["idle/promoted", "idle/other", "cpu/promoted", "cpu/other"]
+    );
     // Each run has its section with its environment.
     for run in &report.runs {
         assert!(
@@ -412,14 +423,16 @@ fn the_time_chart_draws_every_sample_from_a_samples_file_and_marks_missed_deadli
         .plot
         .legend
         .iter()
-        .any(|(l, _)| l == "missed a deadline (1)"));
+        .any(|(l, _)| l == "a period or more late (1)"));
 
     // Without the file: the block maxima and the largest samples.
     let report = build(vec![result]);
     let timeline = &report.runs[0].series[0].charts[2];
+    // Each block's maximum once: the largest samples' blocks at their
+    // samples' exact times.
     let blocks = 5000 / 16;
-    let top = report.runs[0].series[0].stats.top.len();
-    assert_eq!(dots(timeline).0 + dots(timeline).1, blocks + top);
+    assert_eq!(dots(timeline).0 + dots(timeline).1, blocks);
+    assert_eq!(dots(timeline).1, 1, "the late sample is marked once");
     assert!(
         timeline.caption.contains("One dot per block of 16 samples"),
         "{}",

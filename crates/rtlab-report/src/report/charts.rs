@@ -192,9 +192,16 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         }
         (TimeSource::BlockMaxima, None) => {
             let mut points = Vec::new();
+            // A block whose maximum is one of the largest samples is drawn
+            // once, at the sample's exact time.
+            let mut exact: Vec<u64> = stats.top.iter().map(|s| s.latency_ns).collect();
             if let Some(blocks) = &stats.block_maxima {
                 let samples = stats.samples.max(1) as f64;
                 for (i, max) in blocks.maxima_ns.iter().enumerate() {
+                    if let Some(at) = exact.iter().position(|v| v == max) {
+                        exact.swap_remove(at);
+                        continue;
+                    }
                     let middle = (i as f64 + 0.5) * blocks.block_samples as f64;
                     let at = middle / samples * result.elapsed_ns as f64;
                     points.push((at as u64, Some(*max)));
@@ -261,7 +268,7 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
     }
     if !missed.is_empty() {
         plot.legend.push((
-            format!("missed a deadline ({})", missed.len()),
+            format!("a period or more late ({})", missed.len()),
             ALARM.into(),
         ));
         plot.layers.push(Layer::Crosses {
@@ -380,7 +387,7 @@ pub fn overlay_histogram(curves: &[(String, &SeriesStats)]) -> Chart {
     }
     Chart {
         kind: "compare-histogram",
-        caption: "Every series' histogram (1 µs bins) as a line, counts on a log axis.".into(),
+        caption: "The histogram (1 µs bins) of each run (its series together) or, for one run, of each series, as a line; counts on a log axis.".into(),
         plot,
     }
 }

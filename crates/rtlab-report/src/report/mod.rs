@@ -154,14 +154,24 @@ impl Report {
         tables.extend(tables::within_table(&runs));
         tables.extend(tables::max_avg_table(&runs));
 
-        let curves: Vec<(String, &SeriesStats)> = runs
+        // One curve per run (its series merged) when runs are compared,
+        // one per series within a single run.
+        let merged: Vec<(String, SeriesStats)> = if runs.len() > 1 {
+            runs.iter()
+                .map(|run| {
+                    let series: Vec<&SeriesStats> = run.series.iter().map(|s| &s.stats).collect();
+                    (run.label.clone(), merge(&series))
+                })
+                .collect()
+        } else {
+            runs.iter()
+                .flat_map(|run| run.series.iter().map(|s| (s.name.clone(), s.stats.clone())))
+                .collect()
+        };
+        let curves: Vec<(String, &SeriesStats)> = merged
             .iter()
-            .flat_map(|run| {
-                run.series
-                    .iter()
-                    .filter(|s| s.stats.samples > 0)
-                    .map(move |s| (format!("{} · {}", run.label, s.name), &s.stats))
-            })
+            .filter(|(_, s)| s.samples > 0)
+            .map(|(label, s)| (label.clone(), s))
             .collect();
         let comparison = if curves.len() > 1 {
             vec![
@@ -287,6 +297,31 @@ impl Report {
             "tables": self.tables,
             "series": series,
         })
+    }
+}
+
+/// The series of a run as one distribution: what the overlays compare.
+/// Only the fields they read (counts, extremes, histograms) are filled.
+fn merge(series: &[&SeriesStats]) -> SeriesStats {
+    let mut ns: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut us: BTreeMap<u64, u64> = BTreeMap::new();
+    for s in series {
+        for bin in &s.histogram_ns {
+            *ns.entry(bin[0]).or_default() += bin[1];
+        }
+        for bin in &s.histogram_us {
+            *us.entry(bin[0]).or_default() += bin[1];
+        }
+    }
+    let with_samples = series.iter().filter(|s| s.samples > 0);
+    SeriesStats {
+        samples: series.iter().map(|s| s.samples).sum(),
+        missed: series.iter().map(|s| s.missed).sum(),
+        min_ns: with_samples.clone().map(|s| s.min_ns).min().unwrap_or(0),
+        max_ns: with_samples.map(|s| s.max_ns).max().unwrap_or(0),
+        histogram_ns: ns.into_iter().map(|(v, c)| [v, c]).collect(),
+        histogram_us: us.into_iter().map(|(v, c)| [v, c]).collect(),
+        ..SeriesStats::default()
     }
 }
 

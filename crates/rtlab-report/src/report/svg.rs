@@ -20,6 +20,10 @@ const WIDTH: f64 = 640.0;
 const HEIGHT: f64 = 340.0;
 const LEFT: f64 = 72.0;
 const RIGHT: f64 = 16.0;
+/// A longer legend goes beside the plot, in a column this wide, so that it
+/// hides no data.
+const LEGEND_COLUMN: f64 = 200.0;
+const LEGEND_INSIDE_MAX: usize = 4;
 const TOP: f64 = 34.0;
 const BOTTOM: f64 = 46.0;
 const FONT: &str = "DejaVu Sans, Verdana, sans-serif";
@@ -258,7 +262,13 @@ impl Plot {
     pub fn to_svg(&self) -> String {
         let frame = Frame {
             plot: self,
-            w: WIDTH - LEFT - RIGHT,
+            w: WIDTH
+                - LEFT
+                - if self.legend.len() > LEGEND_INSIDE_MAX {
+                    LEGEND_COLUMN
+                } else {
+                    RIGHT
+                },
             h: HEIGHT - TOP - BOTTOM,
         };
         let mut s = String::new();
@@ -293,7 +303,7 @@ impl Plot {
                 }
             }
         }
-        self.draw_legend(&mut s);
+        self.draw_legend(&frame, &mut s);
         s.push_str("</svg>");
         s
     }
@@ -345,20 +355,47 @@ impl Plot {
         );
     }
 
-    fn draw_legend(&self, s: &mut String) {
+    fn draw_legend(&self, f: &Frame, s: &mut String) {
+        let outside = self.legend.len() > LEGEND_INSIDE_MAX;
         let mut y = TOP + 14.0;
-        let x = WIDTH - RIGHT - 8.0;
-        for (label, colour) in &self.legend {
+        let fits = ((HEIGHT - TOP) / 15.0) as usize - 1;
+        let shown = if self.legend.len() > fits {
+            fits - 1
+        } else {
+            self.legend.len()
+        };
+        for (label, colour) in &self.legend[..shown] {
+            if outside {
+                // Swatch, then the label, left-aligned in the column.
+                let x = LEFT + f.w + 10.0;
+                let _ = write!(
+                    s,
+                    r##"<rect x="{x}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{y}" fill="#222222">{}</text>"##,
+                    y - 9.0,
+                    x + 14.0,
+                    escape(label)
+                );
+            } else {
+                let x = WIDTH - RIGHT - 8.0;
+                let _ = write!(
+                    s,
+                    r##"<rect x="{}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{}" text-anchor="end" fill="#222222" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
+                    x - 10.0,
+                    y - 9.0,
+                    x - 14.0,
+                    y,
+                    escape(label)
+                );
+            }
+            y += 15.0;
+        }
+        if shown < self.legend.len() {
             let _ = write!(
                 s,
-                r##"<rect x="{}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{}" text-anchor="end" fill="#222222" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                x - 10.0,
-                y - 9.0,
-                x - 14.0,
-                y,
-                escape(label)
+                r##"<text x="{}" y="{y}" fill="#222222">… and {} more</text>"##,
+                LEFT + f.w + 10.0,
+                self.legend.len() - shown
             );
-            y += 15.0;
         }
     }
 }
@@ -484,9 +521,9 @@ fn draw_layer(f: &Frame, layer: &Layer, s: &mut String) {
             if (TOP..=TOP + f.h).contains(&py) {
                 let _ = write!(
                     s,
-                    r#"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{colour}" stroke-dasharray="6 3"/><text x="{:.1}" y="{:.1}" fill="{colour}">{}</text>"#,
+                    r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{colour}" stroke-dasharray="6 3"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
                     LEFT + f.w,
-                    LEFT + 4.0,
+                    LEFT + f.w - 4.0,
                     py - 3.0,
                     escape(label)
                 );
