@@ -15,6 +15,9 @@ const UNITS: &[(&str, u64)] = &[
     ("ns", 1),
     ("us", 1_000),
     ("µs", 1_000),
+    // Greek small mu (U+03BC): what many keyboards and input methods give
+    // for the micro sign (U+00B5).
+    ("\u{3bc}s", 1_000),
     ("ms", 1_000_000),
     ("s", 1_000_000_000),
     ("m", 60_000_000_000),
@@ -42,7 +45,7 @@ pub fn parse_duration_ns(input: &str) -> Result<u64, DurationError> {
         .iter()
         .find(|(name, _)| *name == unit.trim())
         .map(|(_, scale)| *scale)
-        .ok_or_else(|| err("unknown unit (ns, us, ms, s, m, h)"))?;
+        .ok_or_else(|| err("unknown unit (ns, us or µs, ms, s, m or min, h)"))?;
     let (whole, frac) = match number.split_once('.') {
         Some((w, f)) => (w, f),
         None => (number, ""),
@@ -162,6 +165,7 @@ mod tests {
         assert_eq!(parse_duration_ns("250ns"), Ok(250));
         assert_eq!(parse_duration_ns("200us"), Ok(200_000));
         assert_eq!(parse_duration_ns("200µs"), Ok(200_000));
+        assert_eq!(parse_duration_ns("200\u{3bc}s"), Ok(200_000));
         assert_eq!(parse_duration_ns("1ms"), Ok(1_000_000));
         assert_eq!(parse_duration_ns("10s"), Ok(10_000_000_000));
         assert_eq!(parse_duration_ns("5m"), Ok(300_000_000_000));

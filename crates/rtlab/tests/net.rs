@@ -180,10 +180,14 @@ fn timeline_csv(path: &Path) -> Vec<(u64, u64, u64, Option<u64>)> {
 fn an_injected_server_delay_shows_at_its_indices_and_the_schedule_holds() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let server = Served::start(
-        &state,
-        &["--inject-delay", "5ms", "--every", "100", "--json"],
-    );
+    // The held replies must not be starved past the timeout by the
+    // real-time threads of tests running beside this one: the server runs
+    // promoted where it may, and the timeout is far above the delay.
+    let mut server_args = vec!["--inject-delay", "5ms", "--every", "100", "--json"];
+    if common::realtime_allowed().is_ok() {
+        server_args.extend(["--policy", "fifo", "--priority", "70"]);
+    }
+    let server = Served::start(&state, &server_args);
     let samples = dir.path().join("samples.csv");
     let (code, json) = probe_json(
         &state,
@@ -193,6 +197,8 @@ fn an_injected_server_delay_shows_at_its_indices_and_the_schedule_holds() {
             "1ms",
             "--count",
             "1000",
+            "--timeout",
+            "2s",
             "--samples",
             samples.to_str().unwrap(),
         ],
