@@ -16,17 +16,30 @@ pub struct Chart {
     pub plot: Plot,
 }
 
+/// What a metric's values are, for an axis: `wake-up latency`, `response time`.
+pub fn quantity(metric: &str) -> String {
+    match metric {
+        "wakeup_latency" => "wake-up latency".into(),
+        "" => "latency".into(),
+        other => other.replace('_', " "),
+    }
+}
+
 fn us(ns: f64) -> f64 {
     ns / 1000.0
 }
 
 /// Latency in 1 µs bins, counts on a log axis (the OSADL convention).
-pub fn histogram(title: &str, stats: &SeriesStats) -> Chart {
+pub fn histogram(title: &str, metric: &str, stats: &SeriesStats) -> Chart {
     let max_bin = stats.histogram_us.iter().map(|b| b[0]).max().unwrap_or(0);
     let max_count = stats.histogram_us.iter().map(|b| b[1]).max().unwrap_or(1);
     let mut plot = Plot::new(
         title,
-        Axis::linear("latency (µs), 1 µs bins", 0.0, (max_bin + 1) as f64 * 1.02),
+        Axis::linear(
+            &format!("{} (µs), 1 µs bins", quantity(metric)),
+            0.0,
+            (max_bin + 1) as f64 * 1.02,
+        ),
         Axis::log_from("samples", 0.5, max_count as f64),
     );
     if stats.histogram_us.is_empty() {
@@ -68,7 +81,7 @@ pub fn survival(stats: &SeriesStats) -> Vec<(f64, f64)> {
 
 /// 1 − CDF per sample on a log axis, with the fitted tail and the pWCET
 /// intervals when the worst case was estimated.
-pub fn exceedance(title: &str, stats: &SeriesStats, evt: &EvtReport) -> Chart {
+pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtReport) -> Chart {
     let measured = survival(stats);
     let mut smallest = 1.0 / (stats.samples.max(1) as f64);
     let mut right = us(stats.max_ns as f64);
@@ -78,8 +91,12 @@ pub fn exceedance(title: &str, stats: &SeriesStats, evt: &EvtReport) -> Chart {
     }
     let mut plot = Plot::new(
         title,
-        Axis::linear("latency (µs)", 0.0, right * 1.08),
-        Axis::log("P(latency > x) per sample", smallest, 1.0),
+        Axis::linear(&format!("{} (µs)", quantity(metric)), 0.0, right * 1.08),
+        Axis::log(
+            &format!("P({} > x) per sample", quantity(metric)),
+            smallest,
+            1.0,
+        ),
     );
     if measured.is_empty() {
         plot.empty_note = Some("no samples".into());
@@ -232,7 +249,7 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
     let mut plot = Plot::new(
         title,
         Axis::linear("time since start (s)", 0.0, end.max(1) as f64 / 1e9),
-        Axis::linear("latency (µs)", 0.0, top),
+        Axis::linear(&format!("{} (µs)", quantity(&series.metric)), 0.0, top),
     );
     // A wake-up a whole period late means the next deadline passed too.
     let deadline = (!net && series.interval_ns > 0).then_some(series.interval_ns);

@@ -126,9 +126,9 @@ impl Report {
                     None => TimeSource::BlockMaxima,
                 };
                 let charts = vec![
-                    charts::histogram(&title("histogram"), &series.stats),
-                    charts::exceedance(&title("exceedance"), &series.stats, &evt),
-                    charts::timeline(&title("latency against time"), &result, series, source),
+                    charts::histogram(&title("histogram"), &series.metric, &series.stats),
+                    charts::exceedance(&title("exceedance"), &series.metric, &series.stats, &evt),
+                    charts::timeline(&title("against time"), &result, series, source),
                 ];
                 series_views.push(SeriesView {
                     name: series.name.clone(),
