@@ -228,7 +228,7 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
                     blocks.block_samples
                 );
             } else {
-                caption = "The largest samples at their exact times (this result has no block maxima; older rtlab or imported).".into();
+                caption = "The largest samples at their exact times, where the result has them: it has no block maxima (older rtlab, or imported).".into();
             }
             points.extend(stats.top.iter().map(|s| (s.at_ns, Some(s.latency_ns))));
             points
@@ -248,7 +248,13 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
     let top = us(max.max(1) as f64) * 1.08;
     let mut plot = Plot::new(
         title,
-        Axis::linear("time since start (s)", 0.0, end.max(1) as f64 / 1e9),
+        // A result without any time (an imported histogram) still gets a
+        // readable axis.
+        Axis::linear(
+            "time since start (s)",
+            0.0,
+            if end == 0 { 1.0 } else { end as f64 / 1e9 },
+        ),
         Axis::linear(&format!("{} (µs)", quantity(&series.metric)), 0.0, top),
     );
     // A wake-up a whole period late means the next deadline passed too.
@@ -269,7 +275,11 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         .map(|p| (p.0 as f64 / 1e9, top * 0.97))
         .collect();
     if points.is_empty() {
-        plot.empty_note = Some("no samples".into());
+        plot.empty_note = Some(if stats.samples > 0 {
+            "no sample times in this result (a histogram has no time order)".into()
+        } else {
+            "no samples".into()
+        });
     }
     plot.layers.push(Layer::Dots {
         points: on_time,
