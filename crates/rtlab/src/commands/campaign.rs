@@ -199,10 +199,13 @@ fn run_plan(
             writeln!(out, "\n{}", summary_line(&evaluations))?;
             write!(out, "{}", failures_table(&evaluations))?;
         }
+        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", p.display()));
         writeln!(
             out,
-            "{} runs stored (campaign execution {}); see `rtlab runs --execution {}`",
+            "{} runs stored (campaign execution {}); see `rtlab runs{db_flag} --execution {}`,\n\
+             charts and tables: `rtlab report{db_flag} --execution {} -o report.html`",
             outcome.results.len(),
+            outcome.execution,
             outcome.execution,
             outcome.execution
         )?;
