@@ -222,7 +222,11 @@ fn bad_input_is_refused_before_anything_is_written() {
     refused(d, &["--db", db, "no-such-run"], &["no-such-run"]);
 
     let bad = d.join("bad.csv");
-    std::fs::write(&bad, "series,t_ns,latency_ns\nthread0,10,20\nthread0,30,oops\n").unwrap();
+    std::fs::write(
+        &bad,
+        "series,t_ns,latency_ns\nthread0,10,20\nthread0,30,oops\n",
+    )
+    .unwrap();
     let bad = bad.to_str().unwrap();
     refused(
         d,
