@@ -877,7 +877,8 @@ pub fn comparison_table(c: &Comparison) -> String {
     out
 }
 
-fn status_text(s: RunStatus) -> &'static str {
+/// A run status as the JSON and the tables spell it.
+pub(crate) fn status_text(s: RunStatus) -> &'static str {
     match s {
         RunStatus::Running => "running",
         RunStatus::Complete => "complete",
@@ -887,9 +888,13 @@ fn status_text(s: RunStatus) -> &'static str {
     }
 }
 
-/// Escapes text for a Markdown table cell.
+/// Escapes text for a Markdown table cell: the pipe, and markup that a
+/// renderer would otherwise run as HTML (`<script>` in a series name).
 pub(crate) fn md_cell(text: &str) -> String {
     text.replace('\\', "\\\\")
+        .replace('&', "\\&")
+        .replace('<', "\\<")
+        .replace('>', "\\>")
         .replace('|', "\\|")
         .replace(['\n', '\r'], " ")
 }

@@ -4,7 +4,7 @@
 //! probe's message accounting.
 
 use crate::table::align;
-use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series};
+use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series, SeriesStats};
 use rtlab_core::units::{human_duration, Micros};
 use std::fmt::Write;
 
@@ -233,13 +233,26 @@ pub fn noise_tables(noise: &NoiseReport) -> String {
 /// many µs of their expected time.
 pub const WITHIN_US: [u64; 5] = [10, 50, 100, 500, 1000];
 
+/// How many of a series' samples fall within each of [`WITHIN_US`], from
+/// its HDR histogram: a bucket counts when its highest equivalent value is
+/// at most the bound (exact but for the bucket that straddles the bound,
+/// which counts as outside: 3 significant digits, under 0.1 % of the
+/// bound).
+pub fn within_counts(stats: &SeriesStats) -> [u64; 5] {
+    WITHIN_US.map(|bound_us| {
+        stats
+            .histogram_ns
+            .iter()
+            .filter(|bin| bin[0] <= bound_us * 1000)
+            .map(|bin| bin[1])
+            .sum()
+    })
+}
+
 /// The % of a periodic run's activations (every `activation_lateness`
 /// series together) that started within each of [`WITHIN_US`] of their
-/// instant, from the HDR histograms: a bucket counts when its highest
-/// equivalent value is at most the bound (exact but for the bucket that
-/// straddles the bound, which counts as outside: 3 significant digits,
-/// under 0.1 % of the bound). Missed activations count as outside. None
-/// without any activation.
+/// instant (see [`within_counts`]). Missed activations count as outside.
+/// None without any activation.
 pub fn within_percentages(series: &[Series]) -> Option<[f64; 5]> {
     let lateness: Vec<&Series> = series
         .iter()
@@ -252,17 +265,13 @@ pub fn within_percentages(series: &[Series]) -> Option<[f64; 5]> {
     if activations == 0 {
         return None;
     }
-    let mut within = [0f64; 5];
-    for (slot, bound_us) in within.iter_mut().zip(WITHIN_US) {
-        let count: u64 = lateness
-            .iter()
-            .flat_map(|s| s.stats.histogram_ns.iter())
-            .filter(|bin| bin[0] <= bound_us * 1000)
-            .map(|bin| bin[1])
-            .sum();
-        *slot = 100.0 * count as f64 / activations as f64;
+    let mut within = [0u64; 5];
+    for s in &lateness {
+        for (total, count) in within.iter_mut().zip(within_counts(&s.stats)) {
+            *total += count;
+        }
     }
-    Some(within)
+    Some(within.map(|count| 100.0 * count as f64 / activations as f64))
 }
 
 /// A percentage as the paper prints it.

@@ -243,8 +243,8 @@ fn campaign_tables_in_the_terminal_and_in_markdown_match_the_golden_files() {
         "{matrix}"
     );
     assert!(md.contains("| load | promoted: p99.9 / max µs | other: p99.9 / max µs |"));
-    assert!(md.contains("### % of events within x µs of their time (paper 002, tables 4.1/4.2)"));
-    assert!(md.contains("### max and avg ± σ (µs, paper 001, table 1)"));
+    assert!(md.contains("## % of events within x µs of their time (paper 002, tables 4.1/4.2)"));
+    assert!(md.contains("## max and avg ± σ (µs, paper 001, table 1)"));
     assert!(md.contains("## idle/promoted"));
     assert!(md.contains("| preemption | rt |"));
 }
@@ -293,7 +293,7 @@ fn the_html_page_is_self_contained_and_every_chart_draws() {
     assert_eq!(report.named_charts().len(), series * 3 + 2);
     let names: Vec<String> = report.named_charts().into_iter().map(|(n, _)| n).collect();
     assert!(
-        names.contains(&"compare-exceedance".to_string()),
+        names.contains(&"compare-wakeup_latency-exceedance".to_string()),
         "{names:?}"
     );
     assert!(
@@ -305,11 +305,17 @@ fn the_html_page_is_self_contained_and_every_chart_draws() {
         assert_eq!(&bytes[1..4], b"PNG", "{name}");
     }
     // The overlays compare runs: one curve per run, its CPUs together.
-    let legend: Vec<&str> = report.comparison[0]
+    assert_eq!(
+        report.comparison.len(),
+        1,
+        "one metric, one pair of overlays"
+    );
+    assert_eq!(report.comparison[0].0, "wakeup_latency");
+    let legend: Vec<&str> = report.comparison[0].1[0]
         .plot
         .legend
         .iter()
-        .map(|(label, _)| label.as_str())
+        .map(|key| key.label.as_str())
         .collect();
     assert_eq!(
         legend,
@@ -423,7 +429,7 @@ fn the_time_chart_draws_every_sample_from_a_samples_file_and_marks_missed_deadli
         .plot
         .legend
         .iter()
-        .any(|(l, _)| l == "a period or more late (1)"));
+        .any(|k| k.label == "a period or more late (1 dots)"));
 
     // Without the file: the block maxima and the largest samples.
     let report = build(vec![result]);
@@ -487,7 +493,7 @@ fn the_net_time_chart_has_one_dot_per_message_and_marks_lost_ones() {
         .plot
         .legend
         .iter()
-        .any(|(l, _)| l == "lost, drawn at the top (3)"));
+        .any(|k| k.label == "lost, drawn at the top (3)"));
     // A response is not a deadline: no period line on a net chart.
     assert!(!chart
         .plot
@@ -500,7 +506,10 @@ fn the_net_time_chart_has_one_dot_per_message_and_marks_lost_ones() {
 fn the_histogram_overlay_drops_to_the_axis_between_separate_bins() {
     let a = series("cpu0", "wakeup_latency", &[5_000, 5_500, 900_000]);
     let b = series("cpu1", "wakeup_latency", &[6_000]);
-    let chart = charts::overlay_histogram(&[("a".into(), &a.stats), ("b".into(), &b.stats)]);
+    let chart = charts::overlay_histogram(
+        "wakeup_latency",
+        &[("a".into(), &a.stats), ("b".into(), &b.stats)],
+    );
     let Layer::Line { points, .. } = &chart.plot.layers[0] else {
         panic!("a line per series");
     };
@@ -555,4 +564,114 @@ fn run_labels_are_unique_and_titles_escape_markup() {
     let html = report.to_html();
     assert!(!html.contains("<b>&cpu"));
     assert!(html.contains("&lt;b&gt;&amp;cpu"));
+}
+
+#[test]
+fn the_time_chart_places_blocks_only_where_samples_come_one_per_interval() {
+    // 2000 samples of a 1 ms interval in a run of 20 s: the series ran for
+    // a tenth of it (switch --all runs its mechanisms in turn).
+    let mut result = run(
+        "20261121T193012Z-4",
+        "switch",
+        vec![series(
+            "futex.switch",
+            "switch_latency",
+            &latencies(9, 2000, false),
+        )],
+    );
+    result.elapsed_ns = 20_000_000_000;
+    let report = build(vec![result]);
+    let chart = &report.runs[0].series[0].charts[2];
+    let top = report.runs[0].series[0].stats.top.len();
+    assert_eq!(dots(chart).0 + dots(chart).1, top, "only the exact spikes");
+    assert!(
+        chart.caption.contains("do not come one per interval"),
+        "{}",
+        chart.caption
+    );
+    // Not a periodic metric: no period line.
+    assert!(!chart
+        .plot
+        .layers
+        .iter()
+        .any(|l| matches!(l, Layer::HLine { .. })));
+}
+
+#[test]
+fn overlays_compare_one_metric_at_a_time() {
+    let mut a = run(
+        "20261121T193012Z-5",
+        "periodic",
+        vec![
+            series(
+                "t1.lateness",
+                "activation_lateness",
+                &latencies(11, 1000, false),
+            ),
+            series("t1.response", "response_time", &latencies(12, 1000, false)),
+        ],
+    );
+    let mut b = a.clone();
+    b.id = "20261121T193012Z-6".into();
+    a.series[0].stats.missed = 0;
+    let report = build(vec![a, b]);
+    let metrics: Vec<&str> = report.comparison.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(metrics, ["activation_lateness", "response_time"]);
+    for (_, charts) in &report.comparison {
+        assert_eq!(charts[0].plot.legend.len(), 2, "one curve per run");
+    }
+    let names: Vec<String> = report.named_charts().into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&"compare-response_time-histogram".to_string()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn exceedance_shows_missed_events_and_keeps_extrapolation_off_the_data() {
+    let mut s = series("cpu0", "wakeup_latency", &latencies(13, 60_000, false));
+    s.stats.missed = 600;
+    let report = build(vec![run("20261121T193012Z-7", "timer", vec![s])]);
+    let view = &report.runs[0].series[0];
+    let chart = &view.charts[1];
+    let floor = chart.plot.layers.iter().find_map(|l| match l {
+        Layer::HLine { y, label, .. } => Some((*y, label.clone())),
+        _ => None,
+    });
+    let (y, label) = floor.expect("a line for the missed events");
+    assert!((y - 600.0 / 60_600.0).abs() < 1e-12, "{y}");
+    assert!(label.contains("600 of 60600 events"), "{label}");
+    // The axis ends within a few times the observed maximum.
+    assert!(chart.plot.x.max <= 4.0 * 1.08 * view.stats.max_ns as f64 / 1000.0 + 1e-9);
+}
+
+#[test]
+fn imported_cyclictest_bins_count_at_their_top() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cyclictest-2.40-H40.hist");
+    let imported = rtlab_report::import::import_file(&path).unwrap();
+    let expected: Vec<f64> = imported
+        .series
+        .iter()
+        .map(|s| {
+            // Truncated µs: bin b holds b.000-b.999 µs, within 10 µs below bin 10.
+            let within: u64 = s
+                .stats
+                .histogram_us
+                .iter()
+                .filter(|b| b[0] < 10)
+                .map(|b| b[1])
+                .sum();
+            100.0 * within as f64 / (s.stats.samples + s.stats.missed) as f64
+        })
+        .collect();
+    let report = build(vec![imported]);
+    let table = report
+        .tables
+        .iter()
+        .find(|t| t.title.starts_with("% of events within"))
+        .expect("the within table");
+    for (row, expected) in table.rows.iter().zip(expected) {
+        assert_eq!(row[2], format!("{expected:.2}%"), "{row:?}");
+    }
 }

@@ -145,7 +145,7 @@ fn imported_cyclictest_files_report_without_root() {
     // A histogram has no time order: the time chart says what it draws.
     assert!(page.contains("it has no block maxima"));
     assert!(page.contains("no sample times in this result (a histogram has no time order)"));
-    assert!(page.contains("compared: exceedance per sample"));
+    assert!(page.contains("compared: wake-up latency, exceedance per sample"));
 
     // --format wins over the extension; stdout without -o.
     let out = run(rtlab(dir.path())
@@ -260,6 +260,47 @@ fn bad_input_is_refused_before_anything_is_written() {
     let out = run(rtlab(d).args(["report", hist, "--json", "--format", "md"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--json prints on stdout"));
+
+    // No output may replace an input: the result store, a RUN file.
+    let store = d.join("store.db");
+    std::fs::copy(d.join("empty.db"), &store).ok();
+    for (args, what) in [
+        (
+            vec![
+                "--db",
+                store.to_str().unwrap(),
+                hist,
+                "-o",
+                store.to_str().unwrap(),
+            ],
+            "result store (--db)",
+        ),
+        (vec![hist, "-o", hist], "RUN"),
+        (vec![hist, "--samples", bad, "-o", bad], "--samples"),
+    ] {
+        let out = run(rtlab(d).arg("report").args(&args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(&format!("is also the {what} file")),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert!(
+        std::fs::read_to_string(histfile())
+            .unwrap()
+            .contains("# Histogram"),
+        "the RUN file is intact"
+    );
+    let out = run(rtlab(d).args(["report", hist, "--png", "/proc/rtlab-report"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--png /proc/rtlab-report: cannot write there"));
+    let out = run(rtlab(d).args(["report", hist, "-o", "-", "--json", "--format", "md"]));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "-o - is stdout, which --json takes"
+    );
 
     // A report that exists is left as it was when the command is refused.
     let kept = d.join("kept.html");

@@ -699,14 +699,15 @@ fn png_writes_every_chart_as_a_non_blank_1280_by_680_image_with_text() {
     let dir = fixture.path().join("png");
     let (doc, stderr) = report(&fixture, &html, &["--png", dir.to_str().unwrap()]);
 
-    // The charts expected: three per series, two comparing them all.
+    // The charts expected: three per series, two comparing them all (every
+    // series here measures wake-up latency).
     let series = doc["series"].as_array().unwrap();
     assert!(!series.is_empty(), "{doc}");
     let mut expected: Vec<String> = Vec::new();
     if series.len() > 1 {
         expected.extend([
-            "compare-exceedance.png".into(),
-            "compare-histogram.png".into(),
+            "compare-wakeup_latency-exceedance.png".into(),
+            "compare-wakeup_latency-histogram.png".into(),
         ]);
     }
     for s in series {

@@ -2,7 +2,7 @@
 //! the exceedance plot with the fitted worst case, the papers' latency
 //! against time, and overlays that compare runs.
 
-use super::svg::{Axis, Layer, Plot, ALARM, FIT, PALETTE};
+use super::svg::{Axis, Key, Layer, Plot, ALARM, FIT, PALETTE};
 use crate::evt::EvtReport;
 use rtlab_core::result::{RunResult, Series, SeriesStats};
 
@@ -24,6 +24,9 @@ pub fn quantity(metric: &str) -> String {
         other => other.replace('_', " "),
     }
 }
+
+/// How far past the observed maximum an exceedance axis may reach.
+const EXTRAPOLATION_SPAN: f64 = 4.0;
 
 fn us(ns: f64) -> f64 {
     ns / 1000.0
@@ -64,7 +67,7 @@ pub fn histogram(title: &str, metric: &str, stats: &SeriesStats) -> Chart {
 }
 
 /// `(µs, P(latency > µs))` after each HDR bucket, starting at `(min, 1)`:
-/// the measured exceedance per sample.
+/// the measured exceedance per sample (each bucket at its highest value).
 pub fn survival(stats: &SeriesStats) -> Vec<(f64, f64)> {
     let total: u64 = stats.histogram_ns.iter().map(|b| b[1]).sum();
     if total == 0 {
@@ -83,11 +86,16 @@ pub fn survival(stats: &SeriesStats) -> Vec<(f64, f64)> {
 /// intervals when the worst case was estimated.
 pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtReport) -> Chart {
     let measured = survival(stats);
+    let events = stats.samples + stats.missed;
     let mut smallest = 1.0 / (stats.samples.max(1) as f64);
-    let mut right = us(stats.max_ns as f64);
+    let observed = us(stats.max_ns as f64);
+    // Extrapolated values far past the data would squash the measured
+    // curve against the axis: the axis stops at a few times the observed
+    // maximum, and what lies beyond is drawn as an arrow at the edge.
+    let mut right = observed;
     for e in &evt.pwcet {
         smallest = smallest.min(e.exceedance_per_sample);
-        right = right.max(us(e.value_ns));
+        right = right.max(us(e.value_ns).min(EXTRAPOLATION_SPAN * observed));
     }
     let mut plot = Plot::new(
         title,
@@ -108,10 +116,28 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
         dashed: false,
         step: true,
     });
-    plot.legend.push(("measured".into(), PALETTE[0].into()));
+    plot.legend.push(Key::line("measured", PALETTE[0], false));
+    if stats.missed > 0 && events > 0 {
+        // Missed deadlines and lost messages have no latency of their own:
+        // they exceed every x. The per-sample curve leaves them out.
+        plot.layers.push(Layer::HLine {
+            y: stats.missed as f64 / events as f64,
+            colour: ALARM.into(),
+            label: format!(
+                "missed or lost: {} of {events} events exceed every x",
+                stats.missed
+            ),
+        });
+    }
+    let x_end = plot.x.max;
     let caption = if evt.is_estimated() {
         plot.layers.push(Layer::Line {
-            points: evt.curve.iter().map(|&(ns, p)| (us(ns), p)).collect(),
+            points: evt
+                .curve
+                .iter()
+                .map(|&(ns, p)| (us(ns), p))
+                .take_while(|&(x, _)| x <= x_end)
+                .collect(),
             colour: FIT.into(),
             width: 1.6,
             dashed: true,
@@ -133,24 +159,17 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
             colour: FIT.into(),
         });
         plot.legend
-            .push(("fitted tail, pWCET and 95 % interval".into(), FIT.into()));
+            .push(Key::line("fitted tail, pWCET and 95 % interval", FIT, true));
         format!(
             "Measured exceedance of {} samples; the dashed line is the fitted tail ({}), each bar a pWCET with its 95 % interval (an arrow: unbounded above).",
             stats.samples,
-            match evt.method {
-                crate::evt::Method::BlockMaxima => "GEV on block maxima",
-                crate::evt::Method::PeaksOverThreshold => "GPD over a threshold",
-            }
+            super::tables::method_name(evt.method)
         )
     } else {
-        let reasons = match &evt.verdict {
-            crate::evt::Verdict::Refused { reasons } => reasons.len(),
-            crate::evt::Verdict::Estimated => 0,
-        };
         plot.legend
-            .push(("no worst-case estimate".into(), "#999999".into()));
+            .push(Key::mark("no worst-case estimate", "#999999"));
         format!(
-            "Measured exceedance of {} samples. No worst-case estimate: {reasons} reason(s) below.",
+            "Measured exceedance of {} samples. No worst-case estimate: the reasons are below.",
             stats.samples
         )
     };
@@ -189,6 +208,26 @@ fn net_points(result: &RunResult, series: &str) -> Option<Vec<(u64, Option<u64>)
     Some(points)
 }
 
+/// Metrics measured once per period, where a value of a period or more
+/// means the next deadline passed without its own sample.
+fn is_periodic(metric: &str) -> bool {
+    matches!(
+        metric,
+        "wakeup_latency" | "activation_lateness" | "interrupt_latency"
+    )
+}
+
+/// Whether a series' samples come one per interval over the whole run, so
+/// that a block's index says when it happened.
+fn covers_run(result: &RunResult, series: &Series) -> bool {
+    let events = series.stats.samples + series.stats.missed;
+    if series.interval_ns == 0 || result.elapsed_ns == 0 || events == 0 {
+        return false;
+    }
+    let spanned = events as f64 * series.interval_ns as f64 / result.elapsed_ns as f64;
+    (0.8..=1.25).contains(&spanned)
+}
+
 /// Latency against time, one dot per sample, message or activation (the
 /// papers' scatter plots); missed deadlines and lost messages marked.
 pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSource) -> Chart {
@@ -206,6 +245,14 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
                 caption.push_str(" The stored timeline stops short of the last message; pass the run's --samples file to draw them all.");
             }
             points
+        }
+        (TimeSource::BlockMaxima, None) if !covers_run(result, series) => {
+            caption = "The largest samples at their exact times. This series' samples do not come one per interval over the whole run (several mechanisms in turn, bursts, noise events), so its blocks have no place in time: run with --samples FILE and pass it to `rtlab report --samples` to draw every sample.".into();
+            stats
+                .top
+                .iter()
+                .map(|s| (s.at_ns, Some(s.latency_ns)))
+                .collect()
         }
         (TimeSource::BlockMaxima, None) => {
             let mut points = Vec::new();
@@ -257,8 +304,10 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         ),
         Axis::linear(&format!("{} (µs)", quantity(&series.metric)), 0.0, top),
     );
-    // A wake-up a whole period late means the next deadline passed too.
-    let deadline = (!net && series.interval_ns > 0).then_some(series.interval_ns);
+    // A wake-up a whole period late means the next deadline passed too;
+    // only periodic metrics have one.
+    let deadline = (!net && series.interval_ns > 0 && is_periodic(&series.metric))
+        .then_some(series.interval_ns);
     let late = |v: u64| deadline.is_some_and(|d| v >= d);
     let dot = |(at, v): (u64, u64)| (at as f64 / 1e9, us(v as f64));
     let on_time: Vec<(f64, f64)> = points
@@ -294,9 +343,9 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         });
     }
     if !missed.is_empty() {
-        plot.legend.push((
-            format!("a period or more late ({})", missed.len()),
-            ALARM.into(),
+        plot.legend.push(Key::mark(
+            format!("a period or more late ({} dots)", missed.len()),
+            ALARM,
         ));
         plot.layers.push(Layer::Crosses {
             points: missed,
@@ -304,9 +353,9 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         });
     }
     if !lost.is_empty() {
-        plot.legend.push((
+        plot.legend.push(Key::mark(
             format!("lost, drawn at the top ({})", lost.len()),
-            ALARM.into(),
+            ALARM,
         ));
         plot.layers.push(Layer::Crosses {
             points: lost,
@@ -326,8 +375,9 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
     }
 }
 
-/// Each series' measured exceedance on one chart.
-pub fn overlay_exceedance(curves: &[(String, &SeriesStats)]) -> Chart {
+/// The measured exceedance of several runs (or series) of one metric on
+/// one chart.
+pub fn overlay_exceedance(metric: &str, curves: &[(String, &SeriesStats)]) -> Chart {
     let smallest = curves
         .iter()
         .map(|(_, s)| 1.0 / s.samples.max(1) as f64)
@@ -336,27 +386,29 @@ pub fn overlay_exceedance(curves: &[(String, &SeriesStats)]) -> Chart {
         .iter()
         .map(|(_, s)| us(s.max_ns as f64))
         .fold(1.0, f64::max);
+    let what = quantity(metric);
     let mut plot = Plot::new(
-        "compared: exceedance per sample",
-        Axis::linear("latency (µs)", 0.0, right * 1.05),
-        Axis::log("P(latency > x) per sample", smallest, 1.0),
+        &format!("compared: {what}, exceedance per sample"),
+        Axis::linear(&format!("{what} (µs)"), 0.0, right * 1.05),
+        Axis::log(&format!("P({what} > x) per sample"), smallest, 1.0),
     );
     for (i, (label, stats)) in curves.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
+        let dashed = i >= PALETTE.len();
         plot.layers.push(Layer::Line {
             points: survival(stats),
             colour: colour.into(),
             width: 1.5,
-            dashed: i >= PALETTE.len(),
+            dashed,
             step: true,
         });
-        plot.legend.push((label.clone(), colour.into()));
+        plot.legend.push(Key::line(label.clone(), colour, dashed));
     }
     Chart {
-        kind: "compare-exceedance",
-        caption:
-            "Every series' measured exceedance: the further right a line ends, the worse its tail."
-                .into(),
+        kind: "exceedance",
+        caption: format!(
+            "Measured exceedance of {what}, one line per run (its series together) or, within one run, per series: the further right a line ends, the worse its tail."
+        ),
         plot,
     }
 }
@@ -384,8 +436,9 @@ fn histogram_outline(bins: &[[u64; 2]]) -> Vec<(f64, f64)> {
     points
 }
 
-/// Each series' 1 µs histogram as a line, on one chart.
-pub fn overlay_histogram(curves: &[(String, &SeriesStats)]) -> Chart {
+/// The 1 µs histograms of several runs (or series) of one metric as lines
+/// on one chart.
+pub fn overlay_histogram(metric: &str, curves: &[(String, &SeriesStats)]) -> Chart {
     let max_bin = curves
         .iter()
         .flat_map(|(_, s)| s.histogram_us.iter().map(|b| b[0]))
@@ -396,25 +449,33 @@ pub fn overlay_histogram(curves: &[(String, &SeriesStats)]) -> Chart {
         .flat_map(|(_, s)| s.histogram_us.iter().map(|b| b[1]))
         .max()
         .unwrap_or(1);
+    let what = quantity(metric);
     let mut plot = Plot::new(
-        "compared: latency histograms",
-        Axis::linear("latency (µs), 1 µs bins", 0.0, (max_bin + 1) as f64 * 1.02),
+        &format!("compared: {what}, histograms"),
+        Axis::linear(
+            &format!("{what} (µs), 1 µs bins"),
+            0.0,
+            (max_bin + 1) as f64 * 1.02,
+        ),
         Axis::log_from("samples", 0.5, max_count as f64),
     );
     for (i, (label, stats)) in curves.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
+        let dashed = i >= PALETTE.len();
         plot.layers.push(Layer::Line {
             points: histogram_outline(&stats.histogram_us),
             colour: colour.into(),
             width: 1.2,
-            dashed: i >= PALETTE.len(),
+            dashed,
             step: false,
         });
-        plot.legend.push((label.clone(), colour.into()));
+        plot.legend.push(Key::line(label.clone(), colour, dashed));
     }
     Chart {
-        kind: "compare-histogram",
-        caption: "The histogram (1 µs bins) of each run (its series together) or, for one run, of each series, as a line; counts on a log axis.".into(),
+        kind: "histogram",
+        caption: format!(
+            "Histograms of {what} (1 µs bins) as lines, one per run (its series together) or, within one run, per series; counts on a log axis."
+        ),
         plot,
     }
 }

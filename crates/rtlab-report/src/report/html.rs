@@ -66,7 +66,7 @@ pub fn page(report: &Report) -> String {
     }
     if !report.comparison.is_empty() {
         s.push_str(r#"<h2 id="compare">Comparison</h2><div class="charts">"#);
-        for chart in &report.comparison {
+        for chart in report.comparison.iter().flat_map(|(_, charts)| charts) {
             figure(&mut s, chart);
         }
         s.push_str("</div>");

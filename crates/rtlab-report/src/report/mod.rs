@@ -53,8 +53,9 @@ pub struct Report {
     pub runs: Vec<RunView>,
     /// Overview tables, in the order shown.
     pub tables: Vec<Table>,
-    /// Charts overlaying every series (when there is more than one).
-    pub comparison: Vec<Chart>,
+    /// Per metric measured by more than one run (or series of one run):
+    /// the metric and its overlay charts.
+    pub comparison: Vec<(String, Vec<Chart>)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -109,7 +110,8 @@ impl Report {
         let mut done = 0;
         let labels = run_labels(&results);
         let mut runs = Vec::new();
-        for (result, label) in results.into_iter().zip(labels) {
+        for (mut result, label) in results.into_iter().zip(labels) {
+            bucket_tops(&mut result);
             let run_samples = samples.remove(&result.id);
             let mut series_views = Vec::new();
             for series in &result.series {
@@ -154,33 +156,50 @@ impl Report {
         tables.extend(tables::within_table(&runs));
         tables.extend(tables::max_avg_table(&runs));
 
-        // One curve per run (its series merged) when runs are compared,
-        // one per series within a single run.
-        let merged: Vec<(String, SeriesStats)> = if runs.len() > 1 {
-            runs.iter()
-                .map(|run| {
-                    let series: Vec<&SeriesStats> = run.series.iter().map(|s| &s.stats).collect();
-                    (run.label.clone(), merge(&series))
-                })
-                .collect()
-        } else {
-            runs.iter()
-                .flat_map(|run| run.series.iter().map(|s| (s.name.clone(), s.stats.clone())))
-                .collect()
-        };
-        let curves: Vec<(String, &SeriesStats)> = merged
-            .iter()
-            .filter(|(_, s)| s.samples > 0)
-            .map(|(label, s)| (label.clone(), s))
-            .collect();
-        let comparison = if curves.len() > 1 {
-            vec![
-                charts::overlay_exceedance(&curves),
-                charts::overlay_histogram(&curves),
-            ]
-        } else {
-            Vec::new()
-        };
+        // Per metric: one curve per run (its series of that metric merged)
+        // when runs are compared, one per series within a single run.
+        let mut metrics: Vec<&str> = Vec::new();
+        for series in runs.iter().flat_map(|r| &r.series) {
+            if !metrics.contains(&series.metric.as_str()) {
+                metrics.push(&series.metric);
+            }
+        }
+        let mut comparison = Vec::new();
+        for metric in metrics {
+            let merged: Vec<(String, SeriesStats)> = if runs.len() > 1 {
+                runs.iter()
+                    .filter_map(|run| {
+                        let series: Vec<&SeriesStats> = run
+                            .series
+                            .iter()
+                            .filter(|s| s.metric == metric)
+                            .map(|s| &s.stats)
+                            .collect();
+                        (!series.is_empty()).then(|| (run.label.clone(), merge(&series)))
+                    })
+                    .collect()
+            } else {
+                runs.iter()
+                    .flat_map(|run| run.series.iter())
+                    .filter(|s| s.metric == metric)
+                    .map(|s| (s.name.clone(), s.stats.clone()))
+                    .collect()
+            };
+            let curves: Vec<(String, &SeriesStats)> = merged
+                .iter()
+                .filter(|(_, s)| s.samples > 0)
+                .map(|(label, s)| (label.clone(), s))
+                .collect();
+            if curves.len() > 1 {
+                comparison.push((
+                    metric.to_string(),
+                    vec![
+                        charts::overlay_exceedance(metric, &curves),
+                        charts::overlay_histogram(metric, &curves),
+                    ],
+                ));
+            }
+        }
 
         let title = options
             .title
@@ -203,14 +222,17 @@ impl Report {
         }
     }
 
-    /// Every chart with a file name for it: `RUN-SERIES-KIND` (comparison
-    /// charts: `compare-KIND`), safe on any file system.
+    /// Every chart with a file name for it: `RUN-SERIES-KIND`, comparison
+    /// charts `compare-METRIC-KIND`; safe on any file system (other
+    /// characters become `_`, long names are cut) and unique (`-2`, `-3`
+    /// added where two names would meet).
     pub fn named_charts(&self) -> Vec<(String, &Chart)> {
-        let mut out: Vec<(String, &Chart)> = self
-            .comparison
-            .iter()
-            .map(|c| (file_stem(&[c.kind]), c))
-            .collect();
+        let mut out: Vec<(String, &Chart)> = Vec::new();
+        for (metric, charts) in &self.comparison {
+            for chart in charts {
+                out.push((file_stem(&["compare", metric, chart.kind]), chart));
+            }
+        }
         for run in &self.runs {
             for series in &run.series {
                 for chart in &series.charts {
@@ -220,6 +242,16 @@ impl Report {
                     ));
                 }
             }
+        }
+        let mut taken = HashSet::new();
+        for (name, _) in &mut out {
+            let mut unique = name.clone();
+            let mut n = 1;
+            while !taken.insert(unique.clone()) {
+                n += 1;
+                unique = format!("{name}-{n}");
+            }
+            *name = unique;
         }
         out
     }
@@ -243,12 +275,12 @@ impl Report {
     pub fn to_markdown(&self) -> String {
         let mut out = format!("# {}\n\n", crate::compare::md_cell(&self.title));
         for table in &self.tables {
-            out.push_str(&table.to_markdown());
+            out.push_str(&table.to_markdown(2));
             out.push('\n');
         }
         for run in &self.runs {
             out.push_str(&format!("## {}\n\n", crate::compare::md_cell(&run.label)));
-            out.push_str(&tables::environment_table(&run.result).to_markdown());
+            out.push_str(&tables::environment_table(&run.result).to_markdown(3));
             out.push('\n');
             for warning in &run.result.warnings {
                 out.push_str(&format!(
@@ -339,14 +371,17 @@ fn default_title(runs: &[RunView]) -> String {
     }
 }
 
-/// Joins parts with `-`, keeping letters, digits, `.`, `_` and `-`.
+/// Joins parts with `-`, keeping letters, digits, `.`, `_` and `-` (a
+/// leading `.` becomes `_`), each part cut to 60 characters.
 fn file_stem(parts: &[&str]) -> String {
     parts
         .iter()
         .map(|p| {
             p.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                .take(60)
+                .enumerate()
+                .map(|(i, c)| {
+                    if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') || (c == '.' && i > 0) {
                         c
                     } else {
                         '_'
@@ -356,4 +391,19 @@ fn file_stem(parts: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join("-")
+}
+
+/// An imported cyclictest histogram keeps each bin at its lower edge; the
+/// report reads every bucket at its highest value (as rtlab records them),
+/// so move imported bins to their top: a 10 µs bin holds 10.000-10.999 µs.
+fn bucket_tops(result: &mut RunResult) {
+    if result.probe != "cyclictest" {
+        return;
+    }
+    let resolution = result.config["resolution_ns"].as_u64().unwrap_or(1).max(1);
+    for series in &mut result.series {
+        for bin in &mut series.stats.histogram_ns {
+            bin[0] = bin[0].saturating_add(resolution - 1);
+        }
+    }
 }

@@ -25,7 +25,7 @@ pub enum PngError {
     Svg { name: String, message: String },
     #[error("chart `{name}`: {message}")]
     Render { name: String, message: String },
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,

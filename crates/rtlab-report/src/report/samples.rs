@@ -23,11 +23,14 @@ pub struct SamplesError {
 
 /// The net probe's per-message columns and the series each one feeds.
 const NET_HEADER: &str = "index,t_ns,send_lag_ns,response_ns,response_from_send_ns,lost";
+/// The noise probe's events: a gap of `duration_ns` at `start_ns`.
+const NOISE_HEADER: &str = "cpu,start_ns,duration_ns,source";
 
 impl SampleFile {
-    /// Reads `LABEL,t_ns,latency_ns` (timer, switch, periodic, dispatch)
-    /// or the net probe's per-message CSV. `series_names` are the run's
-    /// series: a timer's label `0` is series `cpu0`.
+    /// Reads `LABEL,t_ns,latency_ns` (timer, switch, periodic, dispatch),
+    /// the net probe's per-message CSV or the noise probe's events.
+    /// `series_names` are the run's series: a timer's label `0` is series
+    /// `cpu0`.
     pub fn read(path: &Path, series_names: &[String]) -> Result<SampleFile, SamplesError> {
         let error = |line: usize, message: String| SamplesError {
             path: path.display().to_string(),
@@ -42,7 +45,9 @@ impl SampleFile {
             None => return Err(error(1, "empty file: no header".into())),
         };
         let net = header.trim() == NET_HEADER;
+        let noise = header.trim() == NOISE_HEADER;
         if !net
+            && !noise
             && !matches!(
                 header.trim(),
                 "cpu,t_ns,latency_ns" | "series,t_ns,latency_ns"
@@ -51,7 +56,7 @@ impl SampleFile {
             return Err(error(
                 1,
                 format!(
-                    "header `{}` is not a samples file of rtlab (expected `cpu,t_ns,latency_ns`, `series,t_ns,latency_ns` or `{NET_HEADER}`)",
+                    "header `{}` is not a samples file of rtlab (expected `cpu,t_ns,latency_ns`, `series,t_ns,latency_ns`, `{NOISE_HEADER}` or `{NET_HEADER}`)",
                     header.trim()
                 ),
             ));
@@ -70,7 +75,12 @@ impl SampleFile {
             if line.trim().is_empty() {
                 continue;
             }
-            let fields: Vec<&str> = line.split(',').collect();
+            // A noise event's source (the last column) may hold commas.
+            let fields: Vec<&str> = if noise {
+                line.splitn(4, ',').collect()
+            } else {
+                line.split(',').collect()
+            };
             let int = |col: usize, name: &str| -> Result<Option<u64>, SamplesError> {
                 match fields.get(col).map(|f| f.trim()) {
                     None => Err(error(number, format!("missing column `{name}`"))),
@@ -108,10 +118,11 @@ impl SampleFile {
                     out.push("send_lag", at, Some(lag));
                 }
             } else {
-                if fields.len() != 3 {
+                let expected = if noise { 4 } else { 3 };
+                if fields.len() != expected {
                     return Err(error(
                         number,
-                        format!("{} columns, expected 3", fields.len()),
+                        format!("{} columns, expected {expected}", fields.len()),
                     ));
                 }
                 let label = fields[0].trim();
@@ -124,9 +135,12 @@ impl SampleFile {
                         ),
                     )
                 })?;
-                let at = required(1, "t_ns")?;
-                let latency = required(2, "latency_ns")?;
-                out.push(&series, at, Some(latency));
+                let (at, value) = if noise {
+                    (required(1, "start_ns")?, required(2, "duration_ns")?)
+                } else {
+                    (required(1, "t_ns")?, required(2, "latency_ns")?)
+                };
+                out.push(&series, at, Some(value));
             }
         }
         Ok(out)
@@ -186,6 +200,9 @@ mod tests {
             e.contains(":2: series `7` is not in the run (its series: cpu0)"),
             "{e}"
         );
+        let f = file("cpu,start_ns,duration_ns,source\n0,100,5000,\"irq:a,b\"\n");
+        let samples = SampleFile::read(f.path(), &names).unwrap();
+        assert_eq!(samples.series["cpu0"], vec![(100, Some(5000))]);
         let f = file("a,b\n");
         let e = SampleFile::read(f.path(), &names).unwrap_err().to_string();
         assert!(e.contains(":1: header `a,b` is not a samples file"), "{e}");

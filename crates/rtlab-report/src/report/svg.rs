@@ -7,9 +7,10 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
-/// Okabe–Ito: tells runs apart for colour-blind readers too.
+/// Okabe–Ito (its yellow, faint on white, swapped for Tol's wine): tells
+/// runs apart for colour-blind readers too.
 pub const PALETTE: [&str; 8] = [
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442",
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#882255",
 ];
 /// Missed deadlines and lost messages.
 pub const ALARM: &str = "#D00000";
@@ -20,11 +21,15 @@ const WIDTH: f64 = 640.0;
 const HEIGHT: f64 = 340.0;
 const LEFT: f64 = 72.0;
 const RIGHT: f64 = 16.0;
-/// A longer legend goes beside the plot, in a column this wide, so that it
-/// hides no data.
+/// A legend too long for one row under the title goes beside the plot, in
+/// a column this wide: a legend never covers data.
 const LEGEND_COLUMN: f64 = 200.0;
-const LEGEND_INSIDE_MAX: usize = 4;
-const TOP: f64 = 34.0;
+/// Characters of a legend label in the column (longer ones are cut, with …).
+const LEGEND_LABEL_CHARS: usize = 28;
+/// Above the plot: the title, and the legend's row under it.
+const TOP: f64 = 50.0;
+/// Approximate advance of one character at the chart's font size.
+const CHAR_WIDTH: f64 = 6.6;
 const BOTTOM: f64 = 46.0;
 const FONT: &str = "DejaVu Sans, Verdana, sans-serif";
 
@@ -53,10 +58,12 @@ impl Axis {
         }
     }
 
-    /// A log axis over whole decades that hold `min..=max` (both > 0).
+    /// A log axis over whole decades that hold `min..=max` (both > 0); at
+    /// least one decade, reaching down rather than up (probabilities stop
+    /// at 1).
     pub fn log(label: &str, min: f64, max: f64) -> Axis {
-        let low = min.max(f64::MIN_POSITIVE).log10().floor();
-        let high = max.max(min).log10().ceil().max(low + 1.0);
+        let high = max.max(min).max(f64::MIN_POSITIVE).log10().ceil();
+        let low = min.max(f64::MIN_POSITIVE).log10().floor().min(high - 1.0);
         Axis {
             label: label.to_string(),
             min: 10f64.powf(low),
@@ -101,10 +108,15 @@ impl Axis {
                 let low = (self.min.log10() - 1e-9).ceil() as i32;
                 let high = (self.max.log10() + 1e-9).floor() as i32;
                 let step = ((high - low) as f64 / 8.0).ceil().max(1.0) as i32;
-                (low..=high)
+                // From the top down, so that 1 (probabilities) and the
+                // largest count always have a label.
+                let mut ticks: Vec<f64> = (low..=high)
+                    .rev()
                     .step_by(step as usize)
                     .map(|e| 10f64.powi(e))
-                    .collect()
+                    .collect();
+                ticks.reverse();
+                ticks
             }
         }
     }
@@ -154,6 +166,39 @@ pub fn tick_label(value: f64, scale: Scale) -> String {
     }
 }
 
+/// One entry of a legend: a line swatch (dashed when the line is) or a
+/// square for dots, marks and bars.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    pub label: String,
+    pub colour: String,
+    pub line: Option<Dash>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Dash {
+    Solid,
+    Dashed,
+}
+
+impl Key {
+    pub fn mark(label: impl Into<String>, colour: &str) -> Key {
+        Key {
+            label: label.into(),
+            colour: colour.to_string(),
+            line: None,
+        }
+    }
+
+    pub fn line(label: impl Into<String>, colour: &str, dashed: bool) -> Key {
+        Key {
+            label: label.into(),
+            colour: colour.to_string(),
+            line: Some(if dashed { Dash::Dashed } else { Dash::Solid }),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Layer {
     /// Vertical bars from the bottom of the plot, `[x0, x1, height]`, drawn
@@ -199,17 +244,21 @@ pub struct Plot {
     pub x: Axis,
     pub y: Axis,
     pub layers: Vec<Layer>,
-    /// `(label, colour)` drawn top right.
-    pub legend: Vec<(String, String)>,
+    /// In a row under the title, or beside the plot when that row would
+    /// not hold it.
+    pub legend: Vec<Key>,
     /// Shown instead of the plot area's content when there is nothing to draw.
     pub empty_note: Option<String>,
 }
 
-/// Text for XML: `&`, `<`, `>` and quotes escaped.
+/// Text for XML: `&`, `<`, `>` and quotes escaped, and the control
+/// characters XML 1.0 does not allow shown as `?`.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
+            '\t' | '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push('?'),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -264,7 +313,7 @@ impl Plot {
             plot: self,
             w: WIDTH
                 - LEFT
-                - if self.legend.len() > LEGEND_INSIDE_MAX {
+                - if self.legend_in_column() {
                     LEGEND_COLUMN
                 } else {
                     RIGHT
@@ -355,46 +404,88 @@ impl Plot {
         );
     }
 
+    /// Width of one legend entry in the row under the title.
+    fn key_width(key: &Key) -> f64 {
+        28.0 + key.label.chars().count() as f64 * CHAR_WIDTH
+    }
+
+    /// Whether the legend needs the column beside the plot.
+    fn legend_in_column(&self) -> bool {
+        let row: f64 = self.legend.iter().map(Plot::key_width).sum();
+        row > WIDTH - LEFT - RIGHT
+    }
+
     fn draw_legend(&self, f: &Frame, s: &mut String) {
-        let outside = self.legend.len() > LEGEND_INSIDE_MAX;
-        let mut y = TOP + 14.0;
-        let fits = ((HEIGHT - TOP) / 15.0) as usize - 1;
-        let shown = if self.legend.len() > fits {
-            fits - 1
-        } else {
-            self.legend.len()
-        };
-        for (label, colour) in &self.legend[..shown] {
-            if outside {
-                // Swatch, then the label, left-aligned in the column.
-                let x = LEFT + f.w + 10.0;
-                let _ = write!(
-                    s,
-                    r##"<rect x="{x}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{y}" fill="#222222">{}</text>"##,
-                    y - 9.0,
-                    x + 14.0,
-                    escape(label)
-                );
+        if self.legend_in_column() {
+            let fits = ((HEIGHT - TOP) / 15.0) as usize - 1;
+            let shown = if self.legend.len() > fits {
+                fits - 1
             } else {
-                let x = WIDTH - RIGHT - 8.0;
+                self.legend.len()
+            };
+            let x = LEFT + f.w + 10.0;
+            let mut y = TOP + 10.0;
+            for key in &self.legend[..shown] {
+                let mut label: String = key.label.chars().take(LEGEND_LABEL_CHARS).collect();
+                if key.label.chars().count() > LEGEND_LABEL_CHARS {
+                    label.pop();
+                    label.push('…');
+                }
+                swatch(s, key, x, y - 4.0);
                 let _ = write!(
                     s,
-                    r##"<rect x="{}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{}" text-anchor="end" fill="#222222" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                    x - 10.0,
-                    y - 9.0,
-                    x - 14.0,
-                    y,
-                    escape(label)
+                    r##"<text x="{}" y="{y}" fill="#222222"><title>{}</title>{}</text>"##,
+                    x + 22.0,
+                    escape(&key.label),
+                    escape(&label)
+                );
+                y += 15.0;
+            }
+            if shown < self.legend.len() {
+                let _ = write!(
+                    s,
+                    r##"<text x="{x}" y="{y}" fill="#222222">… and {} more</text>"##,
+                    self.legend.len() - shown
                 );
             }
-            y += 15.0;
+        } else {
+            let mut x = LEFT;
+            let y = TOP - 9.0;
+            for key in &self.legend {
+                swatch(s, key, x, y - 4.0);
+                let _ = write!(
+                    s,
+                    r##"<text x="{}" y="{y}" fill="#222222">{}</text>"##,
+                    x + 22.0,
+                    escape(&key.label)
+                );
+                x += Plot::key_width(key);
+            }
         }
-        if shown < self.legend.len() {
+    }
+}
+
+/// A legend swatch 18 px wide centred on `y`: a line as drawn, or a square.
+fn swatch(s: &mut String, key: &Key, x: f64, y: f64) {
+    match key.line {
+        Some(dash) => {
+            let dash = match dash {
+                Dash::Dashed => r#" stroke-dasharray="5 3""#,
+                Dash::Solid => "",
+            };
             let _ = write!(
                 s,
-                r##"<text x="{}" y="{y}" fill="#222222">… and {} more</text>"##,
-                LEFT + f.w + 10.0,
-                self.legend.len() - shown
+                r#"<path d="M{x} {y}h18" stroke="{}" stroke-width="2"{dash}/>"#,
+                key.colour
+            );
+        }
+        None => {
+            let _ = write!(
+                s,
+                r#"<rect x="{}" y="{}" width="10" height="10" fill="{}"/>"#,
+                x + 4.0,
+                y - 5.0,
+                key.colour
             );
         }
     }
@@ -570,6 +661,12 @@ mod tests {
         assert_eq!(tick_label(1000.0, Scale::Log10), "1k");
         assert_eq!(tick_label(2.5, Scale::Linear), "2.5");
         assert_eq!(tick_label(0.30000000000000004, Scale::Linear), "0.3");
+        // A probability axis never goes above 1; ticks keep 1 labelled.
+        let axis = Axis::log("p", 1.0, 1.0);
+        assert_eq!((axis.min, axis.max), (0.1, 1.0));
+        let ticks = Axis::log("p", 1e-11, 1.0).ticks();
+        assert_eq!(ticks.last(), Some(&1.0));
+        assert!(ticks.len() <= 9, "{ticks:?}");
     }
 
     #[test]
@@ -589,5 +686,6 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 1);
         assert!(svg.contains("a&lt;b &amp; c"));
         assert!(!svg.contains("a<b"));
+        assert_eq!(escape("a\u{1b}b\nc"), "a?b c");
     }
 }

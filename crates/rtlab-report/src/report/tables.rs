@@ -5,7 +5,7 @@
 
 use super::RunView;
 use crate::compare::md_cell;
-use crate::evt::{EvtReport, Method, Verdict};
+use crate::evt::{CheckStatus, EvtReport, Method, Verdict};
 use crate::matrix::Matrix;
 use crate::table::align;
 use rtlab_core::result::{RunResult, SeriesStats};
@@ -58,9 +58,9 @@ impl Table {
         out
     }
 
-    /// A GitHub-flavoured Markdown table under a `###` heading.
-    pub fn to_markdown(&self) -> String {
-        let mut out = format!("### {}\n\n", md_cell(&self.title));
+    /// A GitHub-flavoured Markdown table under a heading of `level` (2: `##`).
+    pub fn to_markdown(&self, level: usize) -> String {
+        let mut out = format!("{} {}\n\n", "#".repeat(level), md_cell(&self.title));
         let line = |cells: &[String]| {
             format!(
                 "| {} |\n",
@@ -163,10 +163,7 @@ pub fn runs_table(runs: &[RunView]) -> Table {
 }
 
 pub fn status_name(result: &RunResult) -> String {
-    serde_json::to_value(result.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    crate::compare::status_text(result.status).to_string()
 }
 
 /// Every series of every run with its percentiles, in µs.
@@ -184,21 +181,29 @@ pub fn percentile_table(runs: &[RunView]) -> Table {
         for series in &view.result.series {
             let s = &series.stats;
             let p = &s.percentiles_ns;
-            t.rows.push(vec![
+            let mut row = vec![
                 view.label.clone(),
                 series.name.clone(),
                 s.samples.to_string(),
                 s.missed.to_string(),
-                us(s.min_ns),
-                us_f(s.mean_ns),
-                us_f(s.stdev_ns),
-                us(p.p50),
-                us(p.p90),
-                us(p.p99),
-                us(p.p99_9),
-                us(p.p99_99),
-                us(s.max_ns),
-            ]);
+            ];
+            if s.samples == 0 {
+                // Nothing measured is not 0 µs.
+                row.extend(std::iter::repeat_n("-".to_string(), 9));
+            } else {
+                row.extend([
+                    us(s.min_ns),
+                    us_f(s.mean_ns),
+                    us_f(s.stdev_ns),
+                    us(p.p50),
+                    us(p.p90),
+                    us(p.p99),
+                    us(p.p99_9),
+                    us(p.p99_99),
+                    us(s.max_ns),
+                ]);
+            }
+            t.rows.push(row);
         }
     }
     t
@@ -208,7 +213,7 @@ pub fn percentile_table(runs: &[RunView]) -> Table {
 /// series' own table).
 const OVERVIEW_PROBABILITIES: [f64; 3] = [1e-3, 1e-6, 1e-9];
 
-fn method_name(method: Method) -> &'static str {
+pub(crate) fn method_name(method: Method) -> &'static str {
     match method {
         Method::BlockMaxima => "GEV on block maxima",
         Method::PeaksOverThreshold => "GPD over a threshold",
@@ -251,7 +256,11 @@ pub fn pwcet_table(runs: &[RunView]) -> Table {
                 view.label.clone(),
                 series.name.clone(),
                 method_name(report.method).to_string(),
-                us(series.stats.max_ns),
+                if series.stats.samples == 0 {
+                    "-".to_string()
+                } else {
+                    us(series.stats.max_ns)
+                },
             ];
             match &report.verdict {
                 Verdict::Estimated => row.extend(
@@ -260,11 +269,13 @@ pub fn pwcet_table(runs: &[RunView]) -> Table {
                         .map(|p| estimate_cell(report, *p)),
                 ),
                 Verdict::Refused { reasons } => {
-                    // The names of the failed checks; a reason that is
-                    // not a check (too few samples, ...) whole.
-                    let mut failed: Vec<&str> = reasons
+                    // The names of the failed checks; without one (no
+                    // data to fit), the first reason whole.
+                    let mut failed: Vec<&str> = report
+                        .checks
                         .iter()
-                        .filter_map(|r| r.split_once(" failed").map(|(check, _)| check))
+                        .filter(|c| c.status == CheckStatus::Failed)
+                        .map(|c| c.name.as_str())
                         .collect();
                     if failed.is_empty() {
                         failed.extend(reasons.first().map(String::as_str));
@@ -353,29 +364,17 @@ pub const WITHIN_US: [u64; 5] = crate::probe_tables::WITHIN_US;
 fn is_lateness(metric: &str) -> bool {
     matches!(
         metric,
-        "wakeup_latency" | "activation_lateness" | "dispatch_error"
+        "wakeup_latency" | "activation_lateness" | "dispatch_error" | "interrupt_latency"
     )
 }
 
-/// % of a series' events within each bound; missed events count as
-/// outside. From the HDR histogram: a bucket counts when its highest
-/// equivalent value is at most the bound.
+/// % of a series' events within each bound (see
+/// [`crate::probe_tables::within_counts`]); missed events count as outside.
 pub fn within_percent(stats: &SeriesStats) -> Option<[f64; 5]> {
     let events = stats.samples + stats.missed;
-    if events == 0 {
-        return None;
-    }
-    let mut within = [0f64; 5];
-    for (slot, bound) in within.iter_mut().zip(WITHIN_US) {
-        let count: u64 = stats
-            .histogram_ns
-            .iter()
-            .filter(|bin| bin[0] <= bound * 1000)
-            .map(|bin| bin[1])
-            .sum();
-        *slot = 100.0 * count as f64 / events as f64;
-    }
-    Some(within)
+    (events > 0).then(|| {
+        crate::probe_tables::within_counts(stats).map(|count| 100.0 * count as f64 / events as f64)
+    })
 }
 
 /// Paper 002's Tables 4.1/4.2 for every series that measures lateness
@@ -464,6 +463,7 @@ pub fn environment_table(result: &RunResult) -> Table {
     add("clocksource", e.clocksource.clone());
     if !e.governors.is_empty() {
         let mut governors: Vec<&String> = e.governors.values().collect();
+        governors.sort();
         governors.dedup();
         add(
             "cpufreq governor",

@@ -75,7 +75,7 @@ pub fn outputs<'a>(
 /// Whether two paths name the same file (also through symlinks or a
 /// different spelling of the directory), including the store's WAL and
 /// shared-memory files beside a database.
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     let normal = |p: &Path| -> Option<std::path::PathBuf> {
         let name = p.file_name()?;
         let dir = match p.parent().filter(|d| !d.as_os_str().is_empty()) {

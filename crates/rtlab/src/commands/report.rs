@@ -43,10 +43,27 @@ fn format_of(args: &ReportArgs) -> ReportFormat {
 
 /// The runs of a campaign execution: the one given, or the newest of the
 /// campaign named.
-fn campaign_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>> {
+/// The result store, opened only when a run or campaign is to be read from
+/// it: reporting on files alone creates no database.
+struct LazyStore {
+    db: Option<PathBuf>,
+    store: Option<Store>,
+}
+
+impl LazyStore {
+    fn get(&mut self) -> anyhow::Result<&Store> {
+        if self.store.is_none() {
+            self.store = Some(session::open_store(self.db.as_deref())?);
+        }
+        Ok(self.store.as_ref().expect("opened above"))
+    }
+}
+
+fn campaign_runs(store: &mut LazyStore, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>> {
     let execution = match (&args.execution, &args.campaign) {
         (Some(execution), _) => execution.clone(),
         (None, Some(name)) => {
+            let store = store.get()?;
             let newest = store.list(&RunFilter {
                 campaign: Some(name.clone()),
                 limit: Some(1),
@@ -62,6 +79,7 @@ fn campaign_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResu
         }
         (None, None) => return Ok(Vec::new()),
     };
+    let store = store.get()?;
     let runs = store.campaign_runs(&execution)?;
     if runs.is_empty() {
         bad_input!(
@@ -84,7 +102,7 @@ fn campaign_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResu
     Ok(runs)
 }
 
-fn load_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>> {
+fn load_runs(store: &mut LazyStore, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>> {
     let mut runs = campaign_runs(store, args)?;
     for id in &args.runs {
         let path = Path::new(id);
@@ -92,7 +110,10 @@ fn load_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>>
         let run = if path.is_file() {
             rtlab_report::import::import_file(path).map_err(|e| input_error(e.to_string()))?
         } else {
-            store.get(id).map_err(|e| input_error(e.to_string()))?
+            store
+                .get()?
+                .get(id)
+                .map_err(|e| input_error(e.to_string()))?
         };
         runs.push(run);
     }
@@ -107,7 +128,7 @@ fn load_runs(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<RunResult>>
 /// `--samples [RUN=]PATH`, each read now: a bad file is bad input before
 /// any work.
 fn load_samples(
-    store: &Store,
+    store: &mut LazyStore,
     args: &ReportArgs,
     runs: &[RunResult],
 ) -> anyhow::Result<BTreeMap<String, RunSamples>> {
@@ -119,7 +140,10 @@ fn load_samples(
         };
         let result = match run {
             Some(run) => {
-                let id = store.resolve(run).unwrap_or_else(|_| run.to_string());
+                let id = match runs.iter().find(|r| r.id == run) {
+                    Some(r) => r.id.clone(),
+                    None => store.get()?.resolve(run).unwrap_or_else(|_| run.to_string()),
+                };
                 runs.iter().find(|r| r.id == id).ok_or_else(|| {
                     input_error(format!(
                         "--samples {spec}: run `{run}` is not one of the runs reported"
@@ -137,6 +161,7 @@ fn load_samples(
         let names: Vec<String> = result.series.iter().map(|s| s.name.clone()).collect();
         let samples = SampleFile::read(Path::new(path), &names)
             .map_err(|e| input_error(format!("--samples {e}")))?;
+        check_samples_match(spec, result, &samples)?;
         if out
             .insert(
                 result.id.clone(),
@@ -156,6 +181,59 @@ fn load_samples(
     Ok(out)
 }
 
+/// A samples file must be the run's own: every series in it has as many
+/// samples, and the same maximum, as the run recorded.
+fn check_samples_match(spec: &str, run: &RunResult, file: &SampleFile) -> anyhow::Result<()> {
+    for (name, points) in &file.series {
+        let Some(series) = run.series.iter().find(|s| s.name == *name) else {
+            continue;
+        };
+        let values = points.iter().filter_map(|p| p.1);
+        let count = values.clone().count() as u64;
+        let max = values.max().unwrap_or(0);
+        if count != series.stats.samples || (count > 0 && max != series.stats.max_ns) {
+            bad_input!(
+                "--samples {spec}: not the samples of run {}: series {name} has {count} samples \
+                 (max {max} ns) in the file and {} (max {} ns) in the run",
+                run.id,
+                series.stats.samples,
+                series.stats.max_ns
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Fails as bad input when no file can be created in `dir` (or, when it
+/// does not exist yet, in its parent), without leaving anything there.
+fn check_dir_writable(dir: &Path, flag: &str) -> anyhow::Result<()> {
+    let existing = if dir.exists() {
+        dir
+    } else {
+        match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) if parent.is_dir() => parent,
+            Some(parent) => bad_input!(
+                "{flag} {}: {} does not exist",
+                dir.display(),
+                parent.display()
+            ),
+            None => Path::new("."),
+        }
+    };
+    let probe = existing.join(format!(".rtlab-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => bad_input!("{flag} {}: cannot write there: {e}", dir.display()),
+    }
+}
+
 fn progress_bar(args: &ReportArgs, total: usize) -> Option<ProgressBar> {
     if args.quiet || total < 2 || !std::io::stderr().is_terminal() {
         return None;
@@ -169,15 +247,48 @@ fn progress_bar(args: &ReportArgs, total: usize) -> Option<ProgressBar> {
 }
 
 /// The outputs checked before any work: `-o` and `--png` must be
-/// writable, and `--junit` none of them.
+/// writable, and neither `-o` nor `--junit` may be one of the inputs (the
+/// result store with its -wal/-shm, a RUN file, a samples file) or the
+/// other.
 fn check_outputs(
     args: &ReportArgs,
     budget: Option<&rtlab_report::budget::Budget>,
 ) -> anyhow::Result<()> {
-    let mut others: Vec<(&str, &Path)> = Vec::new();
+    let default_db = rtlab_store::Store::default_path().ok();
+    let mut inputs: Vec<(&str, &Path)> = Vec::new();
+    inputs.extend(
+        args.store
+            .db
+            .as_deref()
+            .or(default_db.as_deref())
+            .map(|db| ("result store (--db)", db)),
+    );
+    inputs.extend(
+        args.runs
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.is_file())
+            .map(|p| ("RUN", p)),
+    );
+    inputs.extend(args.samples.iter().map(|spec| {
+        let path = match spec.split_once('=') {
+            Some((_, path)) if !Path::new(spec).exists() => path,
+            _ => spec.as_str(),
+        };
+        ("--samples", Path::new(path))
+    }));
+    let mut others = inputs.clone();
     if let Some(path) = &args.output {
         if path.is_dir() {
             bad_input!("-o {}: is a directory; give a file", path.display());
+        }
+        for (what, input) in &inputs {
+            if budget::same_file(path, input) {
+                bad_input!(
+                    "-o {}: is also the {what} file, which the report would replace; give another file",
+                    path.display()
+                );
+            }
         }
         budget::check_writable(path, "-o")?;
         others.push(("-o", path));
@@ -186,6 +297,7 @@ fn check_outputs(
         if dir.exists() && !dir.is_dir() {
             bad_input!("--png {}: exists and is not a directory", dir.display());
         }
+        check_dir_writable(dir, "--png")?;
     }
     if args.json && args.output.is_none() && args.format.is_some() {
         bad_input!("--json prints on stdout: give -o PATH for the --format report");
@@ -193,12 +305,17 @@ fn check_outputs(
     budget::check(&args.budget, budget, &others)
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
+    // `-o -` is stdout, as without -o.
+    args.output = args.output.take().filter(|p| p != Path::new("-"));
     let budget_spec = args.budget.budget.clone();
     check_outputs(&args, budget_spec.as_ref())?;
-    let store = session::open_store(args.store.db.as_deref())?;
-    let runs = load_runs(&store, &args)?;
-    let samples = load_samples(&store, &args, &runs)?;
+    let mut store = LazyStore {
+        db: args.store.db.clone(),
+        store: None,
+    };
+    let runs = load_runs(&mut store, &args)?;
+    let samples = load_samples(&mut store, &args, &runs)?;
     drop(store);
 
     let evaluations = budget::evaluate_all(budget_spec.as_ref(), &runs);
@@ -259,7 +376,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         let mut doc = report.to_json();
         doc["budget"] = budget::json(budget_spec.as_ref(), &evaluations);
         doc["files"] = serde_json::json!(written);
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else if !args.quiet && !written.is_empty() {
         let charts = report.named_charts().len();
         eprintln!(
