@@ -123,11 +123,12 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
         plot.layers.push(Layer::HLine {
             y: stats.missed as f64 / events as f64,
             colour: ALARM.into(),
-            label: format!(
-                "missed or lost: {} of {events} events exceed every x",
-                stats.missed
-            ),
         });
+        plot.legend.push(Key::line(
+            format!("missed or lost: {} of {events}", stats.missed),
+            ALARM,
+            true,
+        ));
     }
     let x_end = plot.x.max;
     let caption = if evt.is_estimated() {
@@ -339,12 +340,13 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         plot.layers.push(Layer::HLine {
             y: us(d as f64),
             colour: ALARM.into(),
-            label: "one period: deadlines missed above".into(),
         });
+        plot.legend
+            .push(Key::line("one period: deadlines missed above", ALARM, true));
     }
     if !missed.is_empty() {
         plot.legend.push(Key::mark(
-            format!("a period or more late ({} dots)", missed.len()),
+            format!("a period or more late: {}", missed.len()),
             ALARM,
         ));
         plot.layers.push(Layer::Crosses {
@@ -413,8 +415,9 @@ pub fn overlay_exceedance(metric: &str, curves: &[(String, &SeriesStats)]) -> Ch
     }
 }
 
-/// A histogram's outline as a line that drops to the axis over empty
-/// bins, so a lone spike does not look like a plateau.
+/// A histogram's outline as a line that drops to the axis where bins are
+/// empty and starts again at the next one, so a lone spike does not look
+/// like a plateau and nothing is drawn along the axis.
 fn histogram_outline(bins: &[[u64; 2]]) -> Vec<(f64, f64)> {
     const AXIS: f64 = 1e-9;
     let mut points = Vec::new();
@@ -423,6 +426,7 @@ fn histogram_outline(bins: &[[u64; 2]]) -> Vec<(f64, f64)> {
         if next_bin != Some(bin[0]) {
             if let Some(end) = next_bin {
                 points.push((end as f64, AXIS));
+                points.push((f64::NAN, f64::NAN));
             }
             points.push((bin[0] as f64, AXIS));
         }

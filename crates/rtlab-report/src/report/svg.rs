@@ -204,7 +204,8 @@ pub enum Layer {
     /// Vertical bars from the bottom of the plot, `[x0, x1, height]`, drawn
     /// at least one pixel wide.
     Bars { bars: Vec<[f64; 3]>, colour: String },
-    /// A connected line; `step` draws it as a staircase (horizontal first).
+    /// A connected line; `step` draws it as a staircase (horizontal first);
+    /// a NaN point breaks it.
     Line {
         points: Vec<(f64, f64)>,
         colour: String,
@@ -229,12 +230,9 @@ pub enum Layer {
         bars: Vec<(f64, f64, f64, f64)>,
         colour: String,
     },
-    /// A labelled horizontal reference line.
-    HLine {
-        y: f64,
-        colour: String,
-        label: String,
-    },
+    /// A dashed horizontal reference line (its meaning goes in the legend,
+    /// where it covers no data).
+    HLine { y: f64, colour: String },
 }
 
 /// One chart.
@@ -522,7 +520,10 @@ fn draw_layer(f: &Frame, layer: &Layer, s: &mut String) {
             let mut path = String::new();
             let mut last: Option<(f64, f64)> = None;
             for &(x, y) in points {
+                // A point that is not finite breaks the line: the next one
+                // starts a new stroke.
                 if !x.is_finite() || !y.is_finite() {
+                    last = None;
                     continue;
                 }
                 let (px, py) = (f.clamp_x(f.px(x)), f.clamp_y(f.py(y)));
@@ -607,16 +608,13 @@ fn draw_layer(f: &Frame, layer: &Layer, s: &mut String) {
             }
             s.push_str("</g>");
         }
-        Layer::HLine { y, colour, label } => {
+        Layer::HLine { y, colour } => {
             let py = f.py(*y);
             if (TOP..=TOP + f.h).contains(&py) {
                 let _ = write!(
                     s,
-                    r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{colour}" stroke-dasharray="6 3"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                    LEFT + f.w,
-                    LEFT + f.w - 4.0,
-                    py - 3.0,
-                    escape(label)
+                    r#"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{colour}" stroke-dasharray="6 3"/>"#,
+                    LEFT + f.w
                 );
             }
         }
