@@ -102,7 +102,9 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
         Axis::linear(&format!("{} (µs)", quantity(metric)), 0.0, right * 1.08),
         Axis::log(
             &format!("P({} > x) per sample", quantity(metric)),
-            smallest,
+            // Half a decade of room under the smallest probability, so
+            // its interval is not drawn on the frame.
+            smallest * 0.5,
             1.0,
         ),
     );
