@@ -889,14 +889,47 @@ pub(crate) fn status_text(s: RunStatus) -> &'static str {
 }
 
 /// Escapes text for a Markdown table cell: the pipe, and markup that a
-/// renderer would otherwise run as HTML (`<script>` in a series name).
+/// renderer would otherwise act on (`<script>`, or `![x](http://…)` that
+/// a viewer would fetch, in a series name); control characters become `?`.
 pub(crate) fn md_cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('&', "\\&")
-        .replace('<', "\\<")
-        .replace('>', "\\>")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '&' | '<' | '>' | '*' | '`' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // `[text](url)` is a link, `![alt](url)` an image to fetch.
+            '(' if out.ends_with(']') => out.push_str("\\("),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text as a Markdown code span in a table cell: backslashes are literal
+/// there, so only the pipe is escaped (GFM splits cells on it first), and
+/// the fence is longer than any run of backticks inside.
+pub(crate) fn md_code(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| match c {
+            '\n' | '\r' | '\t' => ' ',
+            c if c.is_control() => '?',
+            c => c,
+        })
+        .collect::<String>()
+        .replace('|', "\\|");
+    let longest = clean.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if clean.starts_with('`') || clean.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{clean}{pad}{fence}")
 }
 
 /// The comparison as Markdown: a table of the runs, then one table per
@@ -913,10 +946,10 @@ pub fn comparison_markdown(c: &Comparison) -> String {
     for (i, h) in c.runs.iter().enumerate() {
         let _ = writeln!(
             out,
-            "| {}{} | `{}` | {} | {} | {} |",
+            "| {}{} | {} | {} | {} | {} |",
             h.tag,
             if i == 0 { " (baseline)" } else { "" },
-            md_cell(&h.id),
+            md_code(&h.id),
             md_cell(&h.probe),
             status_text(h.status),
             md_cell(&h.label)
@@ -1042,6 +1075,22 @@ impl Rng {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn markdown_cells_and_code_spans_are_inert() {
+        assert_eq!(
+            md_cell("a|b <script> ![x](http://h/a.png) *c* `d`\u{1b}"),
+            "a\\|b \\<script\\> ![x]\\(http://h/a.png) \\*c\\* \\`d\\`?"
+        );
+        assert_eq!(md_cell("[45.861, 53.344]"), "[45.861, 53.344]");
+        // Backslashes are literal in a code span: only the pipe is escaped.
+        assert_eq!(
+            md_code("rtlab --budget 'p99<1ms|x'"),
+            "`rtlab --budget 'p99<1ms\\|x'`"
+        );
+        assert_eq!(md_code("a `b` c"), "``a `b` c``");
+        assert_eq!(md_code("`x"), "`` `x ``");
+    }
+
     use super::*;
 
     #[test]

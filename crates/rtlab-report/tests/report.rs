@@ -355,6 +355,16 @@ fn an_estimate_is_drawn_with_its_fitted_tail_and_a_refusal_says_why() {
         _ => None,
     });
     assert!(has_fit, "the fitted tail is drawn");
+    // It runs to the edge of the axis, or ends before it, never past.
+    let fit_end = exceedance.plot.layers.iter().find_map(|l| match l {
+        Layer::Line {
+            dashed: true,
+            points,
+            ..
+        } => points.last().map(|p| p.0),
+        _ => None,
+    });
+    assert!(fit_end.unwrap() <= exceedance.plot.x.max + 1e-9);
     assert_eq!(intervals, Some(good.evt.pwcet.len()));
     assert!(good.evt.pwcet.len() >= 3);
     // The y axis reaches the smallest probability estimated.

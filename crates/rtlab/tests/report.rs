@@ -261,6 +261,40 @@ fn bad_input_is_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--json prints on stdout"));
 
+    // A samples file must be the run's own: same series, same counts.
+    let other = d.join("other.csv");
+    std::fs::write(&other, "series,t_ns,latency_ns\nthread0,10,20\n").unwrap();
+    let other = other.to_str().unwrap();
+    refused(
+        d,
+        &[hist, "--samples", other],
+        &["not the samples of run", "series thread0 has 1 samples"],
+    );
+    let empty = d.join("empty.csv");
+    std::fs::write(&empty, "cpu,t_ns,latency_ns\n").unwrap();
+    refused(
+        d,
+        &[hist, "--samples", empty.to_str().unwrap()],
+        &["not the samples of run", "has 0 samples"],
+    );
+
+    // A --png target that is not a file is found before anything is written.
+    let pngs = d.join("pngs");
+    std::fs::create_dir_all(pngs.join("compare-wakeup_latency-histogram.png")).unwrap();
+    let out = run(rtlab(d)
+        .args(["report", hist, json, "--png"])
+        .arg(&pngs)
+        .arg("-o")
+        .arg(d.join("never.html")));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("exists and is not a regular file"));
+    assert_eq!(
+        std::fs::read_dir(&pngs).unwrap().count(),
+        1,
+        "no PNG written"
+    );
+    assert!(!d.join("never.html").exists());
+
     // No output may replace an input: the result store, a RUN file.
     let store = d.join("store.db");
     std::fs::copy(d.join("empty.db"), &store).ok();
@@ -295,6 +329,15 @@ fn bad_input_is_refused_before_anything_is_written() {
     let out = run(rtlab(d).args(["report", hist, "--png", "/proc/rtlab-report"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--png /proc/rtlab-report: cannot write there"));
+    // Missing directories of --png are created.
+    let nested = d.join("new1/new2");
+    let out = run(rtlab(d).args(["report", hist, "-q", "--png"]).arg(&nested));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_dir(&nested).unwrap().count(),
+        8,
+        "two series: three charts each, two compared"
+    );
     let out = run(rtlab(d).args(["report", hist, "-o", "-", "--json", "--format", "md"]));
     assert_eq!(
         out.status.code(),

@@ -2,7 +2,7 @@
 //! where, one table of the series in µs (ns precision), and the warnings.
 
 use super::Exporter;
-use crate::compare::{md_cell, percentiles_known};
+use crate::compare::{md_cell, md_code, percentiles_known};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::{human_duration, Micros};
 use std::io::{self, Write};
@@ -26,7 +26,7 @@ fn status(s: RunStatus) -> &'static str {
 impl Exporter for MarkdownExporter {
     fn write(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let env = &r.environment;
-        writeln!(out, "# rtlab run `{}`", md_cell(&r.id))?;
+        writeln!(out, "# rtlab run {}", md_code(&r.id))?;
         writeln!(out)?;
         writeln!(out, "| | |")?;
         writeln!(out, "|---|---|")?;
@@ -67,7 +67,7 @@ impl Exporter for MarkdownExporter {
             } else {
                 r.loads
                     .iter()
-                    .map(|l| format!("`{}`", md_cell(&l.spec)))
+                    .map(|l| md_code(&l.spec))
                     .collect::<Vec<_>>()
                     .join(", ")
             },
@@ -82,10 +82,10 @@ impl Exporter for MarkdownExporter {
             )?;
         }
         if !r.command.is_empty() {
-            field("command", format!("`{}`", md_cell(&r.command.join(" "))))?;
+            field("command", md_code(&r.command.join(" ")))?;
         }
         if let Some(from) = r.config.get("imported_from").and_then(|v| v.as_str()) {
-            field("imported from", format!("`{}`", md_cell(from)))?;
+            field("imported from", md_code(from))?;
         }
 
         writeln!(out)?;

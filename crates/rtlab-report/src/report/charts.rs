@@ -25,6 +25,35 @@ pub fn quantity(metric: &str) -> String {
     }
 }
 
+/// The fitted tail up to `x_end`, its last piece cut at the edge
+/// (interpolated in log probability, as it is drawn).
+fn clip_at(curve: Vec<(f64, f64)>, x_end: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(curve.len());
+    for (x, p) in curve {
+        if x <= x_end {
+            out.push((x, p));
+            continue;
+        }
+        if let Some(&(x0, p0)) = out.last() {
+            if p0 > 0.0 && p > 0.0 && x > x0 {
+                let t = (x_end - x0) / (x - x0);
+                out.push((x_end, (p0.ln() + t * (p.ln() - p0.ln())).exp()));
+            }
+        }
+        break;
+    }
+    out
+}
+
+/// Why a chart of the distribution is empty.
+fn no_data(stats: &SeriesStats) -> &'static str {
+    if stats.samples == 0 {
+        "no samples"
+    } else {
+        "no histogram in this result (imported without one)"
+    }
+}
+
 /// How far past the observed maximum an exceedance axis may reach.
 const EXTRAPOLATION_SPAN: f64 = 4.0;
 
@@ -46,7 +75,7 @@ pub fn histogram(title: &str, metric: &str, stats: &SeriesStats) -> Chart {
         Axis::log_from("samples", 0.5, max_count as f64),
     );
     if stats.histogram_us.is_empty() {
-        plot.empty_note = Some("no samples".into());
+        plot.empty_note = Some(no_data(stats).into());
     }
     plot.layers.push(Layer::Bars {
         bars: stats
@@ -102,14 +131,16 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
         Axis::linear(&format!("{} (µs)", quantity(metric)), 0.0, right * 1.08),
         Axis::log(
             &format!("P({} > x) per sample", quantity(metric)),
-            // Half a decade of room under the smallest probability, so
-            // its interval is not drawn on the frame.
+            // Room under the smallest probability, so its interval is not
+            // drawn on the frame.
             smallest * 0.5,
             1.0,
         ),
     );
     if measured.is_empty() {
-        plot.empty_note = Some("no samples".into());
+        plot.empty_note = Some(no_data(stats).into());
+    } else {
+        plot.legend.push(Key::line("measured", PALETTE[0], false));
     }
     plot.layers.push(Layer::Line {
         points: measured,
@@ -118,7 +149,6 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
         dashed: false,
         step: true,
     });
-    plot.legend.push(Key::line("measured", PALETTE[0], false));
     if stats.missed > 0 && events > 0 {
         // Missed deadlines and lost messages have no latency of their own:
         // they exceed every x. The per-sample curve leaves them out.
@@ -135,12 +165,10 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
     let x_end = plot.x.max;
     let caption = if evt.is_estimated() {
         plot.layers.push(Layer::Line {
-            points: evt
-                .curve
-                .iter()
-                .map(|&(ns, p)| (us(ns), p))
-                .take_while(|&(x, _)| x <= x_end)
-                .collect(),
+            points: clip_at(
+                evt.curve.iter().map(|&(ns, p)| (us(ns), p)).collect(),
+                x_end,
+            ),
             colour: FIT.into(),
             width: 1.6,
             dashed: true,
@@ -338,7 +366,7 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         colour: PALETTE[0].into(),
         radius: 1.6,
     });
-    if let Some(d) = deadline {
+    if let Some(d) = deadline.filter(|d| us(*d as f64) <= top) {
         plot.layers.push(Layer::HLine {
             y: us(d as f64),
             colour: ALARM.into(),
@@ -347,7 +375,7 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
             .push(Key::line("one period: deadlines missed above", ALARM, true));
     }
     if !missed.is_empty() {
-        plot.legend.push(Key::mark(
+        plot.legend.push(Key::cross(
             format!("a period or more late: {}", missed.len()),
             ALARM,
         ));
@@ -357,7 +385,7 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         });
     }
     if !lost.is_empty() {
-        plot.legend.push(Key::mark(
+        plot.legend.push(Key::cross(
             format!("lost, drawn at the top ({})", lost.len()),
             ALARM,
         ));

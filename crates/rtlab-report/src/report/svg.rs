@@ -166,35 +166,47 @@ pub fn tick_label(value: f64, scale: Scale) -> String {
     }
 }
 
-/// One entry of a legend: a line swatch (dashed when the line is) or a
-/// square for dots, marks and bars.
+/// One entry of a legend, drawn as what it names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Key {
     pub label: String,
     pub colour: String,
-    pub line: Option<Dash>,
+    pub swatch: Swatch,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Dash {
-    Solid,
-    Dashed,
+pub enum Swatch {
+    /// Dots and bars.
+    Square,
+    /// × marks.
+    Cross,
+    Line,
+    DashedLine,
 }
 
 impl Key {
     pub fn mark(label: impl Into<String>, colour: &str) -> Key {
-        Key {
-            label: label.into(),
-            colour: colour.to_string(),
-            line: None,
-        }
+        Key::new(label, colour, Swatch::Square)
+    }
+
+    pub fn cross(label: impl Into<String>, colour: &str) -> Key {
+        Key::new(label, colour, Swatch::Cross)
     }
 
     pub fn line(label: impl Into<String>, colour: &str, dashed: bool) -> Key {
+        let swatch = if dashed {
+            Swatch::DashedLine
+        } else {
+            Swatch::Line
+        };
+        Key::new(label, colour, swatch)
+    }
+
+    fn new(label: impl Into<String>, colour: &str, swatch: Swatch) -> Key {
         Key {
             label: label.into(),
             colour: colour.to_string(),
-            line: Some(if dashed { Dash::Dashed } else { Dash::Solid }),
+            swatch,
         }
     }
 }
@@ -463,30 +475,31 @@ impl Plot {
     }
 }
 
-/// A legend swatch 18 px wide centred on `y`: a line as drawn, or a square.
+/// A legend swatch 18 px wide centred on `y`.
 fn swatch(s: &mut String, key: &Key, x: f64, y: f64) {
-    match key.line {
-        Some(dash) => {
-            let dash = match dash {
-                Dash::Dashed => r#" stroke-dasharray="5 3""#,
-                Dash::Solid => "",
-            };
-            let _ = write!(
-                s,
-                r#"<path d="M{x} {y}h18" stroke="{}" stroke-width="2"{dash}/>"#,
-                key.colour
-            );
-        }
-        None => {
-            let _ = write!(
-                s,
-                r#"<rect x="{}" y="{}" width="10" height="10" fill="{}"/>"#,
-                x + 4.0,
-                y - 5.0,
-                key.colour
-            );
-        }
-    }
+    let colour = &key.colour;
+    let _ = match key.swatch {
+        Swatch::Line => write!(
+            s,
+            r#"<path d="M{x} {y}h18" stroke="{colour}" stroke-width="2"/>"#
+        ),
+        Swatch::DashedLine => write!(
+            s,
+            r#"<path d="M{x} {y}h18" stroke="{colour}" stroke-width="2" stroke-dasharray="5 3"/>"#
+        ),
+        Swatch::Square => write!(
+            s,
+            r#"<rect x="{}" y="{}" width="10" height="10" fill="{colour}"/>"#,
+            x + 4.0,
+            y - 5.0
+        ),
+        Swatch::Cross => write!(
+            s,
+            r#"<path d="M{} {}l7 7m0 -7l-7 7" stroke="{colour}" stroke-width="1.6"/>"#,
+            x + 5.5,
+            y - 3.5
+        ),
+    };
 }
 
 fn draw_layer(f: &Frame, layer: &Layer, s: &mut String) {
@@ -592,9 +605,17 @@ fn draw_layer(f: &Frame, layer: &Layer, s: &mut String) {
                 };
                 let _ = write!(
                     s,
-                    r#"<path d="M{pl:.1} {py:.1}H{ph:.1}M{pl:.1} {:.1}v6"/><circle cx="{pm:.1}" cy="{py:.1}" r="2.5" fill="{colour}"/>"#,
+                    r#"<path d="M{pl:.1} {py:.1}H{ph:.1}M{pl:.1} {:.1}v6"/>"#,
                     py - 3.0
                 );
+                // An estimate beyond the axis is only the arrow: a dot on
+                // the edge would read as a value there.
+                if f.px(x) <= LEFT + f.w {
+                    let _ = write!(
+                        s,
+                        r#"<circle cx="{pm:.1}" cy="{py:.1}" r="2.5" fill="{colour}"/>"#
+                    );
+                }
                 if open {
                     let _ = write!(
                         s,

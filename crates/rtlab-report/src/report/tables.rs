@@ -46,11 +46,21 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// Aligned columns under the title, for the terminal.
+    /// Aligned columns under the title, for the terminal (control
+    /// characters shown as `?`, so a name cannot drive the terminal).
     pub fn to_text(&self) -> String {
+        let printable = |text: &String| -> String {
+            text.chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect()
+        };
         let mut rows = vec![self.header.clone()];
-        rows.extend(self.rows.iter().cloned());
-        let mut out = format!("{}\n", self.title);
+        rows.extend(
+            self.rows
+                .iter()
+                .map(|row| row.iter().map(printable).collect()),
+        );
+        let mut out = format!("{}\n", printable(&self.title));
         out.push_str(&align(&rows, |col, _| col < self.text_columns, true));
         if let Some(note) = &self.note {
             let _ = writeln!(out, "{note}");
@@ -190,6 +200,11 @@ pub fn percentile_table(runs: &[RunView]) -> Table {
             if s.samples == 0 {
                 // Nothing measured is not 0 µs.
                 row.extend(std::iter::repeat_n("-".to_string(), 9));
+            } else if !crate::compare::percentiles_known(s) {
+                // Imported without a histogram: min, avg and max only.
+                row.extend([us(s.min_ns), us_f(s.mean_ns), "-".into()]);
+                row.extend(std::iter::repeat_n("-".to_string(), 5));
+                row.push(us(s.max_ns));
             } else {
                 row.extend([
                     us(s.min_ns),
@@ -372,7 +387,7 @@ fn is_lateness(metric: &str) -> bool {
 /// [`crate::probe_tables::within_counts`]); missed events count as outside.
 pub fn within_percent(stats: &SeriesStats) -> Option<[f64; 5]> {
     let events = stats.samples + stats.missed;
-    (events > 0).then(|| {
+    (events > 0 && !stats.histogram_ns.is_empty()).then(|| {
         crate::probe_tables::within_counts(stats).map(|count| 100.0 * count as f64 / events as f64)
     })
 }

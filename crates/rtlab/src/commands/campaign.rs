@@ -199,7 +199,7 @@ fn run_plan(
             writeln!(out, "\n{}", summary_line(&evaluations))?;
             write!(out, "{}", failures_table(&evaluations))?;
         }
-        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", p.display()));
+        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
         writeln!(
             out,
             "{} runs stored (campaign execution {}); see `rtlab runs{db_flag} --execution {}`,\n\
@@ -224,6 +224,20 @@ fn run_plan(
         0
     };
     Ok(ExitCode::from(budget::exit_code(code, &evaluations)))
+}
+
+/// A path as one shell word, quoted when it needs to be.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c));
+    if plain {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// The JUnit report's name: `rtlab campaign quick (execution ID)`.

@@ -181,21 +181,34 @@ fn load_samples(
     Ok(out)
 }
 
-/// A samples file must be the run's own: every series in it has as many
-/// samples, and the same maximum, as the run recorded.
+/// A samples file must be the run's own: it has exactly the run's series
+/// that recorded samples, each with as many samples, and the same maximum,
+/// as the run recorded.
 fn check_samples_match(spec: &str, run: &RunResult, file: &SampleFile) -> anyhow::Result<()> {
-    for (name, points) in &file.series {
-        let Some(series) = run.series.iter().find(|s| s.name == *name) else {
-            continue;
-        };
+    for name in file.series.keys() {
+        if !run.series.iter().any(|s| s.name == *name) {
+            bad_input!(
+                "--samples {spec}: series {name} is not in run {} (its series: {})",
+                run.id,
+                run.series
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    for series in run.series.iter().filter(|s| s.stats.samples > 0) {
+        let points = file.series.get(&series.name).map_or(&[][..], Vec::as_slice);
         let values = points.iter().filter_map(|p| p.1);
         let count = values.clone().count() as u64;
         let max = values.max().unwrap_or(0);
-        if count != series.stats.samples || (count > 0 && max != series.stats.max_ns) {
+        if count != series.stats.samples || max != series.stats.max_ns {
             bad_input!(
-                "--samples {spec}: not the samples of run {}: series {name} has {count} samples \
+                "--samples {spec}: not the samples of run {}: series {} has {count} samples \
                  (max {max} ns) in the file and {} (max {} ns) in the run",
                 run.id,
+                series.name,
                 series.stats.samples,
                 series.stats.max_ns
             );
@@ -207,19 +220,22 @@ fn check_samples_match(spec: &str, run: &RunResult, file: &SampleFile) -> anyhow
 /// Fails as bad input when no file can be created in `dir` (or, when it
 /// does not exist yet, in its parent), without leaving anything there.
 fn check_dir_writable(dir: &Path, flag: &str) -> anyhow::Result<()> {
-    let existing = if dir.exists() {
-        dir
-    } else {
-        match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(parent) if parent.is_dir() => parent,
-            Some(parent) => bad_input!(
-                "{flag} {}: {} does not exist",
-                dir.display(),
-                parent.display()
-            ),
-            None => Path::new("."),
-        }
-    };
+    // The directory is created with its missing parents: the first one
+    // that exists must take a new entry.
+    let mut existing = dir;
+    while !existing.exists() {
+        existing = match existing.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+    }
+    if !existing.is_dir() {
+        bad_input!(
+            "{flag} {}: {} is not a directory",
+            dir.display(),
+            existing.display()
+        );
+    }
     let probe = existing.join(format!(".rtlab-write-check-{}", std::process::id()));
     match std::fs::OpenOptions::new()
         .write(true)
@@ -348,6 +364,18 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
             .into_iter()
             .map(|(name, chart)| (name, chart.plot.to_svg()))
             .collect();
+        // Every target must be a file rtlab may replace: checked before
+        // the first one is written.
+        for (name, _) in &charts {
+            let target = dir.join(format!("{name}.png"));
+            if target.exists() && !target.is_file() {
+                bad_input!(
+                    "--png {}: {} exists and is not a regular file",
+                    dir.display(),
+                    target.display()
+                );
+            }
+        }
         if !png::have_fonts() {
             eprintln!("warning: --png: no system font found: charts are drawn without text (install fonts-dejavu-core)");
         }
