@@ -347,12 +347,27 @@ pub fn interval_end(
             z = limit;
         }
         let g = excess(z);
-        if g == f64::INFINITY && inner == z_hat && shrinks < 30 {
-            // Unevaluable right next to the estimate: the profile search
-            // lost its footing, not a real edge. Step in closer first.
+        if inner == z_hat && (g == f64::INFINITY || g > 0.0) {
+            if shrinks == 30 {
+                // Unevaluable, or above the cut-off, however close to the
+                // estimate: the profile is not continuous there (the
+                // search lost its footing), so nothing says where this
+                // end is and it stays open. A crossing found here would
+                // put the end on the estimate itself.
+                return None;
+            }
+            // Step in closer first: an end nearer than the first step, or
+            // a search that lost its footing, not a real edge.
             delta *= 0.5;
             shrinks += 1;
             continue;
+        }
+        if g == f64::INFINITY {
+            // The profile cannot be evaluated here, beyond points where it
+            // could: that is no crossing of the cut-off (taking it for one
+            // put heavy-tailed upper ends on the estimate itself), and
+            // nothing says where the end is.
+            return None;
         }
         if g > 0.0 {
             return Some(illinois_root(
@@ -414,6 +429,44 @@ mod tests {
     fn brent_finds_a_parabola_minimum() {
         let (x, fx) = brent_min(|x| (x - 0.3).powi(2) + 2.0, -5.0, 5.0, 1e-10);
         assert!((x - 0.3).abs() < 1e-7 && (fx - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_end_that_cannot_be_evaluated_near_the_estimate_is_open() {
+        // The profile is fine below the estimate and unevaluable above it.
+        let excess = |z: f64| {
+            if z > 10.0 {
+                f64::INFINITY
+            } else {
+                (z - 10.0).powi(2) - 1.0
+            }
+        };
+        assert_eq!(interval_end(excess, 10.0, 1.0, 0.5, 1e6, 1.0), None);
+        // A deviance that jumps over the cut-off right at the estimate is
+        // a broken profile, not an end there.
+        let jump = |z: f64| {
+            if z > 10.0 {
+                5.0
+            } else {
+                (z - 10.0).powi(2) - 1.0
+            }
+        };
+        assert_eq!(interval_end(jump, 10.0, 1.0, 0.5, 1e6, 1.0), None);
+        // Unevaluable beyond points that were fine: open, not an end.
+        let gap = |z: f64| {
+            if (z - 10.0).abs() > 0.2 {
+                f64::INFINITY
+            } else {
+                (z - 10.0).powi(2) - 1.0
+            }
+        };
+        assert_eq!(interval_end(gap, 10.0, 1.0, 0.1, 1e6, 1.0), None);
+        // An end nearer than the first step is still found.
+        let narrow = |z: f64| (z - 10.0).powi(2) * 1e4 - 1.0;
+        let high = interval_end(narrow, 10.0, 1.0, 0.5, 1e6, 1.0).unwrap();
+        assert!((high - 10.01).abs() < 1e-4, "{high}");
+        let low = interval_end(excess, 10.0, 1.0, 0.5, -1e6, -1.0).unwrap();
+        assert!((low - 9.0).abs() < 1e-3, "{low}");
     }
 
     #[test]
