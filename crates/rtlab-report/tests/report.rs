@@ -582,6 +582,13 @@ fn run_labels_are_unique_and_titles_escape_markup() {
     let html = report.to_html();
     assert!(!html.contains("<b>&cpu"));
     assert!(html.contains("&lt;b&gt;&amp;cpu"));
+
+    // A campaign's title only when every run is of it.
+    let mut runs = campaign();
+    runs.truncate(1);
+    assert_eq!(build(runs.clone()).title, "rtlab report: campaign quick");
+    runs.push(run("20261121T193012Z-8", "timer", Vec::new()));
+    assert_eq!(build(runs).title, "rtlab report: 2 runs");
 }
 
 #[test]

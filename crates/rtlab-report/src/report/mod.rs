@@ -364,8 +364,9 @@ fn default_title(runs: &[RunView]) -> String {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    let all_in_campaigns = runs.iter().all(|r| r.result.campaign.is_some());
     match (campaigns.as_slice(), runs) {
-        ([name], _) => format!("rtlab report: campaign {name}"),
+        ([name], _) if all_in_campaigns => format!("rtlab report: campaign {name}"),
         (_, [run]) => format!("rtlab report: {} run {}", run.result.probe, run.result.id),
         _ => format!("rtlab report: {} runs", runs.len()),
     }

@@ -505,19 +505,25 @@ pub fn environment_table(result: &RunResult) -> Table {
                 .map_or("not held".into(), |v| format!("{v} µs")),
         ),
     );
-    if let Some(series) = result.series.first() {
+    // Every distinct setting of the probe's threads (a periodic run's
+    // tasks may differ).
+    let mut threads: Vec<String> = Vec::new();
+    for series in &result.series {
         let thread = &series.thread;
-        add(
-            "probe threads",
-            Some(format!(
-                "asked {}, got {}",
-                thread.requested,
-                thread
-                    .actual
-                    .as_ref()
-                    .map_or_else(|| "unknown".to_string(), |a| a.to_string())
-            )),
+        let text = format!(
+            "asked {}, got {}",
+            thread.requested,
+            thread
+                .actual
+                .as_ref()
+                .map_or_else(|| "unknown".to_string(), |a| a.to_string())
         );
+        if !threads.contains(&text) {
+            threads.push(text);
+        }
+    }
+    if !threads.is_empty() {
+        add("probe threads", Some(threads.join("; ")));
     }
     if !result.loads.is_empty() {
         add(
