@@ -19,7 +19,9 @@ h3 { font-size: 15px; margin: 24px 0 8px; }
 nav a { margin-right: 14px; color: #0072B2; }
 table { border-collapse: collapse; margin: 8px 0 4px; background: #fff; }
 caption { text-align: left; font-weight: bold; padding: 4px 0; }
-th, td { border: 1px solid #d6d6d6; padding: 3px 8px; vertical-align: top; overflow-wrap: anywhere; }
+th, td { border: 1px solid #d6d6d6; padding: 3px 8px; vertical-align: top; }
+td { max-width: 40em; overflow-wrap: break-word; }
+table { max-width: 100%; }
 th { background: #eef3f8; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 p.note { color: #555; font-size: 12px; margin: 2px 0 16px; max-width: 900px; }
