@@ -619,7 +619,7 @@ fn draw_layer(f: &Frame, layer: &Layer, s: &mut String) {
                 if open {
                     let _ = write!(
                         s,
-                        r#"<path d="M{:.1} {:.1}l6 3l-6 3"/>"#,
+                        r#"<path d="M{:.1} {:.1}l6 3l-6 3z" fill="{colour}"/>"#,
                         ph - 6.0,
                         py - 3.0
                     );
