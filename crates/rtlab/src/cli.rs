@@ -663,7 +663,7 @@ pub struct CampaignRunArgs {
 #[command(after_help = "Examples:
   rtlab runs
   rtlab runs --campaign quick --limit 8
-  rtlab runs --probe cyclictest --json -")]
+  rtlab runs --probe cyclictest --json   # the list as JSON on stdout")]
 pub struct RunsArgs {
     #[command(flatten)]
     pub store: StoreArgs,

@@ -1,13 +1,7 @@
 //! rtlab: make a stock Linux machine time-critical and prove it.
 
-mod cli;
-mod commands;
-mod input;
-mod progress;
-mod session;
-mod signals;
-
 use clap::Parser;
+use rtlab::{cli, commands, input};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -1,0 +1,267 @@
+//! Every example in every `--help` parses: the command line is walked from
+//! `Cli::command()`, each line of a help text that runs `rtlab …` is split
+//! with shell rules and given to the argument parser. And every command
+//! a user can run shows at least one example of itself.
+
+use clap::CommandFactory;
+use rtlab::cli::Cli;
+
+/// One command's examples: the path of the command whose help shows them
+/// (`rtlab plan gen`) and each example line as written.
+struct Help {
+    path: String,
+    examples: Vec<String>,
+    leaf: bool,
+}
+
+/// Every visible command, depth first, with the example lines of its help.
+fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<Help>) {
+    let texts = [
+        cmd.get_after_help(),
+        cmd.get_after_long_help(),
+        cmd.get_long_about(),
+        cmd.get_before_help(),
+        cmd.get_before_long_help(),
+    ];
+    let mut examples = Vec::new();
+    for text in texts.into_iter().flatten() {
+        for line in text.to_string().lines() {
+            let line = line.trim();
+            // `cyclictest … && rtlab import ct.json`: the rtlab command in it.
+            if line.starts_with("rtlab ") || line == "rtlab" || line.contains("&& rtlab ") {
+                examples.push(line.to_string());
+            }
+        }
+    }
+    let children: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+        .collect();
+    out.push(Help {
+        path: path.to_string(),
+        examples,
+        leaf: children.is_empty(),
+    });
+    for child in children {
+        walk(child, &format!("{path} {}", child.get_name()), out);
+    }
+}
+
+/// Splits a line with POSIX shell quoting into words, cut into the commands
+/// joined by `&&`, `||`, `|` or `;`; a `#` starting a word begins a comment
+/// and a redirection (`> file`, `2>&1`) is dropped with its target.
+fn shell_commands(line: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut commands = vec![Vec::new()];
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars().peekable();
+    let mut redirect = false;
+    let end_word = |word: &mut String,
+                    in_word: &mut bool,
+                    redirect: &mut bool,
+                    commands: &mut Vec<Vec<String>>| {
+        if *in_word {
+            if *redirect {
+                *redirect = false;
+            } else {
+                commands.last_mut().unwrap().push(std::mem::take(word));
+            }
+            word.clear();
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => end_word(&mut word, &mut in_word, &mut redirect, &mut commands),
+            '#' if !in_word => break,
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("unterminated '".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("unterminated \"".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("unterminated \"".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(c) = chars.next() {
+                    word.push(c);
+                }
+            }
+            '&' | '|' | ';' => {
+                // `2>&1`: part of a redirection, not an operator.
+                if c == '&' && word.ends_with('>') {
+                    word.push(c);
+                    continue;
+                }
+                end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
+                if matches!(chars.peek(), Some('&' | '|')) {
+                    chars.next();
+                }
+                commands.push(Vec::new());
+            }
+            '>' | '<' => {
+                // `2>` or `>`: the rest of this word and the next are the redirection.
+                if in_word && word.chars().all(|c| c.is_ascii_digit()) {
+                    word.clear();
+                } else {
+                    end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
+                }
+                while matches!(chars.peek(), Some('>' | '&')) {
+                    chars.next();
+                }
+                in_word = false;
+                // The target may follow at once (`>out`) or after blanks.
+                redirect = true;
+                while matches!(chars.peek(), Some(' ')) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some(c) if c.is_ascii_digit()) {
+                    // `2>&1`
+                    chars.next();
+                    redirect = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
+    commands.retain(|c| !c.is_empty());
+    Ok(commands)
+}
+
+/// The rtlab commands of an example line.
+fn rtlab_commands(line: &str) -> Vec<Vec<String>> {
+    shell_commands(line)
+        .unwrap_or_else(|e| panic!("example `{line}` does not split: {e}"))
+        .into_iter()
+        .filter(|words| words[0] == "rtlab")
+        .collect()
+}
+
+/// The subcommand path a parse ended in: `rtlab plan gen periodic`.
+fn matched_path(matches: &clap::ArgMatches) -> String {
+    let mut path = String::from("rtlab");
+    let mut m = matches;
+    while let Some((name, sub)) = m.subcommand() {
+        path.push(' ');
+        path.push_str(name);
+        m = sub;
+    }
+    path
+}
+
+fn helps() -> Vec<Help> {
+    let mut out = Vec::new();
+    walk(&Cli::command(), "rtlab", &mut out);
+    out
+}
+
+#[test]
+fn the_splitter_follows_shell_rules() {
+    let split = |s| shell_commands(s).unwrap();
+    assert_eq!(
+        split("rtlab runs --json -   # every run"),
+        vec![vec!["rtlab", "runs", "--json", "-"]]
+    );
+    assert_eq!(
+        split("rtlab tune set 'alarmd|msgd' --policy fifo"),
+        vec![vec![
+            "rtlab",
+            "tune",
+            "set",
+            "alarmd|msgd",
+            "--policy",
+            "fifo"
+        ]]
+    );
+    assert_eq!(
+        split("rtlab report last --format md > report.md"),
+        vec![vec!["rtlab", "report", "last", "--format", "md"]]
+    );
+    assert_eq!(
+        split("ct -h 1000 --json=ct.json && rtlab import ct.json 2>&1 | less"),
+        vec![
+            vec!["ct", "-h", "1000", "--json=ct.json"],
+            vec!["rtlab", "import", "ct.json"],
+            vec!["less"]
+        ]
+    );
+    assert_eq!(
+        split(r#"rtlab x --a "b c" d\ e"#),
+        vec![vec!["rtlab", "x", "--a", "b c", "d e"]]
+    );
+}
+
+#[test]
+fn every_help_example_parses() {
+    let mut failures = Vec::new();
+    let mut parsed = 0;
+    for help in helps() {
+        for line in &help.examples {
+            for words in rtlab_commands(line) {
+                parsed += 1;
+                if let Err(e) = Cli::command().try_get_matches_from(&words) {
+                    let first = e.to_string();
+                    let first = first.lines().next().unwrap_or_default().to_string();
+                    failures.push(format!("`{} --help`: `{line}`: {first}", help.path));
+                }
+            }
+        }
+    }
+    assert!(
+        parsed > 50,
+        "only {parsed} examples found: is the walk broken?"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} help example(s) do not parse:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+}
+
+#[test]
+fn every_command_shows_an_example_of_itself() {
+    let mut missing = Vec::new();
+    for help in helps().into_iter().filter(|h| h.leaf) {
+        let own = help.examples.iter().any(|line| {
+            rtlab_commands(line).iter().any(|words| {
+                Cli::command()
+                    .try_get_matches_from(words)
+                    .is_ok_and(|m| matched_path(&m) == help.path)
+            })
+        });
+        if !own {
+            missing.push(help.path);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no example that runs the command in the --help of:\n  {}",
+        missing.join("\n  ")
+    );
+}
