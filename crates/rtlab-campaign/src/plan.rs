@@ -5,6 +5,7 @@ use crate::error::{CampaignError, Position};
 use crate::spec::*;
 use rtlab_core::result::CampaignRef;
 use rtlab_core::sched::SchedParams;
+use rtlab_core::text::{pad, Align};
 use rtlab_core::units::human_duration;
 use serde::Serialize;
 use std::fmt::Write;
@@ -273,11 +274,13 @@ impl Plan {
                 if i > 0 {
                     line.push_str("  ");
                 }
-                if i < numeric {
-                    let _ = write!(line, "{cell:>width$}");
+                // `{cell:>width$}` panics for a width of 65,536 or more.
+                let align = if i < numeric {
+                    Align::Right
                 } else {
-                    let _ = write!(line, "{cell:<width$}");
-                }
+                    Align::Left
+                };
+                line.push_str(&pad(cell, *width, align));
             }
             let _ = writeln!(out, "{}", line.trim_end());
         }

@@ -9,6 +9,7 @@ pub mod pmqos;
 pub mod record;
 pub mod result;
 pub mod sched;
+pub mod text;
 pub mod units;
 
 /// rtlab's version, recorded in every result.

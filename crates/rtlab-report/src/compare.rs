@@ -29,6 +29,7 @@
 
 use crate::import::quantile_of;
 use rtlab_core::result::{RunResult, RunStatus, SeriesStats};
+use rtlab_core::text::{pad, Align};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -843,14 +844,15 @@ pub fn comparison_table(c: &Comparison) -> String {
         return out;
     }
     let _ = writeln!(out, "runs:");
-    let id_width = c.runs.iter().map(|h| h.id.len()).max().unwrap_or(0);
-    let probe_width = c.runs.iter().map(|h| h.probe.len()).max().unwrap_or(0);
+    let id_width = c.runs.iter().map(|h| h.id.chars().count()).max();
+    let probe_width = c.runs.iter().map(|h| h.probe.chars().count()).max();
     for (i, h) in c.runs.iter().enumerate() {
+        // Padded by hand: `{:<width$}` panics for a width of 65,536 or more.
         let line = format!(
-            "  {}  {:<id_width$}  {:<probe_width$}  {:<8}  {}{}",
+            "  {}  {}  {}  {:<8}  {}{}",
             h.tag,
-            h.id,
-            h.probe,
+            pad(&h.id, id_width.unwrap_or(0), Align::Left),
+            pad(&h.probe, probe_width.unwrap_or(0), Align::Left),
             status_text(h.status),
             h.label,
             if i == 0 { "  (baseline)" } else { "" }

@@ -2,6 +2,7 @@
 //! precision, units in the header.
 
 use rtlab_core::result::RunResult;
+use rtlab_core::text::{pad, Align};
 use rtlab_core::units::{human_duration, Micros};
 use std::fmt::Write;
 
@@ -57,9 +58,11 @@ pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: boo
             .iter()
             .zip(&widths)
             .enumerate()
+            // By hand, not `{cell:<w$}`: that panics for a width of 65,536
+            // or more, and a stored name can be that long.
             .map(|(col, (cell, w))| match left(col, cell) {
-                true => format!("{cell:<w$}"),
-                false => format!("{cell:>w$}"),
+                true => pad(cell, *w, Align::Left),
+                false => pad(cell, *w, Align::Right),
             })
             .collect();
         let _ = writeln!(out, "{}", cells.join("  ").trim_end());

@@ -383,7 +383,7 @@ pub struct TimerArgs {
 #[derive(Args)]
 pub struct RunArgs {
     /// Run loads beside the measurement, e.g. `vm,io` or `cpu:workers=4` (see `rtlab load --help`).
-    #[arg(long, value_name = "LOADS")]
+    #[arg(long, value_name = "LOADS", value_parser = input::Label)]
     pub load: Option<String>,
 
     /// Do not hold /dev/cpu_dma_latency at 0 during the run.
@@ -809,7 +809,7 @@ pub struct ReportArgs {
     pub samples: Vec<String>,
 
     /// The report's title [default: from the campaign or the run].
-    #[arg(long)]
+    #[arg(long, value_parser = input::Label)]
     pub title: Option<String>,
 
     #[command(flatten)]

@@ -52,3 +52,39 @@ pub fn probability(s: &str) -> Result<f64, String> {
         _ => Err(format!("'{s}' must be a number between 0 and 1, e.g. 0.95")),
     }
 }
+
+/// clap value parser for a name or label that may end up stored and shown
+/// in tables (`--load`, `--title`, a load given to `rtlab load`): at most
+/// [`rtlab_core::text::MAX_LABEL_CHARS`] characters. The error names the
+/// flag and the length, not the value, which may be thousands of
+/// characters long.
+#[derive(Clone, Copy)]
+pub struct Label;
+
+impl clap::builder::TypedValueParser for Label {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let text = clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)?;
+        let field = match arg {
+            Some(arg) => match arg.get_long() {
+                Some(long) => format!("--{long}"),
+                None => format!("<{}>", arg.get_id().as_str().to_uppercase()),
+            },
+            None => "the value".to_string(),
+        };
+        match rtlab_core::text::check_label(&field, &text) {
+            Ok(()) => Ok(text),
+            Err(e) => Err(clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{e}\n"),
+            )
+            .with_cmd(cmd)),
+        }
+    }
+}

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
 use rtlab_campaign::{Campaign, CampaignError, Plan, PlannedRun};
 use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::text::check_label;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::ProbeRun;
 use rtlab_report::budget::{failures_table, summary_line, Budget, Evaluation};
@@ -22,15 +23,54 @@ use std::process::ExitCode;
 /// every problem is bad input naming the file, line and field.
 fn plan_of(source: &str) -> anyhow::Result<(Plan, Option<Budget>)> {
     let check_load = |spec: &str| {
+        check_label("the load spec", spec).map_err(|e| e.to_string())?;
         spec.parse::<rtlab_load::LoadSpec>()
             .map(|_| ())
             .map_err(|e| e.to_string())
     };
     let bad = |e: CampaignError| anyhow::Error::new(InputError(e.to_string()));
     let campaign = rtlab_campaign::read(source, &check_load).map_err(bad)?;
+    check_names(&campaign).map_err(bad)?;
     let budget = file_budget(&campaign).map_err(bad)?;
     let plan = rtlab_campaign::plan(campaign).map_err(bad)?;
     Ok((plan, budget))
+}
+
+/// Refuses a campaign whose name, or the name of one of its probes, loads
+/// or configurations, is longer than a stored run's labels may be
+/// ([`rtlab_core::text::MAX_LABEL_CHARS`]).
+fn check_names(campaign: &Campaign) -> Result<(), CampaignError> {
+    let named = std::iter::once(("name".to_string(), &campaign.name))
+        .chain(
+            campaign
+                .probes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("probe[{}].name", i + 1), &p.name)),
+        )
+        .chain(
+            campaign
+                .loads
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (format!("load[{}].name", i + 1), &l.name)),
+        )
+        .chain(
+            campaign
+                .configurations
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("configuration[{}].name", i + 1), &c.name)),
+        );
+    for (field, name) in named {
+        check_label("the name", name).map_err(|e| CampaignError {
+            origin: campaign.origin.clone(),
+            position: None,
+            field: Some(field),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
 }
 
 /// The campaign file's `budget`, parsed; a bad clause is reported at its

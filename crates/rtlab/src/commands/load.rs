@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtlab_core::result::{timestamp_now, LoadRecord};
+use rtlab_core::text::{pad, Align};
 use rtlab_core::units::human_duration;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -42,7 +43,7 @@ pub struct LoadArgs {
     /// The load: cpu, vm, io, fswalk, net, timers, msg, procfs, dohell or
     /// cmd:"COMMAND", with parameters as --load takes them (vm:workers=4,bytes=256M);
     /// several separated by commas.
-    #[arg(value_name = "LOAD")]
+    #[arg(value_name = "LOAD", value_parser = crate::input::Label)]
     pub name: String,
 
     /// How long to load [default: 30s].
@@ -433,16 +434,13 @@ fn work_table(records: &[LoadRecord]) -> String {
         .collect();
     let mut out = String::new();
     for row in rows {
+        // Padded by hand: `{:<width$}` panics for a width of 65,536 or more.
         let line = format!(
-            "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
+            "{}  {}  {}  {}",
+            pad(&row[0], widths[0], Align::Left),
+            pad(&row[1], widths[1], Align::Left),
+            pad(&row[2], widths[2], Align::Right),
+            pad(&row[3], widths[3], Align::Right),
         );
         out.push_str(line.trim_end());
         out.push('\n');

@@ -1,0 +1,127 @@
+//! What rtlab says when input is odd: names far too long for a table, and
+//! messages that must say what they mean. Nothing here needs root.
+
+mod common;
+
+use common::{rtlab, run};
+use rtlab_core::result::{CampaignRef, LoadRecord};
+use std::path::{Path, PathBuf};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn cyclictest_json() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../rtlab-report/tests/golden/cyclictest-2.40-H40.json")
+}
+
+/// Stores a run whose load, campaign, configuration and probe names are
+/// `len` characters long, as an older rtlab (or a hand-edited import) may
+/// have; returns its id.
+fn store_run_with_long_names(db: &Path, len: usize) -> String {
+    let mut run = rtlab_report::import::import_file(&cyclictest_json()).unwrap();
+    let long = |c: char| c.to_string().repeat(len);
+    run.loads.push(LoadRecord {
+        name: long('l'),
+        spec: long('s'),
+        ..Default::default()
+    });
+    run.campaign = Some(CampaignRef {
+        name: long('c'),
+        execution: "exec-1".into(),
+        index: 1,
+        total: 1,
+        configuration: long('f'),
+        load: long('l'),
+        repeat: 1,
+    });
+    run.probe = long('p');
+    let mut store = rtlab_store::Store::open(db).unwrap();
+    store.save(&run).unwrap();
+    run.id
+}
+
+/// A table cell of 65,536 characters or more made the formatter panic
+/// ("Formatting argument out of range"), and with it every `rtlab runs`
+/// and `report` on the store holding such a run.
+#[test]
+fn a_stored_name_of_70000_characters_lists_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let id = store_run_with_long_names(&db, 70_000);
+
+    let out = run(rtlab(dir.path()).arg("runs").arg("--db").arg(&db));
+    assert!(out.status.success(), "runs: {}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&"l".repeat(70_000)));
+
+    for format in ["text", "md", "html"] {
+        let out = run(rtlab(dir.path())
+            .args(["report", &id, "--quiet", "--format", format])
+            .arg("--db")
+            .arg(&db));
+        assert!(
+            out.status.success(),
+            "report --format {format}: {}",
+            text(&out.stderr)
+        );
+    }
+
+    let out = run(rtlab(dir.path())
+        .args(["compare", &id, &id, "--resamples", "0"])
+        .arg("--db")
+        .arg(&db));
+    assert!(out.status.success(), "compare: {}", text(&out.stderr));
+}
+
+/// Names that long are refused where they come in, naming the flag.
+#[test]
+fn names_of_70000_characters_are_refused_at_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(70_000);
+    let load = format!("cmd:{long}");
+    for args in [
+        vec!["measure", "timer", "--load", load.as_str()],
+        vec!["net", "probe", "--netns", "--load", load.as_str()],
+        vec!["load", load.as_str(), "--duration", "1s"],
+        vec!["report", "last", "--title", long.as_str()],
+    ] {
+        let out = run(rtlab(dir.path()).args(&args));
+        assert_eq!(out.status.code(), Some(2), "{:?} not refused", &args[..2]);
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("70004 characters long") || err.contains("70000 characters long"),
+            "{:?}: {err}",
+            &args[..2]
+        );
+    }
+}
+
+/// A campaign file whose names are too long is refused as bad input,
+/// naming the file and the field.
+#[test]
+fn a_campaign_with_a_name_of_70000_characters_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(70_000);
+    let campaign = |name: &str, load: &str| {
+        format!(
+            "name = \"{name}\"\nduration = \"1s\"\n[[probe]]\nkind = \"timer\"\n\
+             [[load]]\nname = \"{load}\"\nrun = []\n\
+             [[configuration]]\nname = \"promoted\"\npolicy = \"fifo\"\npriority = 80\n"
+        )
+    };
+    for (field, toml) in [
+        ("name", campaign(&long, "idle")),
+        ("load[1].name", campaign("c", &long)),
+    ] {
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, toml).unwrap();
+        let out = run(rtlab(dir.path()).args(["campaign", "plan"]).arg(&file));
+        assert_eq!(out.status.code(), Some(2), "{field}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(field) && err.contains("70000 characters long"),
+            "{err}"
+        );
+    }
+}
