@@ -34,12 +34,20 @@ pub fn parse_duration_ns(input: &str) -> Result<u64, DurationError> {
         reason,
     };
     let s = input.trim();
+    if s.starts_with('-') {
+        return Err(err("negative durations are not allowed"));
+    }
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| err("a unit is required"))?;
     let (number, unit) = s.split_at(split);
-    if number.is_empty() {
+    // `.ms`, `.s`: a decimal point is not a number (it read as 0).
+    if !number.bytes().any(|b| b.is_ascii_digit()) {
         return Err(err("it must start with a number"));
+    }
+    // `1.ms`: a typo more often than a way of writing 1 ms.
+    if number.ends_with('.') {
+        return Err(err("a decimal point must be followed by a digit"));
     }
     let scale = UNITS
         .iter()
@@ -189,11 +197,33 @@ mod tests {
             "1.2.3ms",
             "10 parsecs",
             "-1ms",
+            ".ms",
+            ".s",
+            "ms",
+            "1.s",
+            "1.ms",
             "99999999999999999999s",
+            "5124096h",
         ] {
             let err = parse_duration_ns(bad).unwrap_err();
             assert!(err.to_string().contains(&format!("'{bad}'")), "{err}");
         }
+    }
+
+    #[test]
+    fn negative_and_number_less_durations_say_why() {
+        let reason = |s| parse_duration_ns(s).unwrap_err().reason;
+        assert_eq!(reason("-1s"), "negative durations are not allowed");
+        assert_eq!(reason(" -0.5ms"), "negative durations are not allowed");
+        assert_eq!(reason(".ms"), "it must start with a number");
+        assert_eq!(reason(".s"), "it must start with a number");
+        assert_eq!(reason("1.s"), "a decimal point must be followed by a digit");
+        assert_eq!(reason("5124096h"), "too large");
+        assert_eq!(
+            parse_duration_ns("5124095h"),
+            Ok(5_124_095 * 3_600_000_000_000)
+        );
+        assert_eq!(parse_duration_ns("0.5s"), Ok(500_000_000));
     }
 
     #[test]

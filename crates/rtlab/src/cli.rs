@@ -1,7 +1,7 @@
 //! The command line: `rtlab <noun> <verb>`.
 
 use crate::input;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::Policy;
 use rtlab_report::budget::Budget;
@@ -24,6 +24,37 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The command line as clap sees it, with what the derive attributes would
+/// have to repeat on every duration: its value may start with `-`, so that
+/// `--duration -1s` reaches the duration parser and gets its message
+/// ("negative durations are not allowed") instead of clap's "unexpected
+/// argument". Every duration argument is named `DURATION`.
+pub fn command() -> clap::Command {
+    fn durations_take_hyphens(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|arg| {
+            let duration = arg
+                .get_value_names()
+                .is_some_and(|names| names.iter().any(|n| n == "DURATION"));
+            if duration {
+                arg.allow_hyphen_values(true)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(durations_take_hyphens)
+    }
+    durations_take_hyphens(Cli::command())
+}
+
+/// Parses the process's arguments with [`command`]; exits with clap's
+/// message and code 2 on bad usage.
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches)
+        .map_err(|e| e.format(&mut command()))
+        .unwrap_or_else(|e| e.exit())
 }
 
 #[derive(Subcommand)]

@@ -1,11 +1,10 @@
 //! rtlab: make a stock Linux machine time-critical and prove it.
 
-use clap::Parser;
 use rtlab::{cli, commands, input};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(error) => {

@@ -1,10 +1,9 @@
 //! Every example in every `--help` parses: the command line is walked from
-//! `Cli::command()`, each line of a help text that runs `rtlab …` is split
+//! `command()`, each line of a help text that runs `rtlab …` is split
 //! with shell rules and given to the argument parser. And every command
 //! a user can run shows at least one example of itself.
 
-use clap::CommandFactory;
-use rtlab::cli::Cli;
+use rtlab::cli::command;
 
 /// One command's examples: the path of the command whose help shows them
 /// (`rtlab plan gen`) and each example line as written.
@@ -176,7 +175,7 @@ fn matched_path(matches: &clap::ArgMatches) -> String {
 
 fn helps() -> Vec<Help> {
     let mut out = Vec::new();
-    walk(&Cli::command(), "rtlab", &mut out);
+    walk(&command(), "rtlab", &mut out);
     out
 }
 
@@ -224,7 +223,7 @@ fn every_help_example_parses() {
         for line in &help.examples {
             for words in rtlab_commands(line) {
                 parsed += 1;
-                if let Err(e) = Cli::command().try_get_matches_from(&words) {
+                if let Err(e) = command().try_get_matches_from(&words) {
                     let first = e.to_string();
                     let first = first.lines().next().unwrap_or_default().to_string();
                     failures.push(format!("`{} --help`: `{line}`: {first}", help.path));
@@ -250,7 +249,7 @@ fn every_command_shows_an_example_of_itself() {
     for help in helps().into_iter().filter(|h| h.leaf) {
         let own = help.examples.iter().any(|line| {
             rtlab_commands(line).iter().any(|words| {
-                Cli::command()
+                command()
                     .try_get_matches_from(words)
                     .is_ok_and(|m| matched_path(&m) == help.path)
             })

@@ -125,3 +125,82 @@ fn a_campaign_with_a_name_of_70000_characters_is_refused() {
         );
     }
 }
+
+/// `--duration -1s` got clap's "unexpected argument '-1'"; `.ms` and `.s`
+/// were zero durations. Each is refused by the duration parser, naming
+/// the flag, with exit code 2.
+#[test]
+fn odd_durations_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, reason) in [
+        (
+            vec!["measure", "timer", "--duration", "-1s"],
+            "negative durations are not allowed",
+        ),
+        (
+            vec!["measure", "timer", "--interval=-1ms"],
+            "negative durations are not allowed",
+        ),
+        (
+            vec![
+                "plan", "gen", "periodic", "--period", "-1ms", "--count", "1", "-o", "x",
+            ],
+            "negative durations are not allowed",
+        ),
+        (
+            vec!["measure", "timer", "--duration", ".ms"],
+            "it must start with a number",
+        ),
+        (
+            vec!["exec", "periodic", "--work", ".s"],
+            "it must start with a number",
+        ),
+    ] {
+        let out = run(rtlab(dir.path()).args(&args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(reason), "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+}
+
+/// `plan gen --start 5124095h` wrote a plan that `plan check` rejected;
+/// gen now refuses what check would, and what it writes at the very edge
+/// checks clean.
+#[test]
+fn plan_gen_writes_only_plans_that_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.plan");
+    let gen = |start: &str, extra: &[&str]| {
+        run(rtlab(dir.path())
+            .args(["plan", "gen", "periodic", "--period", "1ms", "--count", "1"])
+            .args(["--start", start])
+            .args(extra)
+            .arg("-o")
+            .arg(&plan))
+    };
+    let out = gen("5124095h", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("beyond 2^62 ns"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!plan.exists(), "a refused plan was written");
+
+    let out = gen("4611686018427387905ns", &[]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = gen("4611686018427387904ns", &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(rtlab(dir.path()).args(["plan", "check"]).arg(&plan));
+    assert!(out.status.success(), "{}", text(&out.stdout));
+
+    let out = gen("0ns", &["--repeat", "4611686018427387905ns"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--repeat"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -11,6 +11,7 @@
 //! Data: fixed bytes, or a 32-bit little-endian sequence number (0, 1, 2,
 //! ..., wrapping) in bytes 0-3 and zeros after.
 
+use super::check::MAX_OFFSET_NS;
 use super::{Event, DATA_BYTES};
 
 /// splitmix64: a small, good enough PRNG for schedules (not for secrets).
@@ -76,7 +77,7 @@ pub struct GenSpec {
 
 impl GenSpec {
     /// Refuses what cannot be generated (zero period, jitter over half
-    /// the period, offsets past 2^64 ns, ...).
+    /// the period, offsets past 2^62 ns, which `plan check` refuses, ...).
     pub fn validate(&self) -> Result<(), String> {
         match self.pattern {
             Pattern::Periodic { period_ns } | Pattern::Jittered { period_ns, .. }
@@ -99,26 +100,57 @@ impl GenSpec {
             }
             _ => {}
         }
-        if let (
-            Pattern::Periodic { period_ns } | Pattern::Jittered { period_ns, .. },
-            Length::Count(n),
-        ) = (&self.pattern, self.length)
-        {
-            let last = n
-                .saturating_sub(1)
-                .checked_mul(*period_ns)
-                .and_then(|x| x.checked_add(self.start_ns))
-                .and_then(|x| x.checked_add(*period_ns));
-            if last.is_none() {
-                return Err("the last offset would exceed 2^64 ns".into());
-            }
+        // Every offset must be one `plan check` accepts (at most
+        // MAX_OFFSET_NS): a generated plan that the checker rejects is a
+        // bad plan written, not a plan.
+        let beyond = |what: &str| {
+            Err(format!(
+                "{what} would be beyond 2^62 ns (146 years), the largest offset a plan may hold"
+            ))
+        };
+        if self.start_ns > MAX_OFFSET_NS {
+            return beyond("the start");
         }
-        if let Length::Duration(d) = self.length {
-            if self.start_ns.checked_add(d).is_none() {
-                return Err("start + duration exceeds 2^64 ns".into());
+        let jitter_ns = match self.pattern {
+            Pattern::Jittered { jitter_ns, .. } => jitter_ns,
+            _ => 0,
+        };
+        match (&self.pattern, self.length) {
+            (
+                Pattern::Periodic { period_ns } | Pattern::Jittered { period_ns, .. },
+                Length::Count(n),
+            ) => {
+                let last = n
+                    .saturating_sub(1)
+                    .checked_mul(*period_ns)
+                    .and_then(|x| x.checked_add(self.start_ns))
+                    .and_then(|x| x.checked_add(jitter_ns));
+                if last.is_none_or(|last| last > MAX_OFFSET_NS) {
+                    return beyond("the last offset");
+                }
             }
-            if d == 0 {
-                return Err("the duration must be longer than 0".into());
+            (_, Length::Duration(d)) => {
+                if d == 0 {
+                    return Err("the duration must be longer than 0".into());
+                }
+                // The last event's nominal offset is below start + d.
+                let last = self
+                    .start_ns
+                    .checked_add(d - 1)
+                    .and_then(|x| x.checked_add(jitter_ns));
+                if last.is_none_or(|last| last > MAX_OFFSET_NS) {
+                    return beyond("start + duration");
+                }
+            }
+            // A Poisson plan of N events ends where its gaps take it: one
+            // pass (nothing kept) tells whether all N fit.
+            (Pattern::Poisson { .. }, Length::Count(n)) => {
+                let fit = self.events().count() as u64;
+                if fit < n {
+                    return beyond(&format!(
+                        "event {fit} of {n} (at this mean gap, only {fit} fit)"
+                    ));
+                }
             }
         }
         Ok(())
@@ -171,7 +203,8 @@ impl Iterator for GenIter {
                 self.done = true;
                 return None;
             }
-            Length::Count(_) => u64::MAX,
+            // The end of time for a plan: no offset beyond MAX_OFFSET_NS.
+            Length::Count(_) => MAX_OFFSET_NS + 1,
             Length::Duration(d) => self.spec.start_ns.saturating_add(d),
         };
         let offset_ns = match self.spec.pattern {
@@ -209,7 +242,7 @@ impl Iterator for GenIter {
             Pattern::Poisson { mean_gap_ns } => {
                 let gap = -self.rng.next_unit().ln() * mean_gap_ns;
                 self.poisson_at += gap;
-                if self.poisson_at >= u64::MAX as f64 {
+                if self.poisson_at > MAX_OFFSET_NS as f64 {
                     self.done = true;
                     return None;
                 }
@@ -235,5 +268,87 @@ impl Iterator for GenIter {
             flags: 0,
             data,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{check, ModuleDecl, PlanHeader};
+
+    fn spec(pattern: Pattern, length: Length, start_ns: u64) -> GenSpec {
+        GenSpec {
+            pattern,
+            length,
+            module: 0,
+            start_ns,
+            seed: 7,
+            data: DataGen::Sequence,
+        }
+    }
+
+    /// What `plan check` says of a generated plan.
+    fn checked(spec: &GenSpec) -> check::Report {
+        let header = PlanHeader {
+            modules: vec![ModuleDecl {
+                id: 0,
+                name: "tick".into(),
+                kind: "mark".into(),
+                settings: vec![],
+            }],
+            repeat_ns: None,
+        };
+        let events: Vec<Event> = spec.events().collect();
+        assert_eq!(events.len() as u64, spec.count(), "{spec:?}");
+        check::check(&header, &events)
+    }
+
+    /// At the edges of MAX_OFFSET_NS, every plan `validate` lets through
+    /// passes `plan check`, and one nanosecond further is refused:
+    /// `plan gen --start 5124095h` wrote a plan `plan check` rejected.
+    #[test]
+    fn every_plan_generated_passes_check_at_the_edges() {
+        let max = MAX_OFFSET_NS;
+        let periodic = Pattern::Periodic { period_ns: 1_000 };
+        let jittered = Pattern::Jittered {
+            period_ns: 1_000,
+            jitter_ns: 500,
+        };
+        let poisson = Pattern::Poisson { mean_gap_ns: 1e3 };
+        let accepted = [
+            spec(periodic.clone(), Length::Count(1), max),
+            spec(periodic.clone(), Length::Count(3), max - 2_000),
+            spec(periodic.clone(), Length::Duration(1), max),
+            spec(periodic.clone(), Length::Duration(5_000), max - 4_999),
+            spec(jittered.clone(), Length::Count(3), max - 2_500),
+            spec(jittered.clone(), Length::Duration(3_000), max - 3_499),
+            spec(poisson.clone(), Length::Duration(50_000), max - 49_999),
+            spec(poisson.clone(), Length::Count(3), max - 1_000_000),
+        ];
+        for s in &accepted {
+            assert_eq!(s.validate(), Ok(()), "{s:?}");
+            let report = checked(s);
+            assert!(report.is_clean(), "{s:?}: {report:?}");
+        }
+        let refused = [
+            // 5124095h: below 2^64 ns, above 2^62 ns.
+            spec(
+                periodic.clone(),
+                Length::Count(1),
+                5_124_095 * 3_600_000_000_000,
+            ),
+            spec(periodic.clone(), Length::Count(1), max + 1),
+            spec(periodic.clone(), Length::Count(3), max - 1_999),
+            spec(periodic.clone(), Length::Duration(1), max + 1),
+            spec(periodic, Length::Duration(5_000), max - 4_998),
+            spec(jittered.clone(), Length::Count(3), max - 2_499),
+            spec(jittered, Length::Duration(3_000), max - 3_498),
+            spec(poisson.clone(), Length::Duration(50_000), max - 49_998),
+            spec(poisson, Length::Count(1_000), max - 10_000),
+        ];
+        for s in &refused {
+            let err = s.validate().unwrap_err();
+            assert!(err.contains("beyond 2^62 ns"), "{s:?}: {err}");
+        }
     }
 }

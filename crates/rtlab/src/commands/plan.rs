@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_core::units::human_duration;
-use rtlab_exec::plan::check::{check_lines, stats, Report, Severity};
+use rtlab_exec::plan::check::{check_lines, stats, Report, Severity, MAX_OFFSET_NS};
 use rtlab_exec::plan::gen::{DataGen, GenSpec, Length, Pattern};
 use rtlab_exec::plan::text::{format_offset, write_event, write_header};
 use rtlab_exec::plan::{
@@ -599,6 +599,13 @@ pub fn gen(args: GenArgs) -> anyhow::Result<ExitCode> {
         modules: vec![module],
         repeat_ns: args.repeat,
     };
+    // The same limit `plan check` applies: a plan gen writes must check.
+    if let Some(repeat) = args.repeat.filter(|&r| r > MAX_OFFSET_NS) {
+        bad_input!(
+            "--repeat {}: beyond 2^62 ns (146 years), the longest a plan may repeat",
+            format_offset(repeat)
+        );
+    }
     let count = spec.count();
     // The last offset, for the repeat check: one more pass for jittered
     // and poisson plans is cheap (no events are kept).
