@@ -179,6 +179,7 @@ impl BlockMaxima {
 
 /// One latency series: one measuring thread of a probe.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "SeriesFields")]
 pub struct Series {
     /// e.g. `cpu0`.
     pub name: String,
@@ -189,6 +190,65 @@ pub struct Series {
     pub thread: ThreadSettings,
     #[serde(flatten)]
     pub stats: SeriesStats,
+}
+
+/// What a [`Series`] reads from: its fields and its statistics' side by
+/// side, as `#[serde(flatten)]` writes them. Reading them through flatten
+/// buffers the object and loses the path of a bad value inside it (an
+/// error said `$.series[1]`, not `$.series[1].samples`); listed here, every
+/// value has its own path. The struct literals below fail to compile when
+/// a field is added to one side and not the other.
+#[derive(Deserialize)]
+struct SeriesFields {
+    name: String,
+    metric: String,
+    cpu: Option<usize>,
+    interval_ns: u64,
+    thread: ThreadSettings,
+    samples: u64,
+    missed: u64,
+    dropped: u64,
+    min_ns: u64,
+    max_ns: u64,
+    mean_ns: f64,
+    stdev_ns: f64,
+    percentiles_ns: Percentiles,
+    max_at: Option<Spike>,
+    top: Vec<Spike>,
+    histogram_ns: Vec<[u64; 2]>,
+    histogram_us: Vec<[u64; 2]>,
+    #[serde(default)]
+    overflows: Option<Overflows>,
+    #[serde(default)]
+    block_maxima: Option<BlockMaxima>,
+}
+
+impl From<SeriesFields> for Series {
+    fn from(f: SeriesFields) -> Series {
+        Series {
+            name: f.name,
+            metric: f.metric,
+            cpu: f.cpu,
+            interval_ns: f.interval_ns,
+            thread: f.thread,
+            stats: SeriesStats {
+                samples: f.samples,
+                missed: f.missed,
+                dropped: f.dropped,
+                min_ns: f.min_ns,
+                max_ns: f.max_ns,
+                mean_ns: f.mean_ns,
+                stdev_ns: f.stdev_ns,
+                percentiles_ns: f.percentiles_ns,
+                max_at: f.max_at,
+                top: f.top,
+                histogram_ns: f.histogram_ns,
+                histogram_us: f.histogram_us,
+                overflows: f.overflows,
+                block_maxima: f.block_maxima,
+            },
+        }
+    }
 }
 
 /// A load generator that ran during the run.
@@ -423,4 +483,219 @@ impl RunResult {
 /// Now as an RFC 3339 UTC timestamp with µs.
 pub fn timestamp_now() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}
+
+/// Why a text is not an `rtlab.run/1` result: the JSON path of the value
+/// at fault (`$.series[0].samples`), where it is in the text, and what is
+/// wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}, line {line} column {column}: {message}")]
+pub struct RunJsonError {
+    /// `$` for the document, `$.series[0].samples` for a value in it.
+    pub path: String,
+    /// 1-based line and column (in characters) of the value at `path`;
+    /// for a syntax error, of the place the parser stopped.
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Reads an `rtlab.run/1` result from JSON text. An error names the JSON
+/// path of the value at fault and its line and column in `text`.
+///
+/// serde_json's values keep no positions and its own errors carry the
+/// place the parser had reached, often past the value at fault (the end
+/// of an object missing a field). So the path comes from
+/// `serde_path_to_error`, and the position from a scan of the (by then
+/// known to be well-formed) text along that path.
+pub fn parse_run_json(text: &str) -> Result<RunResult, RunJsonError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let error = match serde_path_to_error::deserialize::<_, RunResult>(&mut de) {
+        Ok(run) => return de.end().map(|()| run).map_err(|e| syntax_error(&e)),
+        Err(e) => e,
+    };
+    if error.inner().is_syntax() || error.inner().is_eof() {
+        return Err(syntax_error(error.inner()));
+    }
+    let mut path = String::from("$");
+    let mut steps = Vec::new();
+    for segment in error.path().iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => {
+                path.push_str(&format!("[{index}]"));
+                steps.push(json_position::Step::Index(*index));
+            }
+            serde_path_to_error::Segment::Map { key } => {
+                if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !key.is_empty() {
+                    path.push_str(&format!(".{key}"));
+                } else {
+                    path.push_str(&format!("[{}]", serde_json::Value::from(key.as_str())));
+                }
+                steps.push(json_position::Step::Key(key.clone()));
+            }
+            serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {}
+        }
+    }
+    let offset = json_position::locate(text, &steps);
+    let (line, column) = json_position::line_column(text, offset);
+    // serde_json appends " at line L column C" of its own reading position.
+    let message = error.inner().to_string();
+    let message = match message.rfind(" at line ") {
+        Some(at) if error.inner().line() > 0 => message[..at].to_string(),
+        _ => message,
+    };
+    Err(RunJsonError {
+        path,
+        line,
+        column,
+        message: format!("not a valid {RUN_SCHEMA} result: {message}"),
+    })
+}
+
+fn syntax_error(e: &serde_json::Error) -> RunJsonError {
+    let message = e.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message,
+    };
+    RunJsonError {
+        path: "$".into(),
+        line: e.line(),
+        column: e.column(),
+        message: if e.is_eof() {
+            "the JSON ends early (truncated file?)".into()
+        } else {
+            format!("invalid JSON: {message}")
+        },
+    }
+}
+
+/// Where a value is in well-formed JSON text: enough of a scanner to walk
+/// objects and arrays along a path, skipping everything else.
+mod json_position {
+    pub enum Step {
+        Key(String),
+        Index(usize),
+    }
+
+    /// The byte offset of the value at `path`, or of the deepest value on
+    /// the way that exists (the object a missing field belongs in).
+    pub fn locate(text: &str, path: &[Step]) -> usize {
+        let b = text.as_bytes();
+        let mut pos = skip_ws(b, 0);
+        for step in path {
+            let Some(found) = child(text, pos, step) else {
+                return pos;
+            };
+            pos = found;
+        }
+        pos
+    }
+
+    /// The offset of the member `step` of the object or array at `pos`.
+    fn child(text: &str, pos: usize, step: &Step) -> Option<usize> {
+        let b = text.as_bytes();
+        match (step, b.get(pos)?) {
+            (Step::Key(want), b'{') => {
+                let mut at = skip_ws(b, pos + 1);
+                while b.get(at) == Some(&b'"') {
+                    let end = string_end(b, at);
+                    let key: String = serde_json::from_str(text.get(at..end)?).ok()?;
+                    at = skip_ws(b, end);
+                    at = skip_ws(b, at + 1); // past ':'
+                    if key == *want {
+                        return Some(at);
+                    }
+                    at = skip_ws(b, value_end(b, at));
+                    if b.get(at) == Some(&b',') {
+                        at = skip_ws(b, at + 1);
+                    }
+                }
+                None
+            }
+            (Step::Index(want), b'[') => {
+                let mut at = skip_ws(b, pos + 1);
+                let mut index = 0;
+                while at < b.len() && b[at] != b']' {
+                    if index == *want {
+                        return Some(at);
+                    }
+                    at = skip_ws(b, value_end(b, at));
+                    if b.get(at) == Some(&b',') {
+                        at = skip_ws(b, at + 1);
+                    }
+                    index += 1;
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn skip_ws(b: &[u8], mut at: usize) -> usize {
+        while at < b.len() && b[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        at
+    }
+
+    /// Just past the closing quote of the string starting at `at`.
+    fn string_end(b: &[u8], at: usize) -> usize {
+        let mut i = at + 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return i + 1,
+                _ => i += 1,
+            }
+        }
+        b.len()
+    }
+
+    /// Just past the value starting at `at`.
+    fn value_end(b: &[u8], at: usize) -> usize {
+        match b.get(at) {
+            Some(b'"') => string_end(b, at),
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                let mut i = at;
+                while i < b.len() {
+                    match b[i] {
+                        b'"' => {
+                            i = string_end(b, i);
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return i + 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                b.len()
+            }
+            _ => {
+                let mut i = at;
+                while i < b.len()
+                    && !matches!(b[i], b',' | b'}' | b']')
+                    && !b[i].is_ascii_whitespace()
+                {
+                    i += 1;
+                }
+                i
+            }
+        }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+        let before = &text[..offset.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[line_start..].chars().count() + 1)
+    }
 }

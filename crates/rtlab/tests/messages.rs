@@ -204,3 +204,64 @@ fn plan_gen_writes_only_plans_that_check() {
         text(&out.stderr)
     );
 }
+
+/// rtlab.run/1 errors said only `$: …`: they name the JSON path of the
+/// value at fault and its line and column.
+#[test]
+fn a_bad_rtlab_result_is_refused_at_its_path_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run0 = rtlab_report::import::import_file(&cyclictest_json()).unwrap();
+    let good = serde_json::to_value(&run0).unwrap();
+    // (path, corruption, the line holding the value: the first line that
+    // contains this, plus an offset).
+    type Corrupt = fn(&mut serde_json::Value);
+    let cases: [(&str, Corrupt, &str, usize); 4] = [
+        // A series' statistics are flattened into it.
+        (
+            "$.series[1].samples",
+            |v| v["series"][1]["samples"] = "many".into(),
+            "\"samples\": \"many\"",
+            0,
+        ),
+        (
+            "$.series[0].thread.tid",
+            |v| v["series"][0]["thread"]["tid"] = "x".into(),
+            "\"tid\": \"x\"",
+            0,
+        ),
+        (
+            "$.status",
+            |v| v["status"] = "done".into(),
+            "\"status\": \"done\"",
+            0,
+        ),
+        // A missing field: the object it is missing from.
+        (
+            "$.series[0]",
+            |v| {
+                v["series"][0].as_object_mut().unwrap().remove("metric");
+            },
+            "\"series\": [",
+            1,
+        ),
+    ];
+    for (path, corrupt, needle, below) in cases {
+        let mut doc = good.clone();
+        corrupt(&mut doc);
+        let json = serde_json::to_string_pretty(&doc).unwrap();
+        let line = json.lines().position(|l| l.contains(needle)).unwrap() + 1 + below;
+        let file = dir.path().join("bad.json");
+        std::fs::write(&file, &json).unwrap();
+        let out = run(rtlab(dir.path())
+            .arg("import")
+            .arg(&file)
+            .arg("--db")
+            .arg(dir.path().join("r.db")));
+        assert_eq!(out.status.code(), Some(2), "{path}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("{path} (line {line} column")),
+            "{path}, expected line {line}: {err}"
+        );
+    }
+}

@@ -175,10 +175,13 @@ fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> 
             ),
         });
     }
-    serde_json::from_value(value).map_err(|e| ImportError::Json {
+    // Read again from the text, so that an error names the value's JSON
+    // path and its line and column (a Value keeps no positions).
+    let text = text.trim_start_matches('\u{feff}');
+    rtlab_core::result::parse_run_json(text).map_err(|e| ImportError::Json {
         path: origin.to_string(),
-        at: "$".into(),
-        message: format!("not a valid {RUN_SCHEMA} result: {e}"),
+        at: format!("{} (line {} column {})", e.path, e.line, e.column),
+        message: e.message,
     })
 }
 
