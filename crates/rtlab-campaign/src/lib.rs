@@ -79,7 +79,7 @@ pub fn read(
             .join(", ")
     };
     let path = Path::new(source);
-    let text = std::fs::read_to_string(path).map_err(|e| CampaignError {
+    let bytes = std::fs::read(path).map_err(|e| CampaignError {
         origin: source.to_string(),
         position: None,
         field: None,
@@ -88,6 +88,12 @@ pub fn read(
         } else {
             format!("cannot read it: {e}")
         },
+    })?;
+    let text = rtlab_core::text::utf8_text(bytes).map_err(|e| CampaignError {
+        origin: source.to_string(),
+        position: None,
+        field: None,
+        message: e.to_string(),
     })?;
     parse(&text, source, check_load)
 }

@@ -33,6 +33,43 @@ pub fn check_label(field: &str, value: &str) -> Result<(), LabelTooLong> {
     Ok(())
 }
 
+/// A file that should be text but is not UTF-8: where the first byte that
+/// is not is, so the user can find it (`std::fs::read_to_string` says only
+/// "stream did not contain valid UTF-8").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not UTF-8 text: byte 0x{byte:02x} at byte offset {offset} (line {line}, byte {column} of the line) \
+     is not valid UTF-8; save the file as UTF-8"
+)]
+pub struct NotUtf8 {
+    /// The first invalid byte (or the first byte of a sequence cut short by the end).
+    pub byte: u8,
+    /// 0-based offset of that byte in the file.
+    pub offset: usize,
+    /// 1-based line, and 1-based byte in that line.
+    pub line: usize,
+    pub column: usize,
+}
+
+/// `bytes` as text, or where its first invalid UTF-8 byte is.
+pub fn utf8_text(bytes: Vec<u8>) -> Result<String, NotUtf8> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let offset = e.utf8_error().valid_up_to();
+        let before = &bytes[..offset];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        NotUtf8 {
+            byte: bytes[offset],
+            offset,
+            line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+            column: offset - line_start + 1,
+        }
+    })
+}
+
 /// Where a cell's text sits in its column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -73,6 +110,22 @@ mod tests {
         let long = "x".repeat(70_000);
         assert_eq!(pad(&long, 70_001, Align::Left).len(), 70_001);
         assert_eq!(pad("a", 70_000, Align::Right).len(), 70_000);
+    }
+
+    #[test]
+    fn non_utf8_is_located() {
+        assert_eq!(utf8_text(b"a = 1\n".to_vec()).unwrap(), "a = 1\n");
+        let err = utf8_text(b"a = 1\nname = \"\xff\"\n".to_vec()).unwrap_err();
+        assert_eq!(
+            (err.byte, err.offset, err.line, err.column),
+            (0xff, 14, 2, 9)
+        );
+        // A sequence cut short by the end of the file.
+        let err = utf8_text("é".as_bytes()[..1].to_vec()).unwrap_err();
+        assert_eq!((err.offset, err.line, err.column), (0, 1, 1));
+        assert!(err
+            .to_string()
+            .contains("byte offset 0 (line 1, byte 1 of the line)"));
     }
 
     #[test]

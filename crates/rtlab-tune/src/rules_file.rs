@@ -101,9 +101,10 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
             meta.len()
         )));
     }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_BYTES + 1), &mut text)
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_BYTES + 1), &mut bytes)
         .map_err(|e| whole(format!("cannot read it: {e}")))?;
+    let text = rtlab_core::text::utf8_text(bytes).map_err(|e| whole(e.to_string()))?;
     parse(&text, path)
 }
 

@@ -265,3 +265,21 @@ fn a_bad_rtlab_result_is_refused_at_its_path_and_line() {
         );
     }
 }
+
+/// A campaign or rules file that is not UTF-8 is refused with where its
+/// first bad byte is (it said only "stream did not contain valid UTF-8").
+#[test]
+fn a_toml_file_that_is_not_utf8_is_refused_at_its_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("latin1.toml");
+    std::fs::write(&file, b"# caf\xe9\nname = \"x\"\n").unwrap();
+    for args in [vec!["campaign", "plan"], vec!["tune", "apply", "--rules"]] {
+        let out = run(rtlab(dir.path()).args(&args).arg(&file));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("byte 0xe9 at byte offset 5 (line 1, byte 6 of the line)"),
+            "{args:?}: {err}"
+        );
+    }
+}
