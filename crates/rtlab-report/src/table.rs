@@ -17,7 +17,12 @@ pub fn summary_table(result: &RunResult) -> String {
     for series in &result.series {
         let s = &series.stats;
         let p = &s.percentiles_ns;
-        let us = |ns: u64| Micros(ns).to_string();
+        // A series without a sample has no latencies: `-`, as the report
+        // shows, not 0.000 (which reads as a measurement).
+        let us = |ns: u64| match s.samples {
+            0 => "-".to_string(),
+            _ => Micros(ns).to_string(),
+        };
         rows.push(vec![
             series.name.clone(),
             s.samples.to_string(),
@@ -75,4 +80,38 @@ pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: boo
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(samples: u64) -> RunResult {
+        let text = include_str!("../tests/golden/cyclictest-2.40-H40.json");
+        let mut run = crate::import::import_text(text, "golden", None).unwrap();
+        run.series.truncate(1);
+        run.series[0].name = "cpu0".into();
+        run.series[0].stats = rtlab_core::result::SeriesStats {
+            samples,
+            missed: 3,
+            max_ns: 1_500,
+            ..Default::default()
+        };
+        run
+    }
+
+    /// The terminal showed 0.000 µs for a series with no sample where the
+    /// report shows `-`.
+    #[test]
+    fn a_series_without_samples_shows_dashes() {
+        let table = summary_table(&run(0));
+        let row = table.lines().nth(2).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[..3], ["cpu0", "0", "3"], "{table}");
+        assert!(cells[3..].iter().all(|c| *c == "-"), "{table}");
+        assert!(!table.contains("0.000"), "{table}");
+
+        let table = summary_table(&run(10));
+        assert!(table.lines().nth(2).unwrap().contains("1.500"), "{table}");
+    }
 }

@@ -378,10 +378,12 @@ fn an_estimate_is_drawn_with_its_fitted_tail_and_a_refusal_says_why() {
         .iter()
         .any(|l| matches!(l, Layer::Intervals { .. })));
     let table = report.to_text();
-    assert!(table.contains("refused: enough data"), "{table}");
+    // It says what failed: "refused: enough data" read as the opposite.
+    assert!(table.contains("refused: not enough data (n="), "{table}");
+    assert!(!table.contains("refused: enough data"), "{table}");
     let html = report.to_html();
     assert!(
-        html.contains("No worst-case estimate:</p><ul><li>enough data"),
+        html.contains("No worst-case estimate:</p><ul><li>enough data failed: "),
         "the reasons are listed"
     );
 }

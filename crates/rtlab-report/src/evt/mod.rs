@@ -219,6 +219,32 @@ impl Check {
     pub fn passed(&self) -> bool {
         self.status == CheckStatus::Passed
     }
+
+    /// A failed check as a refusal names it in one line: `not enough data
+    /// (n=40 < 500)`, `goodness of fit failed`. The names are what a check
+    /// asserts, so a bare name ("refused: enough data") read as the
+    /// opposite of what it meant.
+    pub fn failure_summary(&self) -> String {
+        if self.name == check::ENOUGH_DATA {
+            // Every detail of this check ends with "at least N ...".
+            let minimum = self
+                .detail
+                .rsplit("at least ")
+                .next()
+                .filter(|_| self.detail.contains("at least "))
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<u64>().ok());
+            let n = self.statistic as u64;
+            return match minimum {
+                Some(min) => format!("not enough data (n={n} < {min})"),
+                None => format!("not enough data (n={n})"),
+            };
+        }
+        match self.status {
+            CheckStatus::Unknown => format!("{} cannot be checked", self.name),
+            _ => format!("{} failed", self.name),
+        }
+    }
 }
 
 /// The names of the checks.
@@ -329,5 +355,39 @@ mod upper_bound {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
+}
+
+#[cfg(test)]
+mod failure_wording {
+    use super::*;
+
+    fn failed(name: &str, statistic: f64, detail: &str) -> Check {
+        Check {
+            name: name.into(),
+            status: CheckStatus::Failed,
+            statistic,
+            p_value: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// "refused: enough data" read as the opposite of what it meant.
+    #[test]
+    fn a_failed_check_reads_as_a_failure() {
+        let few = failed(
+            check::ENOUGH_DATA,
+            40.0,
+            "40 block maxima of 16 samples; a fit needs at least 500",
+        );
+        assert_eq!(few.failure_summary(), "not enough data (n=40 < 500)");
+        let clusters = failed(
+            check::ENOUGH_DATA,
+            12.0,
+            "30 exceedances of 50.000 µs in 12 clusters; a fit needs at least 100 clusters",
+        );
+        assert_eq!(clusters.failure_summary(), "not enough data (n=12 < 100)");
+        let fit = failed(check::GOODNESS_OF_FIT, 0.9, "AD statistic 0.9");
+        assert_eq!(fit.failure_summary(), "goodness of fit failed");
     }
 }

@@ -284,16 +284,17 @@ pub fn pwcet_table(runs: &[RunView]) -> Table {
                         .map(|p| estimate_cell(report, *p)),
                 ),
                 Verdict::Refused { reasons } => {
-                    // The names of the failed checks; without one (no
-                    // data to fit), the first reason whole.
-                    let mut failed: Vec<&str> = report
+                    // The failed checks, each as a failure ("not enough
+                    // data (n=40 < 500)"); without one (no data to fit),
+                    // the first reason whole.
+                    let mut failed: Vec<String> = report
                         .checks
                         .iter()
                         .filter(|c| c.status == CheckStatus::Failed)
-                        .map(|c| c.name.as_str())
+                        .map(|c| c.failure_summary())
                         .collect();
                     if failed.is_empty() {
-                        failed.extend(reasons.first().map(String::as_str));
+                        failed.extend(reasons.first().cloned());
                     }
                     row[2] = format!("refused: {}", failed.join(", "));
                     row.extend(OVERVIEW_PROBABILITIES.iter().map(|_| "-".to_string()));
