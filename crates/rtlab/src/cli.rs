@@ -352,7 +352,7 @@ Defaults: SCHED_FIFO 90, one thread pinned per online CPU, absolute clock_nanosl
 memory locked, /dev/cpu_dma_latency held at 0, timer slack 1 ns. Every setting in
 effect is recorded in the JSON result. Exit code: 0 done, 1 failure or --break-at
 crossed or --budget not kept, 2 bad input, 130 stopped by a signal (the partial result is
-kept). Budgets: docs/budgets.md.")]
+stored, and written to --json, unless --no-store). Budgets: docs/budgets.md.")]
 pub struct TimerArgs {
     /// CPUs to measure on, one pinned thread each: `all` or a list like 0,2-3.
     #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]

@@ -283,3 +283,43 @@ fn a_toml_file_that_is_not_utf8_is_refused_at_its_byte() {
         );
     }
 }
+
+/// `plan run --no-store` stopped by SIGINT said "the partial result was
+/// kept": it was not stored; it says where it went (here, --json's file).
+#[test]
+fn a_stopped_run_that_is_not_stored_does_not_say_it_was_kept() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("long.plan");
+    let out = run(rtlab(dir.path())
+        .args([
+            "plan", "gen", "periodic", "--period", "1ms", "--count", "60000", "-o",
+        ])
+        .arg(&plan));
+    assert!(out.status.success());
+    let json = dir.path().join("run.json");
+    let mut child = rtlab(dir.path())
+        .args(["plan", "run"])
+        .arg(&plan)
+        .args(["--no-store", "--quiet", "--json"])
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until_running(&json, &mut child);
+    common::signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!(
+            "stopped by a signal: the partial result was written to {} (not stored)",
+            json.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("was kept"), "{err}");
+    assert_eq!(common::read_json(&json).unwrap()["status"], "partial");
+}

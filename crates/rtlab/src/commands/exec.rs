@@ -3,7 +3,7 @@
 //! 002, KURT §4.3/§4.4.1), and the paper's Tables 4.1/4.2.
 
 use super::budget;
-use super::measure::{create_output, measure, print_summary, status_code};
+use super::measure::{create_output, kept_where, measure, print_summary, status_code};
 use crate::cli::{
     BudgetArgs, ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
 };
@@ -281,7 +281,13 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let mut worst = last.clone();
     worst.status = status.unwrap_or(RunStatus::Complete);
     Ok(ExitCode::from(budget::exit_code(
-        status_code(&worst),
+        status_code(
+            &worst,
+            &kept_where(
+                (!args.run.no_store).then(|| "stored, each run".to_string()),
+                json_path,
+            ),
+        ),
         &evaluations,
     )))
 }
@@ -445,7 +451,13 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
     let mut worst = done.last().expect("one run at least").1.clone();
     worst.status = status.unwrap_or(RunStatus::Complete);
     Ok(ExitCode::from(budget::exit_code(
-        status_code(&worst),
+        status_code(
+            &worst,
+            &kept_where(
+                (!args.run.no_store).then(|| "stored, each run".to_string()),
+                json_path,
+            ),
+        ),
         &evaluations,
     )))
 }

@@ -30,6 +30,8 @@ pub struct Measured {
     /// Where the human-readable output goes (stderr when --json - is given).
     pub human: Box<dyn Write>,
     pub stored: bool,
+    /// `--json`'s path (`-` for stdout), where the result was also written.
+    pub json: Option<std::path::PathBuf>,
     /// The run checked against `--budget`, when one was given.
     pub budget: Option<Evaluation>,
 }
@@ -140,6 +142,7 @@ pub fn measure(
         result,
         human,
         stored: store.is_some(),
+        json: json_path.map(Path::to_path_buf),
         budget: evaluation,
     })
 }
@@ -171,7 +174,10 @@ impl Measured {
                 writeln!(self.human, "stored as run {}", self.result.id)?;
             }
         }
-        let code = status_code(&self.result);
+        let stored = self
+            .stored
+            .then_some(format!("stored as run {}", self.result.id));
+        let code = status_code(&self.result, &kept_where(stored, self.json.as_deref()));
         let Some(evaluation) = &self.budget else {
             return Ok(ExitCode::from(code));
         };
@@ -183,9 +189,29 @@ impl Measured {
     }
 }
 
+/// Where a stopped run's partial result went, as the message on stopping
+/// says it: `stored` (e.g. "stored as run ID") and `--json`'s path. With
+/// --no-store it must not claim the result was kept.
+pub fn kept_where(stored: Option<String>, json: Option<&Path>) -> String {
+    let mut places: Vec<String> = stored.into_iter().collect();
+    match json {
+        Some(path) if path == Path::new("-") => places.push("written to stdout (--json -)".into()),
+        Some(path) => places.push(format!("written to {}", path.display())),
+        None => {}
+    }
+    match places.len() {
+        0 => "nothing was kept (not stored, no --json)".into(),
+        _ if places.len() == 1 && json.is_some() => {
+            format!("the partial result was {} (not stored)", places[0])
+        }
+        _ => format!("the partial result was {}", places.join(" and ")),
+    }
+}
+
 /// The exit code of a run's status, with its message on stderr: 0
-/// complete, 1 failed or stopped by --break-at, 130 stopped by a signal.
-pub fn status_code(result: &RunResult) -> u8 {
+/// complete, 1 failed or stopped by --break-at, 130 stopped by a signal
+/// (saying where the partial result went: `kept`, from [`kept_where`]).
+pub fn status_code(result: &RunResult, kept: &str) -> u8 {
     match result.status {
         RunStatus::Failed => {
             eprintln!("error: the run failed: see the warnings above");
@@ -193,7 +219,7 @@ pub fn status_code(result: &RunResult) -> u8 {
         }
         RunStatus::Break => 1,
         RunStatus::Partial => {
-            eprintln!("stopped by a signal: the partial result was kept");
+            eprintln!("stopped by a signal: {kept}");
             130
         }
         _ => 0,
@@ -273,4 +299,33 @@ pub fn print_summary(out: &mut dyn Write, result: &RunResult) -> std::io::Result
         writeln!(out, "warning: {warning}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kept_where;
+    use std::path::Path;
+
+    /// A stopped run says where its partial result went, and never that it
+    /// was kept when it was not.
+    #[test]
+    fn a_stopped_run_says_where_its_result_went() {
+        let stored = || Some("stored as run R".to_string());
+        assert_eq!(
+            kept_where(stored(), None),
+            "the partial result was stored as run R"
+        );
+        assert_eq!(
+            kept_where(stored(), Some(Path::new("r.json"))),
+            "the partial result was stored as run R and written to r.json"
+        );
+        assert_eq!(
+            kept_where(None, Some(Path::new("-"))),
+            "the partial result was written to stdout (--json -) (not stored)"
+        );
+        assert_eq!(
+            kept_where(None, None),
+            "nothing was kept (not stored, no --json)"
+        );
+    }
 }
