@@ -61,7 +61,8 @@ BUSY_PCT_WARN = {"spin": 20.0, "sleep": 20.0, "dense": 65.0, "memory": 65.0}
 LABELS = {"spin": "sleep+spin (--guard auto)", "sleep": "plain sleep (--guard 0ns)"}
 STAT_METRICS = (("p50_us", "p50"), ("p99_us", "p99"), ("p99_9_us", "p99.9"),
                 ("max_us", "max"), ("mean_us", "mean"))
-# The DESIGN.md "Timing facts" this benchmark checks (2-core VMs).
+# The timing figures this benchmark checks (2-core VMs), as stated at
+# GUARD_NS in crates/rtlab-exec/src/periodic/mod.rs.
 DESIGN_SLEEP_P50_US = (20.0, 50.0)
 DESIGN_SPIN_WITHIN10 = (96.0, 98.0)
 
@@ -410,19 +411,19 @@ def design_check(res):
         verdict = "as stated" if lo <= sleep_p50 <= hi else (
             "earlier than stated" if sleep_p50 < lo else "later than stated")
         lines.append(f"plain sleep wakes {fmt(sleep_p50, 1)} us late at the median "
-                     f"(DESIGN.md: 20-50 us): {verdict}")
+                     f"(expected: 20-50 us): {verdict}")
     if sleep10 is not None:
-        line = f"plain sleep: {fmt(sleep10, 2)} % within 10 us (DESIGN.md: 0 %)"
+        line = f"plain sleep: {fmt(sleep10, 2)} % within 10 us (expected: 0 %)"
         if sleep100 is not None:
             verdict = "as stated" if 90.0 <= sleep100 <= 98.0 else (
                 "better than stated" if sleep100 > 98.0 else "worse than stated")
-            line += f", {fmt(sleep100, 2)} % within 100 us (DESIGN.md: 90-98 %): {verdict}"
+            line += f", {fmt(sleep100, 2)} % within 100 us (expected: 90-98 %): {verdict}"
         lines.append(line)
     if spin10 is not None:
         lo, hi = DESIGN_SPIN_WITHIN10
         verdict = "as stated" if lo <= spin10 <= hi else (
             "better than stated" if spin10 > hi else "worse than stated")
-        lines.append(f"sleep+spin: {fmt(spin10, 2)} % within 10 us (DESIGN.md: 96-98 %): "
+        lines.append(f"sleep+spin: {fmt(spin10, 2)} % within 10 us (expected: 96-98 %): "
                      f"{verdict}")
     return lines
 
@@ -488,7 +489,7 @@ def render_md(res):
         out.append("Not met, plainly:\n")
         out += [f"- {m}." for m in misses]
         out.append("")
-    out.append("Checked against DESIGN.md's \"Timing facts\" (2-core VMs):\n")
+    out.append("Checked against the expected figures (2-core VMs; GUARD_NS in crates/rtlab-exec/src/periodic/mod.rs):\n")
     out += [f"- {line}." for line in design_check(res)]
     out.append("")
 

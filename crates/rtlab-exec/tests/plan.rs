@@ -103,11 +103,6 @@ fn parse_errors_name_the_line_and_what_was_expected() {
             4,
             "bad flags",
         ),
-        (
-            "rtlab-plan 1\nmodule a mark\nrepeat 1ms\nevents\n2ms a\n",
-            3,
-            "not longer than the last offset",
-        ),
         ("rtlab-plan 1\nrepeat 0ms\n", 2, "longer than 0"),
         (
             "rtlab-plan 1\nrepeat 1ms\nrepeat 2ms\n",

@@ -1,5 +1,7 @@
-//! rtlab's probes: measuring threads that follow the hot-path rules of
-//! DESIGN.md, and the recorder that turns their samples into series.
+//! rtlab's probes: measuring threads that follow rtlab's hot-path rules
+//! (memory locked, stacks prefaulted, absolute deadlines; no allocation,
+//! lock, formatting or logging while measuring), and the recorder that
+//! turns their samples into series.
 //!
 //! Every probe is started from its config and handed back as a
 //! [`ProbeRun`]: the runner watches it, checkpoints it and finishes it the

@@ -102,9 +102,11 @@ pub enum Phasing {
 pub const EXECUTIVE_PRIORITY: u32 = 90;
 /// Default SCHED_FIFO priority of the tasks (both modes).
 pub const TASK_PRIORITY: u32 = 80;
-/// Default guard: how early the executive wakes and spins (DESIGN.md:
-/// sleeping to 100 µs before the instant and spinning puts 96-98 % of
-/// wake-ups within 10 µs on these machines).
+/// Default guard: how early the executive wakes and spins. On the 2-core
+/// VMs rtlab is developed on, a plain absolute sleep wakes 20-50 µs late at
+/// the median, and sleeping to 100 µs before the instant and spinning puts
+/// 96-98 % of wake-ups within 10 µs (bench/plan-dispatch.sh measures both:
+/// bench/results/plan-dispatch.md).
 pub const GUARD_NS: u64 = 100_000;
 /// Default release margin: how early a task is woken so that the futex
 /// wake-up path (and the executive going back to sleep on the same CPU)

@@ -102,6 +102,7 @@ pub fn check_lines(
     let mut previous: Option<u64> = None;
     let mut first = None;
     let mut max = 0u64;
+    let mut max_index = 0u64;
     let n = events.len();
     for i in 0..n {
         if i % ADVISE_EVERY == 0 {
@@ -174,7 +175,10 @@ pub fn check_lines(
             }
         }
         first.get_or_insert(e.offset_ns);
-        max = max.max(e.offset_ns);
+        if e.offset_ns >= max {
+            max = e.offset_ns;
+            max_index = i;
+        }
         previous = Some(e.offset_ns);
     }
     if let Some(repeat) = header.repeat_ns.filter(|r| *r > MAX_OFFSET_NS) {
@@ -195,7 +199,8 @@ pub fn check_lines(
                 severity: Severity::Error,
                 code: "repeat-too-short",
                 index: None,
-                line: None,
+                // In a text plan, the line of the last offset.
+                line: line_of(max_index),
                 message: format!(
                     "repeat period {} is not longer than the last offset {}",
                     format_offset(repeat),

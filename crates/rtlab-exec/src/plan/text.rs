@@ -40,7 +40,6 @@ pub fn parse_with_lines(
     let mut seen_magic = false;
     let mut in_events = false;
     let mut repeat_line = 0;
-    let mut max_offset: Option<(u64, usize)> = None;
     let mut ids: HashMap<String, u16> = HashMap::new();
 
     for (index, raw) in text.lines().enumerate() {
@@ -107,9 +106,6 @@ pub fn parse_with_lines(
             continue;
         }
         let event = parse_event(&tokens, &header, &ids).map_err(err)?;
-        if max_offset.is_none_or(|(max, _)| event.offset_ns > max) {
-            max_offset = Some((event.offset_ns, line));
-        }
         events.push(event);
         lines.push(line);
     }
@@ -120,19 +116,9 @@ pub fn parse_with_lines(
             format!("missing header: the file is empty, expected '{TEXT_MAGIC} {TEXT_VERSION}'"),
         ));
     }
-    if let (Some(repeat), Some((max, line))) = (header.repeat_ns, max_offset) {
-        if repeat <= max {
-            return Err(PlanError::at(
-                file_name,
-                repeat_line,
-                format!(
-                    "repeat {} is not longer than the last offset {} (line {line}): the period must exceed every offset",
-                    format_offset(repeat),
-                    format_offset(max)
-                ),
-            ));
-        }
-    }
+    // A repeat period not longer than the last offset is a finding of
+    // `plan check` (`repeat-too-short`, at the last offset's line), as for
+    // a binary plan: the reader refuses only what does not read.
     Ok((header, events, lines))
 }
 

@@ -158,8 +158,9 @@ impl Session {
         Session::start_journaled(root, settings, None)
     }
 
-    /// As [`Session::start`], every write journaled first (DESIGN.md: every
-    /// system change goes through the journal).
+    /// As [`Session::start`], every write journaled first (every system
+    /// change rtlab makes goes through the journal, rtlab-core's journal.rs,
+    /// so that `rtlab restore` can undo what a killed run left).
     pub fn start_journaled(
         root: &Path,
         settings: &OsnoiseSettings,

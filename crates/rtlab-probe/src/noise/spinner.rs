@@ -30,7 +30,7 @@
 //! seen as a gap; the time lost that way is what `measured_ns` leaves out
 //! of the runtime).
 //!
-//! Hot path (DESIGN.md): inside the spin only the clock and the ring push
+//! Hot path: inside the spin only the clock and the ring push
 //! of an event; between windows only `pread`/`getrusage` into buffers
 //! allocated at set-up, parsed in place, and `getcpu` (rseq or vDSO, no
 //! syscall) to notice a CPU gone offline under the spinner. No
