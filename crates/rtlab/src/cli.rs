@@ -711,7 +711,7 @@ pub struct RunsArgs {
     #[arg(long)]
     pub probe: Option<String>,
     /// Only runs with this status (complete, partial, failed, break, running).
-    #[arg(long)]
+    #[arg(long, value_parser = ["complete", "partial", "failed", "break", "running"])]
     pub status: Option<String>,
     /// At most this many runs.
     #[arg(long, value_name = "N")]

@@ -359,3 +359,33 @@ fn a_too_short_repeat_is_a_check_error_in_a_text_plan() {
         .arg(dir.path().join("p.bin")));
     assert_ne!(out.status.code(), Some(0), "compile refuses it");
 }
+
+/// Bad values and unwritable outputs are bad input: exit 2, not 1
+/// (`runs --status done` exited 1).
+#[test]
+fn invalid_values_and_unwritable_outputs_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/out");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        vec!["runs", "--status", "done"],
+        vec!["campaign", "plan", "quick", "--json", missing],
+        vec![
+            "plan", "gen", "periodic", "--period", "1ms", "--count", "2", "-o", missing,
+        ],
+    ] {
+        let out = run(rtlab(dir.path()).args(&args));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("done") || err.contains(missing),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("no").exists());
+}

@@ -107,6 +107,11 @@ pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
     let (plan, _) = plan_of(&args.source)?;
     match args.json.as_deref() {
         Some(path) => {
+            // A path that cannot be written is bad input (exit 2), as
+            // for every other command's --json.
+            if path != Path::new("-") {
+                super::measure::create_output(path, "--json")?;
+            }
             let text = serde_json::to_string_pretty(&plan)? + "\n";
             write_text(path, &text)?;
         }

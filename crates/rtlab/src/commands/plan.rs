@@ -186,8 +186,15 @@ fn write_plan(
             .unwrap_or_default(),
         std::process::id()
     ));
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    // Where the plan cannot be created is bad input (exit 2), named as
+    // given; a write failing later (a full disk) is a failure (exit 1).
+    let file = std::fs::File::create(&tmp).map_err(|e| {
+        InputError(format!(
+            "-o {}: cannot create {}: {e}",
+            output.display(),
+            tmp.display()
+        ))
+    })?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let bar = progress(count, quiet, &format!("writing {}", output.display()));
     let result = (|| -> anyhow::Result<()> {
