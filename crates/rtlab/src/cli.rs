@@ -111,6 +111,10 @@ what a SIGKILL or a power loss left behind."
         after_help = "Examples:\n  rtlab tune check                                    # what stands between this machine and real time\n  rtlab tune show --rt                                # the real-time threads now\n  rtlab tune set 'alarmd|msgd' --policy fifo --priority 50\n  rtlab tune apply --rules /etc/rtlab/rules.toml      # once\n  rtlab tune watch                                    # and as processes restart\n  rtlab tune systemd alarmd --policy fifo --priority 50\n  rtlab tune undo                                     # take the last command back\n\nDocs: docs/tune.md, docs/tune-rules.md, docs/tune-systemd.md, docs/tune-check.md."
     )]
     Tune(crate::commands::tune::TuneCommand),
+    /// Print the completion script of a shell (bash, zsh, fish, ...) on stdout.
+    Completions(crate::commands::completions::CompletionsArgs),
+    /// Manual pages: rtlab(1) on stdout, or one page per command with --dir.
+    Man(crate::commands::man::ManArgs),
     /// Internal: the process a load runs in.
     #[command(name = "__load-worker", hide = true)]
     LoadWorker(crate::commands::load::WorkerArgs),

@@ -264,3 +264,100 @@ fn every_command_shows_an_example_of_itself() {
         missing.join("\n  ")
     );
 }
+
+/// Every visible command as its words after `rtlab`: `["plan", "gen"]`.
+fn command_paths() -> Vec<Vec<String>> {
+    helps()
+        .into_iter()
+        .filter(|h| h.path != "rtlab")
+        .map(|h| h.path.split(' ').skip(1).map(String::from).collect())
+        .collect()
+}
+
+fn rtlab_bin(args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "rtlab {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `rtlab completions SHELL` names every command in its script.
+#[test]
+fn completions_cover_every_command() {
+    let paths = command_paths();
+    assert!(paths.len() > 30, "{paths:?}");
+    for shell in ["bash", "zsh", "fish"] {
+        let script = String::from_utf8(rtlab_bin(&["completions", shell]).stdout).unwrap();
+        for path in &paths {
+            let name = path.last().unwrap();
+            assert!(
+                script.contains(name.as_str()),
+                "{shell} completions lack `rtlab {}`",
+                path.join(" ")
+            );
+        }
+        // Flags and fixed values complete too.
+        assert!(
+            script.contains("hist-max") && script.contains("histfile"),
+            "{shell}"
+        );
+        assert!(
+            !script.contains("__load-worker"),
+            "{shell}: a hidden command"
+        );
+    }
+    // Each command offered as a word where it can be typed: fish lists it
+    // as `-a "NAME"` under its parent, zsh has a `(NAME)` case for it.
+    let fish = String::from_utf8(rtlab_bin(&["completions", "fish"]).stdout).unwrap();
+    let zsh = String::from_utf8(rtlab_bin(&["completions", "zsh"]).stdout).unwrap();
+    for path in &paths {
+        let name = path.last().unwrap();
+        assert!(
+            fish.contains(&format!("-a \"{name}\"")),
+            "fish: rtlab {}",
+            path.join(" ")
+        );
+        assert!(
+            zsh.contains(&format!("({name})")),
+            "zsh: rtlab {}",
+            path.join(" ")
+        );
+    }
+}
+
+/// `rtlab man --dir DIR` writes one page per command, each with its
+/// options and examples; `rtlab man` prints rtlab(1).
+#[test]
+fn man_pages_cover_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("man1");
+    rtlab_bin(&["man", "--dir", pages.to_str().unwrap()]);
+    for path in command_paths() {
+        let file = pages.join(format!("rtlab-{}.1", path.join("-")));
+        let page =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert!(
+            page.starts_with(".ie") || page.contains(".TH"),
+            "{}",
+            file.display()
+        );
+    }
+    let gen = std::fs::read_to_string(pages.join("rtlab-plan-gen.1")).unwrap();
+    assert!(
+        gen.contains("\\-\\-period") && gen.contains("Examples"),
+        "{gen}"
+    );
+    assert!(!pages.join("rtlab-__load-worker.1").exists());
+    let top = String::from_utf8(rtlab_bin(&["man"]).stdout).unwrap();
+    assert!(
+        top.contains(".TH rtlab 1") && top.contains("measure"),
+        "{top}"
+    );
+}

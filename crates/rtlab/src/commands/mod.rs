@@ -11,8 +11,10 @@ macro_rules! out {
 
 mod budget;
 mod campaign;
+pub mod completions;
 mod exec;
 pub mod load;
+pub mod man;
 mod measure;
 mod measure_noise;
 mod measure_switch;
@@ -57,5 +59,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::Periodic(args)) => exec::periodic(*args),
         Command::Exec(ExecCommand::KurtTable(args)) => exec::kurt_table(*args),
         Command::Tune(command) => tune::run(command),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
     }
 }
