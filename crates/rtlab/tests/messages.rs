@@ -67,6 +67,16 @@ fn a_stored_name_of_70000_characters_lists_and_reports() {
         );
     }
 
+    for args in [
+        vec!["show", id.as_str()],
+        vec!["show", id.as_str(), "--pwcet"],
+        vec!["export", id.as_str(), "--format", "markdown"],
+        vec!["export", id.as_str(), "--format", "csv"],
+    ] {
+        let out = run(rtlab(dir.path()).args(&args).arg("--db").arg(&db));
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    }
+
     let out = run(rtlab(dir.path())
         .args(["compare", &id, &id, "--resamples", "0"])
         .arg("--db")
