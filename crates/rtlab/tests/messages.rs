@@ -325,7 +325,7 @@ fn a_stopped_run_that_is_not_stored_does_not_say_it_was_kept() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(
         err.contains(&format!(
-            "stopped by a signal: the partial result was written to {} (not stored)",
+            "stopped by a signal: the partial result was written to {}; it was not stored",
             json.display()
         )),
         "{err}"

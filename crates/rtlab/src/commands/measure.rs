@@ -193,18 +193,15 @@ impl Measured {
 /// says it: `stored` (e.g. "stored as run ID") and `--json`'s path. With
 /// --no-store it must not claim the result was kept.
 pub fn kept_where(stored: Option<String>, json: Option<&Path>) -> String {
-    let mut places: Vec<String> = stored.into_iter().collect();
-    match json {
-        Some(path) if path == Path::new("-") => places.push("written to stdout (--json -)".into()),
-        Some(path) => places.push(format!("written to {}", path.display())),
-        None => {}
-    }
-    match places.len() {
-        0 => "nothing was kept (not stored, no --json)".into(),
-        _ if places.len() == 1 && json.is_some() => {
-            format!("the partial result was {} (not stored)", places[0])
-        }
-        _ => format!("the partial result was {}", places.join(" and ")),
+    let written = json.map(|path| match path == Path::new("-") {
+        true => "written to stdout".to_string(),
+        false => format!("written to {}", path.display()),
+    });
+    match (stored, written) {
+        (Some(stored), Some(written)) => format!("the partial result was {stored} and {written}"),
+        (Some(stored), None) => format!("the partial result was {stored}"),
+        (None, Some(written)) => format!("the partial result was {written}; it was not stored"),
+        (None, None) => "nothing was kept: the run was not stored and --json was not given".into(),
     }
 }
 
@@ -321,11 +318,11 @@ mod tests {
         );
         assert_eq!(
             kept_where(None, Some(Path::new("-"))),
-            "the partial result was written to stdout (--json -) (not stored)"
+            "the partial result was written to stdout; it was not stored"
         );
         assert_eq!(
             kept_where(None, None),
-            "nothing was kept (not stored, no --json)"
+            "nothing was kept: the run was not stored and --json was not given"
         );
     }
 }
