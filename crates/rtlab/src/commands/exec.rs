@@ -284,7 +284,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         status_code(
             &worst,
             &kept_where(
-                (!args.run.no_store).then(|| "stored, each run".to_string()),
+                (!args.run.no_store).then(|| "stored".to_string()),
                 json_path,
             ),
         ),
@@ -454,7 +454,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         status_code(
             &worst,
             &kept_where(
-                (!args.run.no_store).then(|| "stored, each run".to_string()),
+                (!args.run.no_store).then(|| "stored".to_string()),
                 json_path,
             ),
         ),
