@@ -699,3 +699,25 @@ mod json_position {
         (line, before[line_start..].chars().count() + 1)
     }
 }
+
+#[cfg(test)]
+mod json_position_tests {
+    use super::json_position::{line_column, locate, Step};
+
+    /// The scan finds a value past strings holding quotes, brackets and
+    /// braces, and stops at the deepest part of a path that exists.
+    #[test]
+    fn locates_values_past_tricky_strings() {
+        let text =
+            "{\n  \"a\": \"x\\\"}]{[\",\n  \"b\\u0063\": [1, {\"k\": \"v\"},\n    {\"n\": 7}]\n}";
+        let at = |path: &[Step]| line_column(text, locate(text, path));
+        let key = |k: &str| Step::Key(k.into());
+        assert_eq!(at(&[key("a")]), (2, 8));
+        // An escaped key matches its unescaped name.
+        assert_eq!(at(&[key("bc"), Step::Index(2), key("n")]), (4, 11));
+        // `n` is not in element 1: the element itself.
+        assert_eq!(at(&[key("bc"), Step::Index(1), key("n")]), (3, 18));
+        assert_eq!(at(&[key("missing")]), (1, 1));
+        assert_eq!(at(&[key("bc"), Step::Index(9)]), (3, 14));
+    }
+}
