@@ -178,9 +178,13 @@ impl Table {
                     continue;
                 }
                 if i < self.label_columns {
-                    // Labels and series names break after their `/` and
-                    // `.` when the column is narrow, not inside a name.
-                    let text = escape(cell).replace('/', "/<wbr>").replace('.', ".<wbr>");
+                    // Labels and series names break after their `/`, `.`
+                    // and `_` when the column is narrow, not inside a word
+                    // (`response_from_send`, `task0.lateness`).
+                    let text = escape(cell)
+                        .replace('/', "/<wbr>")
+                        .replace('.', ".<wbr>")
+                        .replace('_', "_<wbr>");
                     let _ = write!(out, "<td>{text}</td>");
                 } else if i < self.text_columns {
                     let _ = write!(out, "<td>{}</td>", escape(cell));
