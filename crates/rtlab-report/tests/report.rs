@@ -859,3 +859,21 @@ fn imported_cyclictest_bins_count_at_their_top() {
         assert_eq!(row[2], format!("{expected:.2}%"), "{row:?}");
     }
 }
+
+/// Issue 16 item 17: the environment says where the preemption model was
+/// read, e.g. a PREEMPT_DYNAMIC kernel's build configuration.
+#[test]
+fn the_environment_says_where_the_preemption_model_was_read() {
+    let mut result = campaign().remove(0);
+    result.environment.preempt_model = "dynamic-voluntary".into();
+    result.environment.preempt_sources = vec![
+        "uname -v: PREEMPT_DYNAMIC".into(),
+        "/boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line)".into(),
+    ];
+    let table = rtlab_report::report::tables::environment_table(&result);
+    let row = table.rows.iter().find(|r| r[0] == "preemption").unwrap();
+    assert_eq!(
+        row[1],
+        "dynamic-voluntary (from uname -v: PREEMPT_DYNAMIC; /boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line))"
+    );
+}

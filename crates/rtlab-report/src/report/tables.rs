@@ -553,7 +553,20 @@ pub fn environment_table(result: &RunResult) -> Table {
             .as_ref()
             .map(|r| format!("{r} {}", e.kernel_version.clone().unwrap_or_default())),
     );
-    add("preemption", Some(e.preempt_model.clone()));
+    // With where it was read (a PREEMPT_DYNAMIC kernel without debugfs:
+    // preempt= or the build configuration's default).
+    add(
+        "preemption",
+        Some(if e.preempt_sources.is_empty() {
+            e.preempt_model.clone()
+        } else {
+            format!(
+                "{} (from {})",
+                e.preempt_model,
+                e.preempt_sources.join("; ")
+            )
+        }),
+    );
     add("kernel command line", e.cmdline.clone());
     add(
         "cpu",
