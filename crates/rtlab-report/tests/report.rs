@@ -860,6 +860,27 @@ fn imported_cyclictest_bins_count_at_their_top() {
     }
 }
 
+/// A result file can name its load anything: the verdict cannot close its
+/// Markdown code block early nor drive the terminal.
+#[test]
+fn the_verdict_is_inert_in_markdown_and_the_terminal() {
+    let mut runs = campaign();
+    runs.truncate(1);
+    runs[0].campaign.as_mut().unwrap().load = "x\n```\n<img src=x>\u{1b}[31m".into();
+    let report = build(runs);
+    let md = report.to_markdown();
+    let block: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("```"))
+        .take_while(|l| !l.starts_with("## runs"))
+        .collect();
+    assert_eq!(block[0], "````text", "{md}");
+    let closing: Vec<&&str> = block.iter().filter(|l| l.starts_with("````")).collect();
+    assert_eq!(closing.len(), 2, "the fence closes only at its end: {md}");
+    assert!(!report.to_text().contains('\u{1b}'));
+    assert!(!report.to_html().contains("<img src=x>"));
+}
+
 /// Issue 16 item 17: the environment says where the preemption model was
 /// read, e.g. a PREEMPT_DYNAMIC kernel's build configuration.
 #[test]

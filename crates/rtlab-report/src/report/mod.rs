@@ -322,7 +322,11 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut out = format!("{}\n\n", self.title);
         for view in &self.campaign {
-            out.push_str(&format!("{}\n{}\n", self.verdict_title(view), view.verdict));
+            out.push_str(&format!(
+                "{}\n{}\n",
+                printable(&self.verdict_title(view)),
+                printable(&view.verdict)
+            ));
         }
         for table in &self.tables {
             out.push_str(&table.to_text());
@@ -341,9 +345,9 @@ impl Report {
         let mut out = format!("# {}\n\n", crate::compare::md_cell(&self.title));
         for view in &self.campaign {
             out.push_str(&format!(
-                "## {}\n\n```text\n{}```\n\n",
+                "## {}\n\n{}\n",
                 crate::compare::md_cell(&self.verdict_title(view)),
-                view.verdict
+                code_block(&view.verdict)
             ));
         }
         for table in &self.tables {
@@ -417,6 +421,24 @@ impl Report {
             "series": series,
         })
     }
+}
+
+/// Text for the terminal with control characters (but line breaks) shown
+/// as `?`, as [`Table::to_text`] does: a load or configuration named in a
+/// result file cannot drive the terminal.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect()
+}
+
+/// `text` as a fenced Markdown code block whatever it holds: the fence is
+/// longer than any run of backticks in it, so no line of the text can
+/// close it early.
+fn code_block(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}text\n{}{fence}\n", printable(text))
 }
 
 /// The series of a run as one distribution: what the overlays compare.
