@@ -717,6 +717,24 @@ mod tests {
     }
 
     #[test]
+    fn categories_replace_the_x_ticks_and_long_names_are_cut() {
+        let mut plot = Plot::new(
+            "t",
+            Axis::linear("load", 0.0, 2.0),
+            Axis::log("µs", 1.0, 1e3),
+        );
+        let long = "dohell-no-stat-with-a-name-far-too-long-for-its-group-of-bars";
+        plot.x_categories = vec![(0.5, "idle".into()), (1.5, long.into())];
+        let svg = plot.to_svg();
+        assert!(svg.contains("<title>idle</title>idle</text>"), "{svg}");
+        // Cut with an ellipsis, whole on hover.
+        assert!(svg.contains(&format!("<title>{long}</title>dohell-no-stat-with")));
+        assert!(svg.contains("…</text>"));
+        // No numeric x tick labels (0, 0.5, 1, ...) under the axis.
+        assert!(!svg.contains(">0.5</text>") && !svg.contains(">1.5</text>"));
+    }
+
+    #[test]
     fn dots_on_the_same_pixel_are_drawn_once_and_text_is_escaped() {
         let mut plot = Plot::new(
             "a<b & c",
