@@ -219,6 +219,26 @@ impl Sys {
     }
 }
 
+/// How a source of the preemption model says it is a PREEMPT_DYNAMIC
+/// kernel's boot default read from its build configuration.
+const BOOT_DEFAULT: &str = "the boot default of CONFIG_PREEMPT_DYNAMIC";
+
+impl Environment {
+    /// For a PREEMPT_DYNAMIC kernel whose model was read from its build
+    /// configuration (debugfs unreadable, no `preempt=`): that file and
+    /// the model it boots with (`none`, `voluntary`, `full`, `lazy`). The
+    /// live model differs if someone changed it through debugfs since.
+    pub fn preempt_boot_default(&self) -> Option<(&str, &str)> {
+        let model = self.preempt_model.strip_prefix("dynamic-")?;
+        let source = self
+            .preempt_sources
+            .iter()
+            .find(|s| s.contains(BOOT_DEFAULT))?;
+        let (path, _) = source.split_once(": ")?;
+        Some((path, model))
+    }
+}
+
 /// The running kernel's build configuration is kept here (gzipped) with
 /// CONFIG_IKCONFIG_PROC.
 const PROC_CONFIG: &str = "/proc/config.gz";
@@ -457,7 +477,7 @@ fn preempt_model(
                 .any(|l| l.trim() == "CONFIG_PREEMPT_DYNAMIC=y");
             if let Some((model, line)) = config_model(&config).filter(|_| dynamic_config) {
                 sources.push(format!(
-                    "{path}: {line}, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line)"
+                    "{path}: {line}, {BOOT_DEFAULT} (no preempt= on the command line)"
                 ));
                 return (prefixed(model), sources);
             }
@@ -1060,6 +1080,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             ]
         );
 
+        assert_eq!(env.preempt_boot_default(), Some((PROC_CONFIG, "voluntary")));
+
         // The distribution's /boot/config-RELEASE comes first.
         write(
             r,
@@ -1081,6 +1103,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert!(env
             .preempt_sources
             .contains(&"/proc/cmdline: preempt=none".to_string()));
+
+        assert_eq!(env.preempt_boot_default(), None, "preempt= is no default");
 
         // ...and debugfs, the live model, overrides both.
         write(r, SCHED_PREEMPT, "none voluntary full (lazy)\n");
