@@ -170,7 +170,7 @@ pub fn parse(
     let mut configurations = Vec::new();
     let configuration_sections = top.sections(&r, "configuration", true)?;
     for section in &configuration_sections {
-        configurations.push(configuration(&r, section, &probes)?);
+        configurations.push(configuration(&r, section)?);
     }
     unique(
         &r,
@@ -185,6 +185,22 @@ pub fn parse(
     if top.get("exclude").is_some() {
         for section in top.sections(&r, "exclude", false)? {
             excludes.push(exclude(&r, &section, &probes, &loads, &configurations)?);
+        }
+    }
+    // Only now: a pair the excludes remove entirely is never run, so it
+    // must not be refused (a periodic probe beside a `policy = "other"`
+    // configuration that an exclude keeps apart).
+    for (section, c) in configuration_sections.iter().zip(&configurations) {
+        for (probe_section, p) in probe_sections.iter().zip(&probes) {
+            let runs = loads.iter().any(|l| {
+                !excludes
+                    .iter()
+                    .any(|e| e.matches(&p.name, &l.name, &c.name))
+            });
+            if runs {
+                let probe_line = r.position(probe_section.span.start).line;
+                check_pair(&r, section, c, p, probe_line)?;
+            }
         }
     }
 
@@ -629,11 +645,7 @@ fn load(
     })
 }
 
-fn configuration(
-    r: &Reader,
-    s: &Section,
-    probes: &[ProbeSpec],
-) -> Result<Configuration, CampaignError> {
+fn configuration(r: &Reader, s: &Section) -> Result<Configuration, CampaignError> {
     s.check_keys(r, CONFIGURATION_KEYS)?;
     let name = r.name(s.required(r, "name")?, &s.field("name"))?;
     let policy = match s.get("policy") {
@@ -676,60 +688,6 @@ fn configuration(
         }
         c.dl_runtime_ns = Some(ns);
     }
-    if policy == Policy::Deadline {
-        if let Some(p) = probes.iter().find(|p| p.kind != ProbeKind::Timer) {
-            let at = s.get("policy").map_or(s.span.clone(), |v| v.span());
-            return Err(r.error(
-                at,
-                &s.field("policy"),
-                format!(
-                    "policy deadline is for timer probes only; probe `{}` is a {} probe (use fifo, rr or other, or exclude the cell)",
-                    p.name, p.kind
-                ),
-            ));
-        }
-    }
-    if policy != Policy::Fifo {
-        if let Some(p) = probes.iter().find(|p| p.kind == ProbeKind::Periodic) {
-            let at = s.get("policy").map_or(s.span.clone(), |v| v.span());
-            return Err(r.error(
-                at,
-                &s.field("policy"),
-                format!(
-                    "periodic tasks run SCHED_FIFO; probe `{}` is a periodic probe (use policy fifo: its `mode` picks executive or fifo release)",
-                    p.name
-                ),
-            ));
-        }
-    }
-    if let Some(runtime) = c.dl_runtime_ns {
-        // deadline = period = the probe's interval: the runtime must fit.
-        if let Some((p, interval)) = probes
-            .iter()
-            .filter_map(|p| p.interval_ns().map(|i| (p, i)))
-            .find(|(_, interval)| runtime > *interval)
-        {
-            let at = s
-                .get("dl_runtime")
-                .or(s.get("policy"))
-                .map_or(s.span.clone(), |v| v.span());
-            let field = if s.get("dl_runtime").is_some() {
-                "dl_runtime"
-            } else {
-                "policy"
-            };
-            return Err(r.error(
-                at,
-                &s.field(field),
-                format!(
-                    "deadline runtime {} is longer than the period {} of probe `{}` (deadline = period = interval)",
-                    human_duration(runtime),
-                    human_duration(interval),
-                    p.name
-                ),
-            ));
-        }
-    }
     if let Some(v) = s.get("dma_latency") {
         c.dma_latency = r.boolean(v, &s.field("dma_latency"))?;
     }
@@ -745,6 +703,71 @@ fn configuration(
         }
     }
     Ok(c)
+}
+
+/// What a configuration asks of the probe it schedules: deadline only for
+/// timer probes (with a runtime that fits the probe's interval), fifo for
+/// periodic tasks. Called for every probe × configuration pair that some
+/// cell runs once the excludes are applied; the error is at the
+/// configuration's policy (or dl_runtime) and names both, and the pair's
+/// exclude as the way out.
+fn check_pair(
+    r: &Reader,
+    s: &Section,
+    c: &Configuration,
+    p: &ProbeSpec,
+    probe_line: usize,
+) -> Result<(), CampaignError> {
+    let policy = c.policy;
+    let policy_at = s.get("policy").map_or(s.span.clone(), |v| v.span());
+    let pair = format!(
+        "configuration `{}` with probe `{}` (line {probe_line})",
+        c.name, p.name
+    );
+    let way_out = format!(
+        "or exclude the pair: [[exclude]] probe = \"{}\", configuration = \"{}\"",
+        p.name, c.name
+    );
+    if policy == Policy::Deadline && p.kind != ProbeKind::Timer {
+        return Err(r.error(
+            policy_at,
+            &s.field("policy"),
+            format!(
+                "policy deadline is for timer probes only; probe `{}` is a {} probe: {pair} (use fifo, rr or other, {way_out})",
+                p.name, p.kind
+            ),
+        ));
+    }
+    if policy != Policy::Fifo && p.kind == ProbeKind::Periodic {
+        return Err(r.error(
+            policy_at,
+            &s.field("policy"),
+            format!(
+                "periodic tasks run SCHED_FIFO; probe `{}` is a periodic probe: {pair} (use policy fifo, whose probe `mode` picks executive or fifo release, {way_out})",
+                p.name
+            ),
+        ));
+    }
+    if let (Some(runtime), Some(interval)) = (c.dl_runtime_ns, p.interval_ns()) {
+        // deadline = period = the probe's interval: the runtime must fit.
+        if runtime > interval {
+            let (at, field) = match s.get("dl_runtime") {
+                Some(v) => (v.span(), "dl_runtime"),
+                None => (policy_at, "policy"),
+            };
+            return Err(r.error(
+                at,
+                &s.field(field),
+                format!(
+                    "deadline runtime {} is longer than the period {} of probe `{}` (deadline = period = interval): {pair} ({way_out})",
+                    human_duration(runtime),
+                    human_duration(interval),
+                    p.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `key=value` with a key made of the characters sysctl names use.

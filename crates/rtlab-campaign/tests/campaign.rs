@@ -1806,3 +1806,104 @@ fn periodic_probes_refuse_a_configuration_that_is_not_fifo() {
         "{err}"
     );
 }
+
+/// Issue 16 item 12: a periodic probe beside a timer probe, and a
+/// configuration (`other`) that is wrong for the periodic probe but right
+/// for the timer one, kept apart by an exclude.
+const PERIODIC_AND_OTHER: &str = r#"name = "mixed"
+duration = "1s"
+
+[[probe]]
+kind = "timer"
+
+[[probe]]
+name = "tasks"
+kind = "periodic"
+
+[[load]]
+name = "idle"
+run = []
+
+[[load]]
+name = "vm"
+run = ["vm:workers=2,bytes=64M"]
+
+[[configuration]]
+name = "promoted"
+policy = "fifo"
+
+[[configuration]]
+name = "not-promoted"
+policy = "other"
+"#;
+
+#[test]
+fn an_exclude_keeps_a_periodic_probe_from_a_configuration_it_cannot_run() {
+    let excluded = format!(
+        "{PERIODIC_AND_OTHER}\n[[exclude]]\nprobe = \"tasks\"\nconfiguration = \"not-promoted\"\n"
+    );
+    let plan = rtlab_campaign::plan(parse_ok(&excluded)).unwrap();
+    let cells: Vec<String> = plan.runs.iter().map(|r| r.label(1)).collect();
+    assert_eq!(
+        cells,
+        [
+            "timer / idle / promoted",
+            "timer / idle / not-promoted",
+            "timer / vm / promoted",
+            "timer / vm / not-promoted",
+            "tasks / idle / promoted",
+            "tasks / vm / promoted",
+        ]
+    );
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+
+    // Without the exclude: refused at the configuration's policy, naming
+    // the probe (and its line) and the configuration.
+    let err = parse_err(PERIODIC_AND_OTHER);
+    let shown = err.to_string();
+    let policy_line = line_of(PERIODIC_AND_OTHER, "policy = \"other\"");
+    let probe_line = line_of(PERIODIC_AND_OTHER, "name = \"tasks\"") - 1;
+    assert!(
+        shown.starts_with(&format!("c.toml:{policy_line}:")),
+        "{shown}"
+    );
+    assert_eq!(err.field.as_deref(), Some("configuration[1].policy"));
+    for says in [
+        "periodic tasks run SCHED_FIFO",
+        &format!("configuration `not-promoted` with probe `tasks` (line {probe_line})"),
+        "[[exclude]] probe = \"tasks\", configuration = \"not-promoted\"",
+    ] {
+        assert!(shown.contains(says), "{says:?} not in: {shown}");
+    }
+
+    // An exclude of the pair in one load only leaves the other load's cell:
+    // still refused.
+    let partly = format!(
+        "{PERIODIC_AND_OTHER}\n[[exclude]]\nprobe = \"tasks\"\nload = \"vm\"\nconfiguration = \"not-promoted\"\n"
+    );
+    let err = parse_err(&partly).to_string();
+    assert!(err.contains("periodic tasks run SCHED_FIFO"), "{err}");
+}
+
+#[test]
+fn an_exclude_keeps_a_deadline_configuration_from_other_probes() {
+    // A deadline configuration is for timer probes; with the noise probe
+    // excluded from it, the file is fine, and a runtime too long for the
+    // switch probe's period only matters if the pair runs.
+    let text = format!(
+        "{HEAD}\n[[probe]]\nkind = \"timer\"\n\n[[probe]]\nkind = \"noise\"\n{LOADS}\n[[configuration]]\nname = \"rt\"\n\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\ndl_runtime = \"200us\"\n"
+    );
+    let err = parse_err(&text).to_string();
+    assert!(
+        err.contains("policy deadline is for timer probes only; probe `noise` is a noise probe")
+            && err.contains("configuration `dl` with probe `noise`"),
+        "{err}"
+    );
+    let excluded = format!("{text}\n[[exclude]]\nprobe = \"noise\"\nconfiguration = \"dl\"\n");
+    let plan = rtlab_campaign::plan(parse_ok(&excluded)).unwrap();
+    assert_eq!(plan.runs.len(), 6);
+    assert!(plan
+        .runs
+        .iter()
+        .all(|r| r.configuration.name != "dl" || r.probe.name == "timer"));
+}

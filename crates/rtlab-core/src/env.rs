@@ -219,6 +219,75 @@ impl Sys {
     }
 }
 
+/// How a source of the preemption model says it is a PREEMPT_DYNAMIC
+/// kernel's boot default read from its build configuration.
+const BOOT_DEFAULT: &str = "the boot default of CONFIG_PREEMPT_DYNAMIC";
+
+impl Environment {
+    /// For a PREEMPT_DYNAMIC kernel whose model was read from its build
+    /// configuration (debugfs unreadable, no `preempt=`): that file and
+    /// the model it boots with (`none`, `voluntary`, `full`, `lazy`). The
+    /// live model differs if someone changed it through debugfs since.
+    pub fn preempt_boot_default(&self) -> Option<(&str, &str)> {
+        let model = self.preempt_model.strip_prefix("dynamic-")?;
+        let source = self
+            .preempt_sources
+            .iter()
+            .find(|s| s.contains(BOOT_DEFAULT))?;
+        let (path, _) = source.split_once(": ")?;
+        Some((path, model))
+    }
+}
+
+/// The running kernel's build configuration is kept here (gzipped) with
+/// CONFIG_IKCONFIG_PROC.
+const PROC_CONFIG: &str = "/proc/config.gz";
+/// More than any kernel's configuration (about 300 KiB): a bigger file,
+/// or one that inflates to more, is not read.
+const CONFIG_MAX_BYTES: u64 = 4 << 20;
+
+/// The running kernel's build configuration and where it was read:
+/// /boot/config-RELEASE (as distributions install it), else
+/// /proc/config.gz. None when neither is readable.
+fn build_config(sys: &Sys, release: &str) -> Option<(String, String)> {
+    use std::io::Read;
+    // A release with a `/` is no file name (and no real release).
+    if !release.is_empty() && !release.contains('/') && release != ".." {
+        let boot = format!("/boot/config-{release}");
+        let mut text = String::new();
+        let read = fs::File::open(sys.path(&boot))
+            .and_then(|f| f.take(CONFIG_MAX_BYTES).read_to_string(&mut text));
+        if read.is_ok() && !text.is_empty() {
+            return Some((boot, text));
+        }
+    }
+    let file = fs::File::open(sys.path(PROC_CONFIG)).ok()?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file.take(CONFIG_MAX_BYTES))
+        .take(CONFIG_MAX_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    (!text.is_empty()).then(|| (PROC_CONFIG.to_string(), text))
+}
+
+/// The preemption model a build configuration selects: its
+/// CONFIG_PREEMPT_NONE/VOLUNTARY/PREEMPT/LAZY choice (with
+/// CONFIG_PREEMPT_DYNAMIC, the model the kernel boots with unless
+/// `preempt=` says otherwise), and the line that says so.
+fn config_model(config: &str) -> Option<(&'static str, &'static str)> {
+    const CHOICE: [(&str, &str); 4] = [
+        ("CONFIG_PREEMPT_NONE=y", "none"),
+        ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+        ("CONFIG_PREEMPT=y", "full"),
+        ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+    ];
+    config
+        .lines()
+        .map(str::trim)
+        .find_map(|line| CHOICE.iter().find(|(set, _)| *set == line).copied())
+        .map(|(line, model)| (model, line))
+}
+
 impl Environment {
     /// Reads the running system. Never fails and never panics: anything
     /// unreadable is `None`.
@@ -246,6 +315,7 @@ impl Environment {
             sched_preempt.as_deref(),
             &uname.version,
             cmdline.as_deref(),
+            &|| build_config(&sys, &uname.release),
         );
 
         let meminfo = sys.read("/proc/meminfo").unwrap_or_default();
@@ -339,11 +409,18 @@ fn non_empty(s: String) -> Option<String> {
 /// RT is orthogonal to the dynamic model and is what matters most for
 /// latency; everything else follows the order: sysfs, debugfs, cmdline,
 /// uname.
+///
+/// Without debugfs (not mounted, or not root) a PREEMPT_DYNAMIC kernel's
+/// model is the one it booted with: `preempt=` on the command line, else
+/// the default of its build configuration (`build_config`, read only
+/// then: /boot/config-RELEASE or /proc/config.gz), which also tells a
+/// plain SMP kernel's none from voluntary.
 fn preempt_model(
     realtime: Option<&str>,
     sched_preempt: Option<&str>,
     version: &str,
     cmdline: Option<&str>,
+    build_config: &dyn Fn() -> Option<(String, String)>,
 ) -> (String, Vec<String>) {
     if realtime == Some("1") {
         return ("rt".to_string(), vec![REALTIME.to_string()]);
@@ -394,6 +471,17 @@ fn preempt_model(
             sources.push(format!("/proc/cmdline: preempt={model}"));
             return (prefixed(model), sources);
         }
+        if let Some((path, config)) = build_config() {
+            let dynamic_config = config
+                .lines()
+                .any(|l| l.trim() == "CONFIG_PREEMPT_DYNAMIC=y");
+            if let Some((model, line)) = config_model(&config).filter(|_| dynamic_config) {
+                sources.push(format!(
+                    "{path}: {line}, {BOOT_DEFAULT} (no preempt= on the command line)"
+                ));
+                return (prefixed(model), sources);
+            }
+        }
         return ("dynamic-unknown".to_string(), sources);
     }
     if has("PREEMPT_LAZY") {
@@ -406,7 +494,12 @@ fn preempt_model(
         return ("full".to_string(), vec!["uname -v: PREEMPT".to_string()]);
     }
     // A plain "SMP" kernel is none or voluntary; the version string does not
-    // say which.
+    // say which, its build configuration does.
+    if let Some((path, config)) = build_config() {
+        if let Some((model @ ("none" | "voluntary"), line)) = config_model(&config) {
+            return (model.to_string(), vec![format!("{path}: {line}")]);
+        }
+    }
     (UNKNOWN.to_string(), sources)
 }
 
@@ -888,7 +981,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
 
     #[test]
     fn preempt_from_version_string() {
-        let model = |v: &str| preempt_model(None, None, v, None).0;
+        let model = |v: &str| preempt_model(None, None, v, None, &|| None).0;
         assert_eq!(model("#1 SMP PREEMPT_RT Mon"), "rt");
         assert_eq!(model("#1 SMP PREEMPT RT Mon"), "rt");
         assert_eq!(model("#1 SMP PREEMPT_DYNAMIC Mon"), "dynamic-unknown");
@@ -897,13 +990,18 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert_eq!(model("#1 SMP Mon"), "unknown");
         assert_eq!(model(""), "unknown");
         // Realtime present but "0" is not RT.
-        assert_eq!(preempt_model(Some("0"), None, "#1 SMP", None).0, "unknown");
+        assert_eq!(
+            preempt_model(Some("0"), None, "#1 SMP", None, &|| None).0,
+            "unknown"
+        );
     }
 
     #[test]
     fn preempt_from_debugfs_and_cmdline() {
         // Without PREEMPT_DYNAMIC in the version, no prefix.
-        let (m, s) = preempt_model(None, Some("(none) voluntary full"), "#1 SMP", None);
+        let (m, s) = preempt_model(None, Some("(none) voluntary full"), "#1 SMP", None, &|| {
+            None
+        });
         assert_eq!(m, "none");
         assert_eq!(s, vec![SCHED_PREEMPT.to_string()]);
         assert_eq!(
@@ -911,14 +1009,15 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
                 None,
                 Some("none voluntary full (lazy)"),
                 "#1 SMP PREEMPT_DYNAMIC",
-                None
+                None,
+                &|| None
             )
             .0,
             "dynamic-lazy"
         );
         // Garbage in debugfs falls through to the other sources.
         assert_eq!(
-            preempt_model(None, Some("???"), "#1 SMP PREEMPT", None).0,
+            preempt_model(None, Some("???"), "#1 SMP PREEMPT", None, &|| None).0,
             "full"
         );
 
@@ -927,14 +1026,126 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             None,
             "#1 SMP PREEMPT_DYNAMIC",
             Some("quiet preempt=full preempt=voluntary -- preempt=none"),
+            &|| None,
         );
         assert_eq!(m, "dynamic-voluntary");
         assert!(s.contains(&"/proc/cmdline: preempt=voluntary".to_string()));
         // preempt= means nothing without PREEMPT_DYNAMIC.
         assert_eq!(
-            preempt_model(None, None, "#1 SMP", Some("preempt=none")).0,
+            preempt_model(None, None, "#1 SMP", Some("preempt=none"), &|| None).0,
             "unknown"
         );
+    }
+
+    /// A PREEMPT_DYNAMIC kernel's config: `choice` is its default model.
+    fn dynamic_config(choice: &str) -> String {
+        format!(
+            "# Linux/x86 6.12.0 Kernel Configuration\nCONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT_NONE is not set\n{choice}=y\nCONFIG_PREEMPT_COUNT=y\nCONFIG_PREEMPTION=y\nCONFIG_PREEMPT_DYNAMIC=y\n"
+        )
+    }
+
+    fn write_gz(root: &Path, abs: &str, content: &str) {
+        use std::io::Write;
+        let path = root.join(abs.trim_start_matches('/'));
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(
+            fs::File::create(path).unwrap(),
+            flate2::Compression::default(),
+        );
+        gz.write_all(content.as_bytes()).unwrap();
+        gz.finish().unwrap();
+    }
+
+    /// Issue 16 item 17: a PREEMPT_DYNAMIC kernel without debugfs said
+    /// `dynamic-unknown` although its build configuration knows the model.
+    #[test]
+    fn preempt_dynamic_without_debugfs_reads_the_build_configuration() {
+        let dynamic = uname("#1 SMP PREEMPT_DYNAMIC Mon");
+        let dir = TempDir::new().unwrap();
+        let r = dir.path();
+        write(r, "/proc/cmdline", "quiet console=ttyS0 -- preempt=full\n");
+        // Nothing to read: unknown, as before.
+        let env = Environment::capture_from(r, dynamic.clone());
+        assert_eq!(env.preempt_model, "dynamic-unknown");
+
+        // /proc/config.gz (gzipped, as the kernel serves it).
+        write_gz(r, PROC_CONFIG, &dynamic_config("CONFIG_PREEMPT_VOLUNTARY"));
+        let env = Environment::capture_from(r, dynamic.clone());
+        assert_eq!(env.preempt_model, "dynamic-voluntary");
+        assert_eq!(
+            env.preempt_sources,
+            [
+                "uname -v: PREEMPT_DYNAMIC",
+                "/proc/config.gz: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line)"
+            ]
+        );
+
+        assert_eq!(env.preempt_boot_default(), Some((PROC_CONFIG, "voluntary")));
+
+        // The distribution's /boot/config-RELEASE comes first.
+        write(
+            r,
+            "/boot/config-6.12.0-test",
+            &dynamic_config("CONFIG_PREEMPT"),
+        );
+        let env = Environment::capture_from(r, dynamic.clone());
+        assert_eq!(env.preempt_model, "dynamic-full");
+        assert!(
+            env.preempt_sources[1].starts_with("/boot/config-6.12.0-test: CONFIG_PREEMPT=y"),
+            "{:?}",
+            env.preempt_sources
+        );
+
+        // preempt= on the kernel's command line overrides the default...
+        write(r, "/proc/cmdline", "quiet preempt=none\n");
+        let env = Environment::capture_from(r, dynamic.clone());
+        assert_eq!(env.preempt_model, "dynamic-none");
+        assert!(env
+            .preempt_sources
+            .contains(&"/proc/cmdline: preempt=none".to_string()));
+
+        assert_eq!(env.preempt_boot_default(), None, "preempt= is no default");
+
+        // ...and debugfs, the live model, overrides both.
+        write(r, SCHED_PREEMPT, "none voluntary full (lazy)\n");
+        let env = Environment::capture_from(r, dynamic);
+        assert_eq!(env.preempt_model, "dynamic-lazy");
+    }
+
+    #[test]
+    fn a_build_configuration_that_does_not_fit_the_kernel_is_not_believed() {
+        let dynamic = uname("#1 SMP PREEMPT_DYNAMIC Mon");
+        let dir = TempDir::new().unwrap();
+        let r = dir.path();
+        // Not a PREEMPT_DYNAMIC configuration: another kernel's.
+        write(
+            r,
+            "/boot/config-6.12.0-test",
+            "CONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT_DYNAMIC is not set\n",
+        );
+        assert_eq!(
+            Environment::capture_from(r, dynamic.clone()).preempt_model,
+            "dynamic-unknown"
+        );
+        // A corrupt /proc/config.gz is no configuration.
+        fs::remove_file(r.join("boot/config-6.12.0-test")).unwrap();
+        write(r, PROC_CONFIG, "not gzip at all");
+        assert_eq!(
+            Environment::capture_from(r, dynamic).preempt_model,
+            "dynamic-unknown"
+        );
+        // A plain SMP kernel: none or voluntary, which the configuration
+        // tells; a release with a `/` is not looked up under /boot.
+        write_gz(r, PROC_CONFIG, "CONFIG_PREEMPT_NONE=y\n");
+        let env = Environment::capture_from(r, uname("#1 SMP Mon"));
+        assert_eq!(env.preempt_model, "none");
+        assert_eq!(
+            env.preempt_sources,
+            ["/proc/config.gz: CONFIG_PREEMPT_NONE=y"]
+        );
+        let mut odd = uname("#1 SMP Mon");
+        odd.release = "../../etc/x".into();
+        assert_eq!(Environment::capture_from(r, odd).preempt_model, "none");
     }
 
     #[test]

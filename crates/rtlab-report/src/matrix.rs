@@ -143,6 +143,14 @@ impl Matrix {
     /// real-time and one non-real-time configuration.
     pub fn verdict(&self) -> String {
         let mut out = String::new();
+        // Loads in one column: at least 10 wide, as wide as the longest.
+        let width = self
+            .loads
+            .iter()
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(10);
         let _ = writeln!(out, "Worst case under each load:");
         for load in &self.loads {
             let worst = self
@@ -154,14 +162,14 @@ impl Matrix {
                 Some(cell) => {
                     let _ = writeln!(
                         out,
-                        "  {load:<10} max {:>10} µs  ({}), p99.9 {} µs",
+                        "  {load:<width$} max {:>10} µs  ({}), p99.9 {} µs",
                         Us1(cell.max_ns),
                         cell.configuration,
                         Us1(cell.p99_9_ns)
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "  {load:<10} nothing measured");
+                    let _ = writeln!(out, "  {load:<width$} nothing measured");
                 }
             }
         }
@@ -194,7 +202,7 @@ impl Matrix {
                 }
                 let _ = writeln!(
                     out,
-                    "  {load:<10} p99.9 {} → {} µs ({}), max {} → {} µs ({})",
+                    "  {load:<width$} p99.9 {} → {} µs ({}), max {} → {} µs ({})",
                     Us1(b.p99_9_ns),
                     Us1(a.p99_9_ns),
                     change(b.p99_9_ns, a.p99_9_ns),
@@ -206,6 +214,38 @@ impl Matrix {
         }
         out
     }
+}
+
+/// One matrix per probe kind, in the order the kinds first ran: a switch
+/// probe's latencies and a noise probe's gap lengths are not one figure.
+pub fn per_probe(results: &[RunResult]) -> Vec<(String, Matrix)> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for result in results {
+        if !kinds.contains(&result.probe.as_str()) {
+            kinds.push(&result.probe);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let runs: Vec<RunResult> = results
+                .iter()
+                .filter(|r| r.probe == kind)
+                .cloned()
+                .collect();
+            (kind.to_string(), Matrix::of(&runs))
+        })
+        .collect()
+}
+
+/// The verdict `rtlab quick` ends with, for each probe kind of the
+/// results (see [`per_probe`]): its [`Matrix::verdict`]. `rtlab quick`
+/// prints it for a campaign of one probe kind; the report shows each.
+pub fn verdicts(results: &[RunResult]) -> Vec<(String, String)> {
+    per_probe(results)
+        .into_iter()
+        .map(|(probe, matrix)| (probe, matrix.verdict()))
+        .collect()
 }
 
 /// µs with one decimal: a campaign's cells are read at a glance, and on
@@ -335,6 +375,21 @@ mod tests {
              \x20 idle       p99.9 120.0 → 40.0 µs (3.0× lower), max 400.0 → 90.0 µs (4.4× lower)\n\
              \x20 vm         p99.9 800.0 → 80.0 µs (10.0× lower), max 2400.0 → 2500.0 µs (about the same)\n"
         );
+    }
+
+    #[test]
+    fn the_verdict_keeps_its_columns_with_long_load_names() {
+        let results = [
+            run("idle", "promoted", Policy::Fifo, 40, 90),
+            run("dohell-no-stat", "promoted", Policy::Fifo, 80, 2500),
+        ];
+        let verdict = Matrix::of(&results).verdict();
+        let columns: Vec<usize> = verdict
+            .lines()
+            .skip(1)
+            .map(|l| l.find(" max ").unwrap())
+            .collect();
+        assert_eq!(columns, [16, 16], "{verdict}");
     }
 
     #[test]

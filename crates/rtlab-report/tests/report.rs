@@ -17,7 +17,7 @@ use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_report::budget::Budget;
 use rtlab_report::report::charts;
 use rtlab_report::report::samples::SampleFile;
-use rtlab_report::report::svg::Layer;
+use rtlab_report::report::svg::{escape, Layer};
 use rtlab_report::report::{png, Report, ReportOptions, RunSamples};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -288,10 +288,11 @@ fn the_html_page_is_self_contained_and_every_chart_draws() {
         );
     }
     let series: usize = report.runs.iter().map(|r| r.series.len()).sum();
-    // Three charts per series, two overlays.
-    assert_eq!(html.matches("<svg ").count(), series * 3 + 2);
-    assert_eq!(report.named_charts().len(), series * 3 + 2);
+    // The campaign's picture, three charts per series, two overlays.
+    assert_eq!(html.matches("<svg ").count(), 1 + series * 3 + 2);
+    assert_eq!(report.named_charts().len(), 1 + series * 3 + 2);
     let names: Vec<String> = report.named_charts().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names[0], "campaign-timer-matrix");
     assert!(
         names.contains(&"compare-wakeup_latency-exceedance".to_string()),
         "{names:?}"
@@ -330,6 +331,106 @@ fn the_html_page_is_self_contained_and_every_chart_draws() {
         );
     }
     assert!(html.contains("<td>kernel</td><td>6.18.0-rt #1 SMP PREEMPT_RT</td>"));
+}
+
+/// Issue 16 item 17: a campaign page opened with four tables of ids and
+/// figures. It now opens with `rtlab quick`'s verdict and one picture of
+/// the loads × configurations; the tables follow, and a refused estimate
+/// is one cell across the estimate columns.
+#[test]
+fn a_campaign_page_opens_with_the_verdict_and_the_matrix_chart() {
+    let report = build(campaign());
+    let html = report.to_html();
+    let verdict = html
+        .find(r#"<h2 id="verdict">Verdict</h2>"#)
+        .expect("a verdict");
+    let overview = html.find(r#"<h2 id="overview">"#).unwrap();
+    let first_table = html.find("<table>").unwrap();
+    assert!(verdict < overview && overview < first_table);
+    // The verdict is the one `rtlab quick` prints, from the same code.
+    let results: Vec<RunResult> = report.runs.iter().map(|r| r.result.clone()).collect();
+    let expected = rtlab_report::matrix::Matrix::of(&results).verdict();
+    assert!(expected.starts_with("Worst case under each load:\n"));
+    assert_eq!(report.campaign.len(), 1);
+    assert_eq!(report.campaign[0].verdict, expected);
+    let first_line = expected.lines().nth(1).unwrap();
+    let shown = html[verdict..overview].to_string();
+    assert!(
+        shown.contains(first_line.trim()),
+        "{first_line} not in {shown}"
+    );
+    // Then the picture: a bar per cell up to its p99.9, a dot at its max,
+    // the loads named on the x axis.
+    let chart = &report.campaign[0].chart;
+    assert!(shown.contains("<svg ") && shown.contains(&escape(&chart.caption)));
+    let bars: usize = chart
+        .plot
+        .layers
+        .iter()
+        .map(|l| match l {
+            Layer::Bars { bars, .. } => bars.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(bars, 4, "one bar per load × configuration");
+    let names: Vec<&str> = chart
+        .plot
+        .x_categories
+        .iter()
+        .map(|(_, n)| n.as_str())
+        .collect();
+    assert_eq!(names, ["idle", "cpu"]);
+    // The markdown and the terminal open with it too.
+    assert!(report.to_markdown().starts_with(&format!(
+        "# rtlab report: campaign quick\n\n## verdict\n\n```text\n{expected}```\n"
+    )));
+    assert!(report.to_text().starts_with(&format!(
+        "rtlab report: campaign quick\n\nverdict\n{expected}\n"
+    )));
+
+    // The two refused estimates: one cell over the three estimate columns
+    // each, and the method column keeps the method's name.
+    assert_eq!(
+        html.matches(r#"<td class="span" colspan="3">refused: "#)
+            .count(),
+        2,
+        "{html}"
+    );
+    let pwcet = report
+        .tables
+        .iter()
+        .find(|t| t.title.starts_with("worst-case estimate"))
+        .unwrap();
+    assert!(pwcet.rows.iter().all(|r| r[2] == "GEV on block maxima"));
+}
+
+/// Several probe kinds: a verdict and a chart for each, and a matrix
+/// table for each, titled with it.
+#[test]
+fn a_campaign_of_several_probes_has_a_verdict_and_matrix_per_probe() {
+    let mut runs = campaign();
+    let mut periodic = runs[0].clone();
+    periodic.id = "20261121T193010Z-110".into();
+    periodic.probe = "periodic".into();
+    runs.push(periodic);
+    let report = build(runs);
+    let probes: Vec<&str> = report.campaign.iter().map(|v| v.probe.as_str()).collect();
+    assert_eq!(probes, ["timer", "periodic"]);
+    let html = report.to_html();
+    assert!(html.contains("<h3>timer probe</h3>") && html.contains("<h3>periodic probe</h3>"));
+    let titles: Vec<&str> = report
+        .tables
+        .iter()
+        .filter(|t| t.title.contains("loads × configurations"))
+        .map(|t| t.title.as_str())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "timer probe: loads × configurations (worst over series and repeats)",
+            "periodic probe: loads × configurations (worst over series and repeats)"
+        ]
+    );
 }
 
 #[test]
@@ -565,6 +666,8 @@ fn json_carries_the_tables_and_every_estimate() {
 
 #[test]
 fn run_labels_are_unique_and_titles_escape_markup() {
+    // A run given twice (or two executions of one campaign): numbered,
+    // not labelled with its id.
     let mut runs = campaign();
     runs.truncate(2);
     let mut twin = runs[0].clone();
@@ -575,11 +678,7 @@ fn run_labels_are_unique_and_titles_escape_markup() {
     let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(
         labels,
-        [
-            "idle/promoted (20261121T193000Z-100)",
-            "idle/other",
-            "idle/promoted (20261121T193099Z-7)"
-        ]
+        ["idle/promoted (1)", "idle/other", "idle/promoted (2)"]
     );
     let html = report.to_html();
     assert!(!html.contains("<b>&cpu"));
@@ -591,6 +690,62 @@ fn run_labels_are_unique_and_titles_escape_markup() {
     assert_eq!(build(runs.clone()).title, "rtlab report: campaign quick");
     runs.push(run("20261121T193012Z-8", "timer", Vec::new()));
     assert_eq!(build(runs).title, "rtlab report: 2 runs");
+}
+
+/// Issue 16 item 17: in a campaign of several probes the labels collided
+/// (`idle/promoted` for the timer and the periodic run) and got run ids
+/// appended. The probe now tells them apart; repeats are numbered by
+/// their repeat; a run outside any campaign keeps its id; two campaigns
+/// are told apart by name.
+#[test]
+fn labels_tell_probes_loads_configurations_and_repeats_apart_without_ids() {
+    let mut runs = campaign();
+    runs.truncate(2);
+    let mut periodic = runs[0].clone();
+    periodic.id = "20261121T193010Z-110".into();
+    periodic.probe = "periodic".into();
+    runs.push(periodic);
+    let labels = |runs: Vec<RunResult>| -> Vec<String> {
+        build(runs).runs.into_iter().map(|r| r.label).collect()
+    };
+    assert_eq!(
+        labels(runs.clone()),
+        [
+            "timer/idle/promoted",
+            "timer/idle/other",
+            "periodic/idle/promoted"
+        ]
+    );
+
+    // Repeats: `#N`; a run of no campaign: its id.
+    let mut repeated = runs.clone();
+    let mut second = repeated[0].clone();
+    second.id = "20261121T193011Z-111".into();
+    second.campaign.as_mut().unwrap().repeat = 2;
+    repeated.push(second);
+    repeated.push(run("20261121T193012Z-112", "timer", Vec::new()));
+    assert_eq!(
+        labels(repeated),
+        [
+            "timer/idle/promoted #1",
+            "timer/idle/other #1",
+            "periodic/idle/promoted #1",
+            "timer/idle/promoted #2",
+            "20261121T193012Z-112"
+        ]
+    );
+
+    // Two campaigns: their names first.
+    let mut two = campaign();
+    two.truncate(1);
+    let mut other = two[0].clone();
+    other.id = "20261121T193013Z-113".into();
+    other.campaign.as_mut().unwrap().name = "romero".into();
+    two.push(other);
+    assert_eq!(
+        labels(two),
+        ["quick: idle/promoted", "romero: idle/promoted"]
+    );
 }
 
 #[test]
@@ -705,4 +860,43 @@ fn imported_cyclictest_bins_count_at_their_top() {
     for (row, expected) in table.rows.iter().zip(expected) {
         assert_eq!(row[2], format!("{expected:.2}%"), "{row:?}");
     }
+}
+
+/// A result file can name its load anything: the verdict cannot close its
+/// Markdown code block early nor drive the terminal.
+#[test]
+fn the_verdict_is_inert_in_markdown_and_the_terminal() {
+    let mut runs = campaign();
+    runs.truncate(1);
+    runs[0].campaign.as_mut().unwrap().load = "x\n```\n<img src=x>\u{1b}[31m".into();
+    let report = build(runs);
+    let md = report.to_markdown();
+    let block: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("```"))
+        .take_while(|l| !l.starts_with("## runs"))
+        .collect();
+    assert_eq!(block[0], "````text", "{md}");
+    let closing: Vec<&&str> = block.iter().filter(|l| l.starts_with("````")).collect();
+    assert_eq!(closing.len(), 2, "the fence closes only at its end: {md}");
+    assert!(!report.to_text().contains('\u{1b}'));
+    assert!(!report.to_html().contains("<img src=x>"));
+}
+
+/// Issue 16 item 17: the environment says where the preemption model was
+/// read, e.g. a PREEMPT_DYNAMIC kernel's build configuration.
+#[test]
+fn the_environment_says_where_the_preemption_model_was_read() {
+    let mut result = campaign().remove(0);
+    result.environment.preempt_model = "dynamic-voluntary".into();
+    result.environment.preempt_sources = vec![
+        "uname -v: PREEMPT_DYNAMIC".into(),
+        "/boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line)".into(),
+    ];
+    let table = rtlab_report::report::tables::environment_table(&result);
+    let row = table.rows.iter().find(|r| r[0] == "preemption").unwrap();
+    assert_eq!(
+        row[1],
+        "dynamic-voluntary (from uname -v: PREEMPT_DYNAMIC; /boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line))"
+    );
 }

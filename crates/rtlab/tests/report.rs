@@ -99,7 +99,14 @@ fn a_campaign_report_covers_its_newest_execution_in_every_format() {
     assert!(page.contains("<h2 id=\"run-1\">idle/not-promoted</h2>"));
     assert!(page.contains(&format!("execution {execution}")) || page.contains(&execution));
     assert!(page.contains("loads × configurations"));
-    assert_eq!(page.matches("<svg ").count(), 2 * 3 + 2);
+    // The campaign's picture first, then three charts per series and two
+    // overlays.
+    assert_eq!(page.matches("<svg ").count(), 1 + 2 * 3 + 2);
+    let verdict = page
+        .find("<h2 id=\"verdict\">Verdict</h2>")
+        .expect("a verdict");
+    assert!(verdict < page.find("<h2 id=\"overview\">").unwrap());
+    assert!(page[verdict..].contains("Real-time promotion (promoted against not-promoted):"));
 
     // The same execution by id, as Markdown from the extension.
     let md = dir.path().join("quick.md");

@@ -17,8 +17,15 @@
 mod common;
 
 use common::{rtlab, run, skip};
+use rtlab_core::env::Environment;
+use rtlab_core::record::SeriesRecorder;
+use rtlab_core::result::{
+    CampaignRef, Effective, RunResult, RunStatus, Series, ThreadSettings, RUN_SCHEMA,
+};
+use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_report::report::{Report, ReportOptions};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -268,23 +275,7 @@ fn open_in_chromium(chromium: &Path, html: &Path, work: &Path) -> Visit {
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("{}: {e}", chromium.display()));
-    let status: ExitStatus = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > CHROMIUM_TIMEOUT {
-            // SAFETY: kill(2) on the process group of our own child, not
-            // yet reaped, so its id is still ours.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!(
-                "Chromium did not finish {} within {CHROMIUM_TIMEOUT:?}: killed; its log:\n{}",
-                html.display(),
-                std::fs::read_to_string(&log_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_or_kill(&mut child, start, html, &log_path);
     let took = start.elapsed();
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(
@@ -307,6 +298,84 @@ fn open_in_chromium(chromium: &Path, html: &Path, work: &Path) -> Visit {
         screenshot,
         took,
     }
+}
+
+/// Waits for Chromium on `html`; after [`CHROMIUM_TIMEOUT`] kills its
+/// whole process group and panics with its log.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    start: Instant,
+    html: &Path,
+    log_path: &Path,
+) -> ExitStatus {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > CHROMIUM_TIMEOUT {
+            // SAFETY: kill(2) on the process group of our own child, not
+            // yet reaped, so its id is still ours.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!(
+                "Chromium did not finish {} within {CHROMIUM_TIMEOUT:?}: killed; its log:\n{}",
+                html.display(),
+                std::fs::read_to_string(log_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Opens `html` in headless Chromium `width` px wide and returns the DOM
+/// once its scripts ran (`--dump-dom`), with a fresh profile under `work`
+/// as [`open_in_chromium`] does.
+fn dump_dom(chromium: &Path, html: &Path, work: &Path, width: u32) -> String {
+    let home = tempfile::Builder::new()
+        .prefix("chromium-")
+        .tempdir_in(work)
+        .unwrap()
+        .keep();
+    let dom_path = home.join("dom.html");
+    let log_path = home.join("chromium.log");
+    let start = Instant::now();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--dump-dom",
+        ])
+        .arg(format!("--window-size={width},2000"))
+        .arg(format!(
+            "--user-data-dir={}",
+            home.join("profile").display()
+        ))
+        .arg(file_url(html))
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&dom_path).unwrap())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", chromium.display()));
+    let status = wait_or_kill(&mut child, start, html, &log_path);
+    assert!(
+        status.success(),
+        "Chromium failed ({status}) on {}:\n{}",
+        html.display(),
+        std::fs::read_to_string(&log_path).unwrap_or_default()
+    );
+    std::fs::read_to_string(&dom_path).unwrap()
 }
 
 /// The console messages and CSP violations in Chromium's log. The report
@@ -764,4 +833,238 @@ fn png_writes_every_chart_as_a_non_blank_1280_by_680_image_with_text() {
             assert!(seen.blue >= 100, "{name} has no chart blue: {seen:?}");
         }
     }
+}
+
+// -------------------------------------------------------- the campaign page
+
+/// The width the report must fit: `--png`'s and a common screen's.
+const PAGE_WIDTH: u32 = 1280;
+
+/// A series of `n` samples (1 ms apart) recorded by rtlab's own recorder:
+/// `base` plus up to 4 ms, with `spike` ns once and a deadline missed
+/// every 500th.
+fn campaign_series(name: &str, metric: &str, seed: u64, base: u64, spike: u64) -> Series {
+    let n = 5_000;
+    let mut recorder = SeriesRecorder::new(None);
+    let mut x = seed;
+    for i in 0..n {
+        // An LCG: the same figures on every run.
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let latency = if i == n / 2 {
+            spike
+        } else {
+            base + (x >> 33) % 4_000_000
+        };
+        recorder.record(latency, i * 1_000_000 + latency, u64::from(i % 500 == 499));
+    }
+    let fifo = SchedParams {
+        policy: Policy::Fifo,
+        priority: 80,
+        deadline: None,
+    };
+    Series {
+        name: name.into(),
+        metric: metric.into(),
+        cpu: Some(0),
+        interval_ns: 1_000_000,
+        thread: ThreadSettings {
+            tid: 1,
+            pinned_cpu: Some(0),
+            requested: fifo,
+            actual: Some(fifo),
+            timer_slack_ns: Some(1),
+        },
+        stats: recorder.stats(),
+    }
+}
+
+/// A campaign as long as real ones get: a timer probe and a net probe
+/// (series `response`, `response_from_send`, `send_lag`), loads `idle`
+/// and `dohell-no-stat` × `promoted` and `not-promoted`, two repeats;
+/// not promoted, every figure is milliseconds (four and five digits of
+/// µs, three decimals), and the labels are long
+/// (`net/dohell-no-stat/not-promoted #2`).
+fn campaign_results() -> Vec<RunResult> {
+    let mut results = Vec::new();
+    let mut index = 0;
+    for repeat in 1..=2u32 {
+        for probe in ["timer", "net"] {
+            for load in ["idle", "dohell-no-stat"] {
+                for configuration in ["promoted", "not-promoted"] {
+                    index += 1;
+                    let (base, spike) = match configuration {
+                        "promoted" => (12_000, 1_795_643),
+                        _ => (1_200_000, 35_027_458),
+                    };
+                    let seed = index as u64;
+                    let series = match probe {
+                        "timer" => {
+                            vec![campaign_series("cpu0", "wakeup_latency", seed, base, spike)]
+                        }
+                        _ => ["response", "response_from_send", "send_lag"]
+                            .iter()
+                            .zip(["response_time", "response_time_from_send", "send_lag"])
+                            .enumerate()
+                            .map(|(i, (name, metric))| {
+                                campaign_series(name, metric, seed * 10 + i as u64, base, spike)
+                            })
+                            .collect(),
+                    };
+                    results.push(RunResult {
+                        schema: RUN_SCHEMA.into(),
+                        id: format!("20261126T1053{index:02}Z-24465-{index}"),
+                        probe: probe.into(),
+                        status: RunStatus::Complete,
+                        started_at: "2026-11-26T10:53:25.123456Z".into(),
+                        ended_at: Some("2026-11-26T10:53:46.123456Z".into()),
+                        elapsed_ns: 5_000_000_000,
+                        command: vec!["rtlab".into(), "campaign".into(), "run".into()],
+                        config: serde_json::json!({}),
+                        effective: Effective::default(),
+                        environment: Environment {
+                            hostname: Some("bench-host-01".into()),
+                            kernel_release: Some("6.18.44-fc-v657".into()),
+                            kernel_version: Some("#1 SMP PREEMPT_DYNAMIC".into()),
+                            preempt_model: "dynamic-voluntary".into(),
+                            ..Environment::default()
+                        },
+                        series,
+                        break_event: None,
+                        loads: Vec::new(),
+                        campaign: Some(CampaignRef {
+                            name: "multi".into(),
+                            execution: "20261126T105325Z-24465".into(),
+                            index,
+                            total: 16,
+                            configuration: configuration.into(),
+                            load: load.into(),
+                            repeat,
+                        }),
+                        noise: None,
+                        net: None,
+                        warnings: Vec::new(),
+                    });
+                }
+            }
+        }
+    }
+    results
+}
+
+/// Measures the page as laid out: the viewport's width, the page's
+/// scrolling width, and per table shown its caption, right edge and its
+/// last header cell's right edge. The page's own CSP forbids scripts, so
+/// this runs on a copy without it.
+const MEASURE: &str = r#"<script>
+const lines = ['viewport ' + document.documentElement.clientWidth, 'scroll ' + document.documentElement.scrollWidth];
+const h2 = [...document.querySelectorAll('h2')].map(h => h.id);
+lines.push('h2 ' + h2.join(' '));
+for (const table of document.querySelectorAll('table')) {
+  const box = table.getBoundingClientRect();
+  if (box.width === 0 || table.closest('details:not([open])')) continue;
+  const cells = table.querySelectorAll('thead th');
+  const last = cells[cells.length - 1].getBoundingClientRect();
+  lines.push('table ' + Math.ceil(box.right) + ' ' + Math.ceil(last.right) + ' ' + cells[cells.length - 1].textContent + ' | ' + table.caption.textContent);
+}
+const out = document.createElement('pre');
+out.id = 'rtlab-layout';
+out.textContent = lines.join('\n');
+document.body.appendChild(out);
+</script>"#;
+
+/// The lines [`MEASURE`] wrote into the page.
+fn layout(dom: &str) -> Vec<String> {
+    let start = dom
+        .find("<pre id=\"rtlab-layout\">")
+        .unwrap_or_else(|| panic!("no measurements in the DOM:\n{dom}"));
+    let text = &dom[start + "<pre id=\"rtlab-layout\">".len()..];
+    let text = &text[..text.find("</pre>").unwrap()];
+    text.lines()
+        .map(|l| {
+            l.replace("&amp;", "&")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+        })
+        .collect()
+}
+
+/// Issue 16 item 17: in a multi-probe campaign the percentile table ran
+/// past 1280 px and hid its max column. Every table of the campaign page
+/// must now end within a 1280 px window (nothing to scroll sideways), the
+/// percentile table's max column included, and the page must open with
+/// the verdict.
+#[test]
+fn the_campaign_page_fits_1280_px_and_opens_with_the_verdict() {
+    let chromium = require_chromium!();
+    let dir = tempfile::tempdir().unwrap();
+    let report = Report::build(
+        campaign_results(),
+        BTreeMap::new(),
+        &ReportOptions::default(),
+        &mut |_, _| {},
+    );
+    let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
+    assert!(
+        labels.contains(&"net/dohell-no-stat/not-promoted #2"),
+        "{labels:?}"
+    );
+    let page = report.to_html();
+    std::fs::write(dir.path().join("campaign.html"), &page).unwrap();
+
+    let csp = page
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .expect("the report has a CSP");
+    let csp_end = csp + page[csp..].find('>').unwrap() + 1;
+    let unprotected = format!("{}{}", &page[..csp], &page[csp_end..]);
+    assert_eq!(unprotected.matches("</body>").count(), 1);
+    let measured = dir.path().join("measured.html");
+    std::fs::write(
+        &measured,
+        unprotected.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .unwrap();
+    let lines = layout(&dump_dom(&chromium, &measured, dir.path(), PAGE_WIDTH));
+    note(&format!("layout at {PAGE_WIDTH} px:\n{}", lines.join("\n")));
+
+    let number = |prefix: &str| -> u32 {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix:?} in {lines:?}"))
+    };
+    let viewport = number("viewport ");
+    assert_eq!(viewport, PAGE_WIDTH, "{lines:?}");
+    assert!(
+        number("scroll ") <= viewport,
+        "the page scrolls sideways at {PAGE_WIDTH} px: {lines:?}"
+    );
+    // The verdict first, then the tables.
+    let h2 = lines.iter().find_map(|l| l.strip_prefix("h2 ")).unwrap();
+    assert!(h2.starts_with("verdict overview "), "{h2}");
+
+    let tables: Vec<(u32, u32, &str)> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("table "))
+        .map(|l| {
+            let mut parts = l.splitn(3, ' ');
+            let right = parts.next().unwrap().parse().unwrap();
+            let last = parts.next().unwrap().parse().unwrap();
+            (right, last, parts.next().unwrap())
+        })
+        .collect();
+    assert!(tables.len() >= 6, "{lines:?}");
+    for (right, last, what) in &tables {
+        assert!(
+            right <= &viewport && last <= &viewport,
+            "a table ends at {right} px, its last column at {last} px, past {viewport} px: {what}"
+        );
+    }
+    let percentiles = tables
+        .iter()
+        .find(|(_, _, what)| what.ends_with("| latency percentiles (µs)"))
+        .expect("the percentile table is shown");
+    assert!(percentiles.2.starts_with("max |"), "{percentiles:?}");
 }

@@ -513,3 +513,90 @@ pub fn overlay_histogram(metric: &str, curves: &[(String, &SeriesStats)]) -> Cha
         plot,
     }
 }
+
+/// A campaign at a glance: one group per load along x, in it one bar per
+/// configuration up to the cell's worst p99.9 and a stem up to a dot at
+/// its worst maximum, µs on a log axis (an idle load's 50 µs and a loaded
+/// one's 5 ms in one picture). A cell with missed deadlines gets a red ×
+/// over its dot; a cell not run or without samples is left empty.
+pub fn matrix_chart(probe: &str, matrix: &crate::matrix::Matrix) -> Chart {
+    let measured: Vec<&crate::matrix::Cell> =
+        matrix.cells.iter().filter(|c| c.samples > 0).collect();
+    let low = measured
+        .iter()
+        .flat_map(|c| [c.p99_9_ns, c.max_ns])
+        .filter(|v| *v > 0)
+        .min()
+        .unwrap_or(1_000) as f64;
+    let high = measured.iter().map(|c| c.max_ns).max().unwrap_or(1_000) as f64;
+    let loads = matrix.loads.len().max(1);
+    let mut plot = Plot::new(
+        &format!("{probe}: worst p99.9 (bars) and max (dots) per load and configuration"),
+        Axis::linear("load", 0.0, loads as f64),
+        Axis::log("µs, log scale", us(low), us(high)),
+    );
+    plot.x_categories = matrix
+        .loads
+        .iter()
+        .enumerate()
+        .map(|(i, load)| (i as f64 + 0.5, load.clone()))
+        .collect();
+    if measured.is_empty() {
+        plot.empty_note = Some("nothing measured".into());
+    }
+    // Each group is 80 % of its load's width, split between the
+    // configurations; a bar is 70 % of its slot.
+    let slot = 0.8 / matrix.configurations.len().max(1) as f64;
+    let mut missed = Vec::new();
+    for (j, configuration) in matrix.configurations.iter().enumerate() {
+        let colour = PALETTE[j % PALETTE.len()];
+        let mut bars = Vec::new();
+        let mut stems = Vec::new();
+        let mut dots = Vec::new();
+        for (i, load) in matrix.loads.iter().enumerate() {
+            let Some(cell) = matrix.cell(load, configuration).filter(|c| c.samples > 0) else {
+                continue;
+            };
+            let left = i as f64 + 0.1 + j as f64 * slot;
+            let centre = left + slot / 2.0;
+            let (p99_9, max) = (us(cell.p99_9_ns as f64), us(cell.max_ns as f64));
+            bars.push([left + slot * 0.15, left + slot * 0.85, p99_9]);
+            stems.extend([(centre, p99_9), (centre, max), (f64::NAN, f64::NAN)]);
+            dots.push((centre, max));
+            if cell.missed > 0 {
+                missed.push((centre, max));
+            }
+        }
+        plot.layers.push(Layer::Bars {
+            bars,
+            colour: colour.into(),
+        });
+        plot.layers.push(Layer::Line {
+            points: stems,
+            colour: colour.into(),
+            width: 1.5,
+            dashed: false,
+            step: false,
+        });
+        plot.layers.push(Layer::Dots {
+            points: dots,
+            colour: colour.into(),
+            radius: 4.0,
+        });
+        plot.legend.push(Key::mark(configuration.clone(), colour));
+    }
+    if !missed.is_empty() {
+        plot.layers.push(Layer::Crosses {
+            points: missed,
+            colour: ALARM.into(),
+        });
+        plot.legend.push(Key::cross("missed deadlines", ALARM));
+    }
+    Chart {
+        kind: "matrix",
+        caption: format!(
+            "{probe} runs: for each load and configuration, the worst p99.9 (bar) and the worst maximum (dot) over the series and repeats of the cell, in µs on a log scale; the figures are in the loads × configurations table."
+        ),
+        plot,
+    }
+}

@@ -17,13 +17,16 @@ h2 { font-size: 18px; margin: 36px 0 8px; border-bottom: 2px solid #0072B2; padd
 h3 { font-size: 15px; margin: 24px 0 8px; }
 .meta { color: #555; margin: 0 0 12px; }
 nav a { margin-right: 14px; color: #0072B2; }
-table { border-collapse: collapse; margin: 8px 0 4px; background: #fff; }
-caption { text-align: left; font-weight: bold; padding: 4px 0; }
-th, td { border: 1px solid #d6d6d6; padding: 3px 8px; vertical-align: top; }
+table { border-collapse: collapse; margin: 8px 0 4px; background: #fff; font-size: 13px; }
+caption { text-align: left; font-weight: bold; padding: 4px 0; font-size: 14px; }
+th, td { border: 1px solid #d6d6d6; padding: 3px 6px; vertical-align: top; }
 td { max-width: 40em; overflow-wrap: break-word; }
 table { max-width: 100%; }
 th { background: #eef3f8; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; padding: 3px 5px; }
+td.span { color: #a00000; }
+.verdict { margin: 8px 0 16px; }
+.verdict pre { margin: 0 0 12px; display: inline-block; vertical-align: top; padding: 10px 12px; background: #fff; border: 1px solid #ddd; font-size: 13px; line-height: 1.5; max-width: 100%; box-sizing: border-box; overflow-x: auto; }
 p.note { color: #555; font-size: 12px; margin: 2px 0 16px; max-width: 900px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 figure { margin: 0; background: #fff; border: 1px solid #ddd; padding: 6px; width: 640px; }
@@ -53,7 +56,11 @@ pub fn page(report: &Report) -> String {
         runs = report.runs.len(),
         series = report.runs.iter().map(|r| r.series.len()).sum::<usize>(),
     );
-    s.push_str(r##"<nav><a href="#overview">overview</a>"##);
+    s.push_str("<nav>");
+    if !report.campaign.is_empty() {
+        s.push_str(r##"<a href="#verdict">verdict</a>"##);
+    }
+    s.push_str(r##"<a href="#overview">overview</a>"##);
     if !report.comparison.is_empty() {
         s.push_str(r##"<a href="#compare">comparison</a>"##);
     }
@@ -62,6 +69,24 @@ pub fn page(report: &Report) -> String {
     }
     s.push_str("</nav>");
 
+    // A campaign opens with what it found: the verdict `rtlab quick`
+    // prints and the loads × configurations in one picture; the tables of
+    // figures follow.
+    if !report.campaign.is_empty() {
+        s.push_str(r#"<h2 id="verdict">Verdict</h2>"#);
+        for view in &report.campaign {
+            if report.campaign.len() > 1 {
+                let _ = write!(s, "<h3>{} probe</h3>", escape(&view.probe));
+            }
+            let _ = write!(
+                s,
+                r#"<div class="verdict"><pre>{}</pre>"#,
+                escape_pre(&view.verdict)
+            );
+            figure(&mut s, &view.chart);
+            s.push_str("</div>");
+        }
+    }
     s.push_str(r#"<h2 id="overview">Overview</h2>"#);
     for table in &report.tables {
         s.push_str(&table.to_html());
@@ -78,6 +103,11 @@ pub fn page(report: &Report) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// Text for a `<pre>`: escaped, its line breaks kept.
+fn escape_pre(text: &str) -> String {
+    text.lines().map(escape).collect::<Vec<_>>().join("\n")
 }
 
 fn figure(s: &mut String, chart: &Chart) {

@@ -45,11 +45,25 @@ pub struct RunView {
     pub samples_file: Option<String>,
 }
 
+/// A campaign's runs of one probe kind at a glance: what the report opens
+/// with.
+#[derive(Debug, Clone)]
+pub struct CampaignView {
+    /// The probe kind, e.g. `timer`.
+    pub probe: String,
+    /// `rtlab quick`'s verdict on these runs ([`crate::matrix::verdicts`]).
+    pub verdict: String,
+    /// Loads × configurations, p99.9 and max ([`charts::matrix_chart`]).
+    pub chart: Chart,
+}
+
 /// Everything the report shows.
 #[derive(Debug, Clone)]
 pub struct Report {
     pub title: String,
     pub generated_at: String,
+    /// One per probe kind of the campaign runs, none without any.
+    pub campaign: Vec<CampaignView>,
     pub runs: Vec<RunView>,
     /// Overview tables, in the order shown.
     pub tables: Vec<Table>,
@@ -70,27 +84,55 @@ pub struct RunSamples {
     pub samples: SampleFile,
 }
 
+/// Each run's label: what tells its cell apart from the others, never an
+/// id unless the run is in no campaign. A campaign run is
+/// `load/configuration`, with the probe first (`timer/idle/promoted`) when
+/// the report holds campaign runs of several probe kinds, the campaign
+/// first (`quick: idle/promoted`) when of several campaigns, and `#N`, the
+/// repeat, when a campaign repeats its cells. Runs that still share a
+/// label (two executions of one campaign, one run given twice) are
+/// numbered in report order: `idle/promoted (1)`, `idle/promoted (2)`.
 fn run_labels(results: &[RunResult]) -> Vec<String> {
-    let repeated = results
-        .iter()
-        .any(|r| r.campaign.as_ref().is_some_and(|c| c.repeat > 1));
+    let in_campaigns = || results.iter().filter(|r| r.campaign.is_some());
+    let distinct = |key: &dyn Fn(&RunResult) -> &str| {
+        in_campaigns()
+            .map(key)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let several_probes = distinct(&|r| r.probe.as_str()) > 1;
+    let several_campaigns = distinct(&|r| r.campaign.as_ref().map_or("", |c| c.name.as_str())) > 1;
+    let repeated = in_campaigns().any(|r| r.campaign.as_ref().is_some_and(|c| c.repeat > 1));
     let mut labels: Vec<String> = results
         .iter()
-        .map(|r| match &r.campaign {
-            Some(c) if repeated => format!("{}/{} #{}", c.load, c.configuration, c.repeat),
-            Some(c) => format!("{}/{}", c.load, c.configuration),
-            None => r.id.clone(),
+        .map(|r| {
+            let Some(c) = &r.campaign else {
+                return r.id.clone();
+            };
+            let mut label = String::new();
+            if several_campaigns {
+                label += &format!("{}: ", c.name);
+            }
+            if several_probes {
+                label += &format!("{}/", r.probe);
+            }
+            label += &format!("{}/{}", c.load, c.configuration);
+            if repeated {
+                label += &format!(" #{}", c.repeat);
+            }
+            label
         })
         .collect();
-    let mut seen = HashSet::new();
-    let duplicated: HashSet<String> = labels
-        .iter()
-        .filter(|l| !seen.insert(l.to_string()))
-        .cloned()
-        .collect();
-    for (label, result) in labels.iter_mut().zip(results) {
-        if duplicated.contains(label) && *label != result.id {
-            label.push_str(&format!(" ({})", result.id));
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for label in &labels {
+        *count.entry(label.clone()).or_default() += 1;
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for label in &mut labels {
+        if count[label.as_str()] > 1 {
+            let n = seen.entry(label.clone()).or_default();
+            *n += 1;
+            label.push_str(&format!(" ({n})"));
         }
     }
     labels
@@ -150,8 +192,24 @@ impl Report {
             });
         }
 
+        let campaign_results: Vec<RunResult> = runs
+            .iter()
+            .filter(|v| v.result.campaign.is_some())
+            .map(|v| v.result.clone())
+            .collect();
+        let verdicts = crate::matrix::verdicts(&campaign_results);
+        let campaign = crate::matrix::per_probe(&campaign_results)
+            .into_iter()
+            .zip(verdicts)
+            .map(|((probe, matrix), (_, verdict))| CampaignView {
+                chart: charts::matrix_chart(&probe, &matrix),
+                probe,
+                verdict,
+            })
+            .collect();
+
         let mut tables = vec![tables::runs_table(&runs), tables::percentile_table(&runs)];
-        tables.extend(tables::matrix_table(&runs));
+        tables.extend(tables::matrix_tables(&runs));
         tables.push(tables::pwcet_table(&runs));
         tables.extend(tables::within_table(&runs));
         tables.extend(tables::max_avg_table(&runs));
@@ -208,6 +266,7 @@ impl Report {
         Report {
             title,
             generated_at: rtlab_core::result::timestamp_now(),
+            campaign,
             runs,
             tables,
             comparison,
@@ -228,6 +287,9 @@ impl Report {
     /// added where two names would meet).
     pub fn named_charts(&self) -> Vec<(String, &Chart)> {
         let mut out: Vec<(String, &Chart)> = Vec::new();
+        for view in &self.campaign {
+            out.push((file_stem(&["campaign", &view.probe, "matrix"]), &view.chart));
+        }
         for (metric, charts) in &self.comparison {
             for chart in charts {
                 out.push((file_stem(&["compare", metric, chart.kind]), chart));
@@ -259,6 +321,13 @@ impl Report {
     /// The tables for the terminal, then the runs' warnings.
     pub fn to_text(&self) -> String {
         let mut out = format!("{}\n\n", self.title);
+        for view in &self.campaign {
+            out.push_str(&format!(
+                "{}\n{}\n",
+                printable(&self.verdict_title(view)),
+                printable(&view.verdict)
+            ));
+        }
         for table in &self.tables {
             out.push_str(&table.to_text());
             out.push('\n');
@@ -274,6 +343,13 @@ impl Report {
     /// The same tables as Markdown, the environment of each run included.
     pub fn to_markdown(&self) -> String {
         let mut out = format!("# {}\n\n", crate::compare::md_cell(&self.title));
+        for view in &self.campaign {
+            out.push_str(&format!(
+                "## {}\n\n{}\n",
+                crate::compare::md_cell(&self.verdict_title(view)),
+                code_block(&view.verdict)
+            ));
+        }
         for table in &self.tables {
             out.push_str(&table.to_markdown(2));
             out.push('\n');
@@ -293,6 +369,16 @@ impl Report {
             }
         }
         out
+    }
+
+    /// `verdict`, or `verdict: timer probe` when the campaign runs have
+    /// several probe kinds.
+    pub fn verdict_title(&self, view: &CampaignView) -> String {
+        if self.campaign.len() > 1 {
+            format!("verdict: {} probe", view.probe)
+        } else {
+            "verdict".to_string()
+        }
     }
 
     /// One self-contained HTML page.
@@ -326,10 +412,33 @@ impl Report {
             "schema": REPORT_SCHEMA,
             "title": self.title,
             "generated_at": self.generated_at,
+            "verdicts": self
+                .campaign
+                .iter()
+                .map(|v| serde_json::json!({ "probe": v.probe, "verdict": v.verdict }))
+                .collect::<Vec<_>>(),
             "tables": self.tables,
             "series": series,
         })
     }
+}
+
+/// Text for the terminal with control characters (but line breaks) shown
+/// as `?`, as [`Table::to_text`] does: a load or configuration named in a
+/// result file cannot drive the terminal.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect()
+}
+
+/// `text` as a fenced Markdown code block whatever it holds: the fence is
+/// longer than any run of backticks in it, so no line of the text can
+/// close it early.
+fn code_block(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}text\n{}{fence}\n", printable(text))
 }
 
 /// The series of a run as one distribution: what the overlays compare.

@@ -259,6 +259,9 @@ pub struct Plot {
     pub legend: Vec<Key>,
     /// Shown instead of the plot area's content when there is nothing to draw.
     pub empty_note: Option<String>,
+    /// Named places on the x axis (a category at the centre of its
+    /// group), shown instead of its numeric ticks when there are any.
+    pub x_categories: Vec<(f64, String)>,
 }
 
 /// Text for XML: `&`, `<`, `>` and quotes escaped, and the control
@@ -314,6 +317,7 @@ impl Plot {
             layers: Vec::new(),
             legend: Vec::new(),
             empty_note: None,
+            x_categories: Vec::new(),
         }
     }
 
@@ -382,7 +386,31 @@ impl Plot {
                 tick_label(tick, self.y.scale)
             );
         }
+        if !self.x_categories.is_empty() {
+            // Each name gets the width between its neighbours; a longer
+            // one is cut (with …) and shown whole on hover.
+            let room = f.w / self.x_categories.len() as f64;
+            let chars = ((room - 6.0) / CHAR_WIDTH).floor().max(2.0) as usize;
+            for (at, name) in &self.x_categories {
+                let x = f.px(*at);
+                let mut shown: String = name.chars().take(chars).collect();
+                if name.chars().count() > chars {
+                    shown.pop();
+                    shown.push('…');
+                }
+                let _ = write!(
+                    s,
+                    r##"<text x="{x:.1}" y="{}" text-anchor="middle" fill="#222222"><title>{}</title>{}</text>"##,
+                    y1 + 15.0,
+                    escape(name),
+                    escape(&shown)
+                );
+            }
+        }
         for tick in self.x.ticks() {
+            if !self.x_categories.is_empty() {
+                break;
+            }
             let x = f.px(tick);
             if !(x0 - 0.5..=x1 + 0.5).contains(&x) {
                 continue;
@@ -686,6 +714,24 @@ mod tests {
         let ticks = Axis::log("p", 1e-11, 1.0).ticks();
         assert_eq!(ticks.last(), Some(&1.0));
         assert!(ticks.len() <= 9, "{ticks:?}");
+    }
+
+    #[test]
+    fn categories_replace_the_x_ticks_and_long_names_are_cut() {
+        let mut plot = Plot::new(
+            "t",
+            Axis::linear("load", 0.0, 2.0),
+            Axis::log("µs", 1.0, 1e3),
+        );
+        let long = "dohell-no-stat-with-a-name-far-too-long-for-its-group-of-bars";
+        plot.x_categories = vec![(0.5, "idle".into()), (1.5, long.into())];
+        let svg = plot.to_svg();
+        assert!(svg.contains("<title>idle</title>idle</text>"), "{svg}");
+        // Cut with an ellipsis, whole on hover.
+        assert!(svg.contains(&format!("<title>{long}</title>dohell-no-stat-with")));
+        assert!(svg.contains("…</text>"));
+        // No numeric x tick labels (0, 0.5, 1, ...) under the axis.
+        assert!(!svg.contains(">0.5</text>") && !svg.contains(">1.5</text>"));
     }
 
     #[test]

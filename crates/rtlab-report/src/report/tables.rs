@@ -24,6 +24,17 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     #[serde(skip)]
     pub text_columns: usize,
+    /// `(row, column, columns)`: in HTML that cell spans `columns`
+    /// columns and the cells it covers are not shown (a refused estimate
+    /// is one cell across the estimate columns); text and Markdown show
+    /// every cell.
+    #[serde(skip)]
+    pub spans: Vec<(usize, usize, usize)>,
+    /// The first columns that hold run labels and series names (tables of
+    /// runs, whose first column is `run`): in HTML they may break after a
+    /// `/` or `.` rather than push the figures off the page.
+    #[serde(skip)]
+    pub label_columns: usize,
 }
 
 impl Table {
@@ -34,6 +45,12 @@ impl Table {
             header: header.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             text_columns,
+            spans: Vec::new(),
+            label_columns: if header.first() == Some(&"run") {
+                text_columns.min(2)
+            } else {
+                0
+            },
         }
     }
 
@@ -60,8 +77,38 @@ impl Table {
                 .iter()
                 .map(|row| row.iter().map(printable).collect()),
         );
+        // A spanned cell counts for no column's width: it is written from
+        // its column's start, over the columns it spans and beyond.
+        let mut spanned = Vec::new();
+        for &(r, c, _) in &self.spans {
+            if let Some(row) = rows.get_mut(r + 1).filter(|row| c < row.len()) {
+                spanned.push((r, c, row[c].clone()));
+                row.truncate(c);
+            }
+        }
+        let mut table = align(&rows, |col, _| col < self.text_columns, true);
+        if !spanned.is_empty() {
+            let widths: Vec<usize> = (0..self.header.len())
+                .map(|col| {
+                    rows.iter()
+                        .filter_map(|r| r.get(col))
+                        .map(|cell| cell.chars().count())
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let mut lines: Vec<String> = table.lines().map(str::to_string).collect();
+            for (r, c, text) in spanned {
+                // Data row r is on line r + 2, under the header and its rule.
+                let start = widths[..c].iter().sum::<usize>() + 2 * c;
+                if let Some(line) = lines.get_mut(r + 2) {
+                    *line = format!("{line:<start$}{text}");
+                }
+            }
+            table = lines.join("\n") + "\n";
+        }
         let mut out = format!("{}\n", printable(&self.title));
-        out.push_str(&align(&rows, |col, _| col < self.text_columns, true));
+        out.push_str(&table);
         if let Some(note) = &self.note {
             let _ = writeln!(out, "{note}");
         }
@@ -111,15 +158,39 @@ impl Table {
             let _ = write!(out, "<th{class}>{}</th>", escape(h));
         }
         out.push_str("</tr></thead><tbody>");
-        for row in &self.rows {
+        for (r, row) in self.rows.iter().enumerate() {
             out.push_str("<tr>");
+            let mut covered = 0;
             for (i, cell) in row.iter().enumerate() {
-                let class = if i < self.text_columns {
-                    ""
+                if covered > 0 {
+                    covered -= 1;
+                    continue;
+                }
+                if let Some(&(_, _, columns)) =
+                    self.spans.iter().find(|(sr, sc, _)| (*sr, *sc) == (r, i))
+                {
+                    covered = columns.saturating_sub(1);
+                    let _ = write!(
+                        out,
+                        r#"<td class="span" colspan="{columns}">{}</td>"#,
+                        escape(cell)
+                    );
+                    continue;
+                }
+                if i < self.label_columns {
+                    // Labels and series names break after their `/`, `.`
+                    // and `_` when the column is narrow, not inside a word
+                    // (`response_from_send`, `task0.lateness`).
+                    let text = escape(cell)
+                        .replace('/', "/<wbr>")
+                        .replace('.', ".<wbr>")
+                        .replace('_', "_<wbr>");
+                    let _ = write!(out, "<td>{text}</td>");
+                } else if i < self.text_columns {
+                    let _ = write!(out, "<td>{}</td>", escape(cell));
                 } else {
-                    r#" class="num""#
-                };
-                let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+                    let _ = write!(out, r#"<td class="num">{}</td>"#, escape(cell));
+                }
             }
             out.push_str("</tr>");
         }
@@ -296,8 +367,12 @@ pub fn pwcet_table(runs: &[RunView]) -> Table {
                     if failed.is_empty() {
                         failed.extend(reasons.first().cloned());
                     }
-                    row[2] = format!("refused: {}", failed.join(", "));
-                    row.extend(OVERVIEW_PROBABILITIES.iter().map(|_| "-".to_string()));
+                    // One cell across the estimate columns (in HTML), so
+                    // that the method column stays as narrow as a method.
+                    t.spans
+                        .push((t.rows.len(), row.len(), OVERVIEW_PROBABILITIES.len()));
+                    row.push(format!("refused: {}", failed.join(", ")));
+                    row.extend(OVERVIEW_PROBABILITIES[1..].iter().map(|_| "-".to_string()));
                 }
             }
             t.rows.push(row);
@@ -323,17 +398,24 @@ pub fn series_pwcet_table(report: &EvtReport) -> Table {
     t
 }
 
-/// The loads × configurations matrix of campaign runs: worst p99.9 and max.
-pub fn matrix_table(runs: &[RunView]) -> Option<Table> {
+/// The loads × configurations matrix of campaign runs, worst p99.9 and
+/// max; one per probe kind (titled with it) when the campaign runs have
+/// several.
+pub fn matrix_tables(runs: &[RunView]) -> Vec<Table> {
     let results: Vec<RunResult> = runs
         .iter()
         .filter(|v| v.result.campaign.is_some())
         .map(|v| v.result.clone())
         .collect();
-    if results.is_empty() {
-        return None;
-    }
-    let matrix = Matrix::of(&results);
+    let matrices = crate::matrix::per_probe(&results);
+    let several = matrices.len() > 1;
+    matrices
+        .iter()
+        .map(|(probe, matrix)| matrix_table(matrix, several.then_some(probe.as_str())))
+        .collect()
+}
+
+fn matrix_table(matrix: &Matrix, probe: Option<&str>) -> Table {
     let mut header = vec!["load".to_string()];
     header.extend(
         matrix
@@ -341,14 +423,20 @@ pub fn matrix_table(runs: &[RunView]) -> Option<Table> {
             .iter()
             .map(|c| format!("{c}: p99.9 / max µs")),
     );
+    let title = "loads × configurations (worst over series and repeats)";
     let mut t = Table {
-        title: "loads × configurations (worst over series and repeats)".into(),
+        title: match probe {
+            Some(probe) => format!("{probe} probe: {title}"),
+            None => title.to_string(),
+        },
         note: Some(
             "A cell with missed deadlines says how many; an incomplete run is named.".into(),
         ),
         header,
         rows: Vec::new(),
         text_columns: 1,
+        spans: Vec::new(),
+        label_columns: 0,
     };
     for load in &matrix.loads {
         let mut row = vec![load.clone()];
@@ -369,7 +457,7 @@ pub fn matrix_table(runs: &[RunView]) -> Option<Table> {
         }
         t.rows.push(row);
     }
-    Some(t)
+    t
 }
 
 /// Paper 002's bounds: % of events within this many µs of their time.
@@ -466,7 +554,20 @@ pub fn environment_table(result: &RunResult) -> Table {
             .as_ref()
             .map(|r| format!("{r} {}", e.kernel_version.clone().unwrap_or_default())),
     );
-    add("preemption", Some(e.preempt_model.clone()));
+    // With where it was read (a PREEMPT_DYNAMIC kernel without debugfs:
+    // preempt= or the build configuration's default).
+    add(
+        "preemption",
+        Some(if e.preempt_sources.is_empty() {
+            e.preempt_model.clone()
+        } else {
+            format!(
+                "{} (from {})",
+                e.preempt_model,
+                e.preempt_sources.join("; ")
+            )
+        }),
+    );
     add("kernel command line", e.cmdline.clone());
     add(
         "cpu",

@@ -22,6 +22,9 @@ fn preempt_model(ctx: &Ctx) -> Finding {
     }
     let id = "preempt-model";
     let finding = match model {
+        // rtlab-core read a dynamic kernel's boot default from its build
+        // configuration: said as the boot default, as below.
+        _ if ctx.env.preempt_boot_default().is_some() => dynamic_unknown(ctx, &mut evidence),
         "rt" => Finding::new(
             id,
             Area::Kernel,
@@ -98,17 +101,25 @@ fn dynamic_unknown(ctx: &Ctx, evidence: &mut Vec<String>) -> Finding {
     let id = "preempt-model";
     let how_to_read =
         "mount -t debugfs none /sys/kernel/debug && cat /sys/kernel/debug/sched/preempt";
-    let default = ctx.kernel_config().and_then(|(path, text)| {
-        let model = [
-            ("CONFIG_PREEMPT_NONE=y", "none"),
-            ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
-            ("CONFIG_PREEMPT=y", "full"),
-            ("CONFIG_PREEMPT_LAZY=y", "lazy"),
-        ]
-        .into_iter()
-        .find(|(line, _)| text.lines().any(|l| l.trim() == *line))?;
-        evidence.push(format!("{path}: {}", model.0));
-        Some((path, model.1))
+    // Found by rtlab-core (/boot/config-RELEASE or /proc/config.gz; its
+    // line is in the evidence already), else looked up here.
+    let found = ctx
+        .env
+        .preempt_boot_default()
+        .map(|(path, model)| (path.to_string(), model));
+    let default = found.or_else(|| {
+        ctx.kernel_config().and_then(|(path, text)| {
+            let model = [
+                ("CONFIG_PREEMPT_NONE=y", "none"),
+                ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+                ("CONFIG_PREEMPT=y", "full"),
+                ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+            ]
+            .into_iter()
+            .find(|(line, _)| text.lines().any(|l| l.trim() == *line))?;
+            evidence.push(format!("{path}: {}", model.0));
+            Some((path, model.1))
+        })
     });
     match default {
         Some((path, model @ ("none" | "voluntary"))) => Finding::new(

@@ -14,7 +14,7 @@ use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::ProbeRun;
 use rtlab_report::budget::{failures_table, summary_line, Budget, Evaluation};
 use rtlab_report::export::write_with;
-use rtlab_report::matrix::Matrix;
+use rtlab_report::matrix::{per_probe, verdicts, Matrix};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -203,9 +203,10 @@ fn run_plan(
 
     let matrices = per_probe(&outcome.results);
     // The verdict compares configurations of one probe; with several probe
-    // kinds (whose figures mean different things) there is none.
-    let verdict_text = match matrices.as_slice() {
-        [(_, matrix)] => matrix.verdict(),
+    // kinds (whose figures mean different things) there is none here (the
+    // report shows one per kind).
+    let verdict_text = match verdicts(&outcome.results).as_slice() {
+        [(_, verdict)] => verdict.clone(),
         _ => String::new(),
     };
     let evaluations = budget::evaluate_all(budget.as_ref(), &outcome.results);
@@ -309,28 +310,6 @@ fn campaign_json(
         "budget": budget,
         "runs": results,
     }))? + "\n")
-}
-
-/// One matrix per probe kind, in the order the kinds first ran: a switch
-/// probe's latencies and a noise probe's gap lengths are not one figure.
-fn per_probe(results: &[RunResult]) -> Vec<(String, Matrix)> {
-    let mut kinds: Vec<&str> = Vec::new();
-    for result in results {
-        if !kinds.contains(&result.probe.as_str()) {
-            kinds.push(&result.probe);
-        }
-    }
-    kinds
-        .into_iter()
-        .map(|kind| {
-            let runs: Vec<RunResult> = results
-                .iter()
-                .filter(|r| r.probe == kind)
-                .cloned()
-                .collect();
-            (kind.to_string(), Matrix::of(&runs))
-        })
-        .collect()
 }
 
 /// The campaign JSON's `matrix`: the matrix when every run is of one probe
