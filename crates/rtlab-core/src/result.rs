@@ -420,7 +420,118 @@ impl RunResult {
     }
 }
 
+/// The longest run id accepted (rtlab's own are about 25 characters).
+pub const RUN_ID_MAX_LEN: usize = 64;
+
+/// Checks a run id, or a prefix of one, against the one rule every place
+/// that takes an id applies (import, the store's save, `show`, `compare`,
+/// `export`, `report`): 1 to [`RUN_ID_MAX_LEN`] ASCII letters, digits, `-`,
+/// `_` or `.`, starting with a letter or digit. Ids are printed in tables
+/// and messages and typed on command lines: nothing in one may move the
+/// cursor, look like an option or hide in a shell. The error says what is
+/// wrong and shows the id with control characters escaped.
+pub fn check_run_id(id: &str) -> Result<(), String> {
+    let shown = printable(id, RUN_ID_MAX_LEN);
+    if id.is_empty() {
+        return Err("a run id cannot be empty".into());
+    }
+    if id.len() > RUN_ID_MAX_LEN {
+        return Err(format!(
+            "run id `{shown}` is {} characters long: at most {RUN_ID_MAX_LEN}",
+            id.chars().count()
+        ));
+    }
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "run id `{shown}` holds {}: a run id is ASCII letters, digits, '-', '_' and '.'",
+            describe_char(bad)
+        ));
+    }
+    if !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "run id `{shown}` must start with a letter or a digit"
+        ));
+    }
+    if id == "last" {
+        return Err("`last` cannot be a run id: it names the newest run".into());
+    }
+    Ok(())
+}
+
+/// `text` with control and other invisible characters escaped (`\u{1b}`),
+/// cut to `max` characters: safe to print in a message.
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || is_invisible(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Format characters that change how the text around them shows
+/// (bidirectional overrides, zero-width joiners).
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn describe_char(c: char) -> String {
+    if c.is_control() || is_invisible(c) {
+        format!("the control character {}", c.escape_unicode())
+    } else if c == ' ' {
+        "a space".into()
+    } else {
+        format!("'{c}'")
+    }
+}
+
 /// Now as an RFC 3339 UTC timestamp with µs.
 pub fn timestamp_now() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_checked() {
+        assert!(check_run_id(&RunResult::new_id()).is_ok());
+        assert!(check_run_id("20261121T193012Z-12345-2").is_ok());
+        assert!(check_run_id("a.b_c-1").is_ok());
+        assert!(check_run_id(&"x".repeat(RUN_ID_MAX_LEN)).is_ok());
+        for (bad, says) in [
+            ("", "empty"),
+            ("x\u{1b}[2J", "\\u{1b}"),
+            ("a b", "a space"),
+            ("a/b", "'/'"),
+            ("-rf", "start with"),
+            (".hidden", "start with"),
+            ("last", "newest"),
+            ("é", "'é'"),
+        ] {
+            let error = check_run_id(bad).unwrap_err();
+            assert!(error.contains(says), "{bad:?}: {error}");
+            assert!(!error.contains('\u{1b}'), "{error}");
+        }
+        let long = "x".repeat(RUN_ID_MAX_LEN + 1);
+        assert!(check_run_id(&long).unwrap_err().contains("at most 64"));
+    }
+
+    #[test]
+    fn printable_escapes_control_characters_and_cuts() {
+        assert_eq!(printable("x\u{1b}[2J", 10), "x\\u{1b}[2J");
+        assert_eq!(printable("a\u{202e}b", 10), "a\\u{202e}b");
+        assert_eq!(printable("abcdef", 3), "abc…");
+    }
 }

@@ -175,11 +175,58 @@ fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> 
             ),
         });
     }
-    serde_json::from_value(value).map_err(|e| ImportError::Json {
+    check_text(&value, "$", origin)?;
+    let run: RunResult = serde_json::from_value(value).map_err(|e| ImportError::Json {
         path: origin.to_string(),
         at: "$".into(),
         message: format!("not a valid {RUN_SCHEMA} result: {e}"),
-    })
+    })?;
+    // The id is kept: it is what `show`, `compare` and the tables print.
+    rtlab_core::result::check_run_id(&run.id).map_err(|message| ImportError::Json {
+        path: origin.to_string(),
+        at: "$.id".into(),
+        message,
+    })?;
+    Ok(run)
+}
+
+/// Refuses a control character (other than tab and newline) in any key or
+/// string of an imported document: those strings end up in tables and
+/// messages on a terminal, where an escape sequence would be obeyed.
+pub(crate) fn check_text(
+    value: &serde_json::Value,
+    at: &str,
+    origin: &str,
+) -> Result<(), ImportError> {
+    use serde_json::Value;
+    let bad = |text: &str| {
+        text.chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+    };
+    let refuse = |at: String, text: &str| ImportError::Json {
+        path: origin.to_string(),
+        at,
+        message: format!(
+            "the text `{}` holds control characters (shown escaped): refused, since it would \
+             be printed on a terminal",
+            rtlab_core::result::printable(text, 80)
+        ),
+    };
+    match value {
+        Value::String(text) if bad(text) => Err(refuse(at.to_string(), text)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| check_text(item, &format!("{at}[{i}]"), origin)),
+        Value::Object(map) => map.iter().try_for_each(|(key, item)| {
+            let here = format!("{at}[\"{}\"]", rtlab_core::result::printable(key, 80));
+            if bad(key) {
+                return Err(refuse(here, key));
+            }
+            check_text(item, &here, origin)
+        }),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn json_syntax_error(origin: &str, e: &serde_json::Error) -> ImportError {
@@ -471,9 +518,20 @@ pub(crate) fn unknown_sched() -> SchedParams {
     }
 }
 
-/// An RFC 3339 UTC timestamp with µs, as rtlab writes them.
-pub(crate) fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
+/// An RFC 3339 UTC timestamp with µs, as rtlab writes them; `None` for a
+/// time RFC 3339 cannot write (before 1970 or after 9999: humantime
+/// panics on those, and a file's date is input).
+pub(crate) fn rfc3339(t: SystemTime) -> Option<String> {
+    // 10000-01-01T00:00:00Z.
+    const YEAR_10000: u64 = 253_402_300_800;
+    let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    (secs < YEAR_10000).then(|| humantime::format_rfc3339_micros(t).to_string())
+}
+
+/// The time of the import, in RFC 3339 (the clock is past 1970 and before
+/// 9999 on any machine rtlab runs on; the epoch if not).
+pub(crate) fn now_rfc3339() -> String {
+    rfc3339(SystemTime::now()).unwrap_or_else(|| "1970-01-01T00:00:00.000000Z".to_string())
 }
 
 /// An environment that says nothing but when it was "captured" (the
