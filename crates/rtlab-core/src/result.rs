@@ -433,7 +433,7 @@ pub const RUN_ID_MAX_LEN: usize = 64;
 pub fn check_run_id(id: &str) -> Result<(), String> {
     let shown = printable(id, RUN_ID_MAX_LEN);
     if id.is_empty() {
-        return Err("a run id cannot be empty".into());
+        return Err("the run id is empty".into());
     }
     if id.len() > RUN_ID_MAX_LEN {
         return Err(format!(

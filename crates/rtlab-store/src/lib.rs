@@ -12,16 +12,24 @@
 //! - Each run keeps its complete [`RunResult`] JSON, so [`Store::get`]
 //!   returns exactly what was saved; the columns and the `series` and
 //!   `spikes` tables index it for listing and for queries by hand.
+//! - A saved run is never replaced by another with the same id
+//!   ([`Store::save`] refuses it); only the same run, saved while running,
+//!   is updated when it ends ([`Store::update`]).
+//! - Commands that only read open it with [`Store::open_read_only`]: a
+//!   store one can read but not write can still be listed and shown.
+//! - A run the store cannot take at the end of a measurement (disk full,
+//!   read-only file) is kept as a file ([`Store::save_or_keep`]).
 
 mod error;
 mod migrations;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rtlab_core::result::{RunResult, RunStatus};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rtlab_core::result::{check_run_id, printable, RunResult, RunStatus};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
 pub use error::StoreError;
@@ -60,6 +68,8 @@ pub struct RunFilter {
     pub probe: Option<String>,
     /// One of [`STATUSES`].
     pub status: Option<String>,
+    /// Runs with this tag.
+    pub tag: Option<String>,
     /// At most this many runs (the newest).
     pub limit: Option<usize>,
 }
@@ -86,6 +96,84 @@ pub struct RunSummary {
     pub worst_p99_9_ns: u64,
     /// The largest maximum of the series, ns (0 without samples).
     pub worst_max_ns: u64,
+    /// The run's tags, in order.
+    pub tags: Vec<String>,
+}
+
+/// What [`Store::check`] found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub db: PathBuf,
+    pub schema_version: u32,
+    /// Run rows read.
+    pub runs: usize,
+    /// Everything wrong, one line each (empty: the store is sound).
+    pub problems: Vec<String>,
+}
+
+/// The longest tag accepted.
+pub const TAG_MAX_LEN: usize = 64;
+
+/// Checks a tag: 1 to [`TAG_MAX_LEN`] ASCII letters, digits, `-`, `_` or
+/// `.`, starting with a letter or digit (the rule of run ids, for the same
+/// reasons: tags are printed and typed).
+pub fn check_tag(tag: &str) -> Result<(), StoreError> {
+    let bad = |why: String| StoreError::Invalid(format!("tag `{}`: {why}", printable(tag, 80)));
+    if tag.is_empty() || tag.len() > TAG_MAX_LEN {
+        return Err(bad(format!("a tag is 1 to {TAG_MAX_LEN} characters")));
+    }
+    if !tag
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || !tag.starts_with(|c: char| c.is_ascii_alphanumeric())
+    {
+        return Err(bad(
+            "a tag is ASCII letters, digits, '-', '_' and '.', starting with a letter or digit"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Where runs the store could not take are kept: `unsaved/` in rtlab's
+/// state directory (`$RTLAB_STATE_DIR`, `/run/rtlab` for root: see
+/// `rtlab_core::journal::state_dir`).
+pub fn unsaved_dir() -> PathBuf {
+    rtlab_core::journal::state_dir().join("unsaved")
+}
+
+/// Writes `run` as rtlab.run/1 JSON to `dir/ID.json` so that no reader
+/// (nor a crash) sees half of it: a temporary file beside it, flushed to
+/// disk, renamed, and the directory flushed. Returns the file's path.
+pub fn keep_unsaved(run: &RunResult, dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    // The id names the file only when it is a valid id (no `/`, no `..`).
+    let name = match check_run_id(&run.id) {
+        Ok(()) => format!("{}.json", run.id),
+        Err(_) => format!("run-{}.json", RunResult::new_id()),
+    };
+    let path = dir.join(&name);
+    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        serde_json::to_writer_pretty(&mut file, run)?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.map(|()| path)
 }
 
 /// An open result store. Not shared between threads: open one per thread
@@ -93,6 +181,8 @@ pub struct RunSummary {
 pub struct Store {
     path: PathBuf,
     conn: Connection,
+    /// Opened with [`Store::open_read_only`]: nothing may be written.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -145,6 +235,7 @@ impl Store {
         let mut store = Store {
             path: path.to_path_buf(),
             conn,
+            read_only: false,
         };
         store
             .conn
@@ -183,8 +274,81 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens the database at `path` for reading only (`SQLITE_OPEN_READ_ONLY`):
+    /// it is never created, migrated nor written, so a store one may read
+    /// but not write can be listed and shown. A store at an older schema is
+    /// refused with [`StoreError::NeedsMigration`] (a command that writes
+    /// migrates it); a missing file is [`StoreError::NoStore`].
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::NoStore {
+                path: path.to_path_buf(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let open = |uri: &str| -> Result<Store, StoreError> {
+            let conn = Connection::open_with_flags(uri, flags)
+                .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))?;
+            let store = Store {
+                path: path.to_path_buf(),
+                conn,
+                read_only: true,
+            };
+            store
+                .conn
+                .busy_timeout(BUSY_TIMEOUT)
+                .map_err(|e| store.err(e))?;
+            store.check_identity()?;
+            Ok(store)
+        };
+        let uri = file_uri(path);
+        let store = match open(&uri) {
+            Ok(store) => store,
+            // A WAL database is read through its -shm file, which a reader
+            // creates when no process has the database open. One who may
+            // not write in the directory cannot: when no -wal file exists
+            // either (nobody is writing, and the file holds every run),
+            // read the file as it is, as SQLite's `immutable` does.
+            Err(StoreError::Sqlite { cause, .. })
+                if cause.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+                    && !wal_path(path).exists() =>
+            {
+                open(&format!("{uri}?immutable=1"))?
+            }
+            Err(e) => return Err(e),
+        };
+        let found = store.schema_version()?;
+        if found == 0 {
+            return Err(StoreError::NoStore {
+                path: path.to_path_buf(),
+            });
+        }
+        if found > migrations::LATEST {
+            return Err(StoreError::TooNew {
+                path: store.path.clone(),
+                found,
+                known: migrations::LATEST,
+            });
+        }
+        if found < migrations::LATEST {
+            return Err(StoreError::NeedsMigration {
+                path: store.path.clone(),
+                found,
+                latest: migrations::LATEST,
+            });
+        }
+        Ok(store)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The schema version of the database (`PRAGMA user_version`).
@@ -200,13 +364,58 @@ impl Store {
         })
     }
 
-    /// Inserts the run, or replaces the run with the same id (a run may be
-    /// saved while running and again when it ends), in one transaction: the
-    /// run row with the complete `RunResult` JSON, one `series` row per
-    /// series and one `spikes` row per spike.
+    /// Inserts a new run in one transaction: the run row with the complete
+    /// `RunResult` JSON, one `series` row per series and one `spikes` row
+    /// per spike. A run with the same id already stored is never replaced:
+    /// that is [`StoreError::Duplicate`] (see [`Store::update`]). An id that
+    /// [`check_run_id`] refuses is [`StoreError::InvalidRun`].
     pub fn save(&mut self, run: &RunResult) -> Result<(), StoreError> {
-        if run.id.is_empty() {
-            return Err(self.invalid_run(run, "its id is empty".into()));
+        self.write(run, false)
+    }
+
+    /// Replaces a run saved while it was running with what it became (a
+    /// run may be saved when it starts and again when it ends). Refused
+    /// unless the stored run has this id, is still `running`, and has the
+    /// same probe and start: anything else would be another run.
+    pub fn update(&mut self, run: &RunResult) -> Result<(), StoreError> {
+        self.write(run, true)
+    }
+
+    /// Whether a run has exactly this id.
+    pub fn contains(&self, id: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [id], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| self.err(e))
+    }
+
+    /// [`Store::save`], and when that fails, the run kept as a file in
+    /// [`unsaved_dir`] so that it is not lost: the error
+    /// ([`StoreError::Unsaved`]) names the file and how to store it later.
+    pub fn save_or_keep(&mut self, run: &RunResult) -> Result<(), StoreError> {
+        self.save_or_keep_in(run, &unsaved_dir())
+    }
+
+    /// [`Store::save_or_keep`] with the fallback directory given.
+    pub fn save_or_keep_in(&mut self, run: &RunResult, dir: &Path) -> Result<(), StoreError> {
+        let cause = match self.save(run) {
+            Ok(()) => return Ok(()),
+            Err(cause) => cause,
+        };
+        let kept = keep_unsaved(run, dir).map_err(|e| format!("{}: {e}", dir.display()));
+        Err(StoreError::Unsaved {
+            path: self.path.clone(),
+            id: printable(&run.id, 80),
+            cause: Box::new(cause),
+            kept,
+        })
+    }
+
+    fn write(&mut self, run: &RunResult, update: bool) -> Result<(), StoreError> {
+        check_run_id(&run.id).map_err(|reason| self.invalid_run(run, reason))?;
+        if self.read_only {
+            return Err(self.invalid_run(run, "the store was opened read-only".into()));
         }
         let encoded = Encoded::new(run)
             .map_err(|e| self.invalid_run(run, format!("it cannot be serialized: {e}")))?;
@@ -218,7 +427,42 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        delete_rows(&tx, &run.id).map_err(err)?;
+        // Read in the transaction: another process may be saving too.
+        let stored: Option<(String, String, String, i64)> = tx
+            .query_row(
+                "SELECT r.status, r.started_at, r.probe,
+                     (SELECT coalesce(sum(samples), 0) FROM series WHERE run_id = r.id)
+                 FROM runs AS r WHERE r.id = ?1",
+                [&run.id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .optional()
+            .map_err(err)?;
+        let same_run = |(status, started_at, probe, _): &(String, String, String, i64)| {
+            status == "running" && *started_at == run.started_at && *probe == run.probe
+        };
+        match (&stored, update) {
+            (None, false) => {}
+            (Some(found), true) if same_run(found) => {
+                delete_rows(&tx, &run.id).map_err(err)?;
+            }
+            (None, true) => {
+                return Err(StoreError::NotFound {
+                    path: self.path.clone(),
+                    id: run.id.clone(),
+                })
+            }
+            (Some((status, started_at, probe, samples)), _) => {
+                return Err(StoreError::Duplicate {
+                    path: self.path.clone(),
+                    id: run.id.clone(),
+                    stored: format!(
+                        "{probe}, {status}, started {}, {samples} samples",
+                        printable(started_at, 40)
+                    ),
+                })
+            }
+        }
         tx.execute(
             "INSERT INTO runs (id, format, probe, status, host, started_at, ended_at, elapsed_ns,
                  command, config, environment, warnings, result,
@@ -327,6 +571,9 @@ impl Store {
                 )));
             }
         }
+        if let Some(tag) = &filter.tag {
+            check_tag(tag)?;
+        }
         let limit = filter.limit.map_or(-1, |l| int(l as u64));
         let mut statement = self
             .conn
@@ -334,13 +581,17 @@ impl Store {
                 "SELECT r.id, r.started_at, r.probe, r.status, r.host, r.campaign, r.execution,
                      r.configuration, r.load, count(s.position), coalesce(sum(s.samples), 0),
                      coalesce(sum(s.missed), 0), coalesce(max(s.p99_9_ns), 0),
-                     coalesce(max(s.max_ns), 0)
+                     coalesce(max(s.max_ns), 0),
+                     (SELECT json_group_array(tag) FROM
+                         (SELECT tag FROM tags WHERE run_id = r.id ORDER BY tag))
                  FROM runs AS r LEFT JOIN series AS s ON s.run_id = r.id
                  WHERE (?1 IS NULL OR r.campaign = ?1)
                    AND (?2 IS NULL OR r.execution = ?2)
                    AND (?3 IS NULL OR r.host = ?3)
                    AND (?4 IS NULL OR r.probe = ?4)
                    AND (?5 IS NULL OR r.status = ?5)
+                   AND (?7 IS NULL OR EXISTS
+                       (SELECT 1 FROM tags AS t WHERE t.run_id = r.id AND t.tag = ?7))
                  GROUP BY r.id
                  ORDER BY julianday(r.started_at) DESC, r.started_at DESC, r.id DESC
                  LIMIT ?6",
@@ -354,7 +605,8 @@ impl Store {
                     filter.host,
                     filter.probe,
                     filter.status,
-                    limit
+                    limit,
+                    filter.tag,
                 ],
                 |row| {
                     Ok(RunSummary {
@@ -372,6 +624,7 @@ impl Store {
                         missed: uint(row.get(11)?),
                         worst_p99_9_ns: uint(row.get(12)?),
                         worst_max_ns: uint(row.get(13)?),
+                        tags: serde_json::from_str(&row.get::<_, String>(14)?).unwrap_or_default(),
                     })
                 },
             )
@@ -399,6 +652,9 @@ impl Store {
             return Err(StoreError::Invalid(
                 "empty run id: give a run id, a unique prefix of one, or `last`".into(),
             ));
+        }
+        if id != "last" {
+            check_run_id(id).map_err(StoreError::Invalid)?;
         }
         if id == "last" {
             return self
@@ -492,6 +748,167 @@ impl Store {
         tx.commit().map_err(err)
     }
 
+    /// Adds `tag` to the run `id` stands for (exact, unique prefix or
+    /// `last`); returns the run's full id. Tagging twice is no change.
+    pub fn tag(&mut self, id: &str, tag: &str) -> Result<String, StoreError> {
+        check_tag(tag)?;
+        let id = self.resolve(id)?;
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)",
+                [&id, tag],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    /// Removes `tag` from the run; returns its full id and whether it had
+    /// the tag.
+    pub fn untag(&mut self, id: &str, tag: &str) -> Result<(String, bool), StoreError> {
+        check_tag(tag)?;
+        let id = self.resolve(id)?;
+        let removed = self
+            .conn
+            .execute(
+                "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2",
+                [&id, tag],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok((id, removed > 0))
+    }
+
+    /// The tags of the run with exactly this id, in order.
+    pub fn tags(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag")
+            .map_err(|e| self.err(e))?;
+        let tags = statement
+            .query_map([id], |row| row.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(|e| self.err(e));
+        tags
+    }
+
+    /// The store's integrity: SQLite's `integrity_check` and
+    /// `foreign_key_check`, the schema version and tables, and every run
+    /// row read back as a `RunResult` whose id is its row's and valid, with
+    /// as many `series` rows as series. Problems are listed, not raised.
+    pub fn check(&self) -> Result<CheckReport, StoreError> {
+        let mut problems = Vec::new();
+        let mut statement = self
+            .conn
+            .prepare("PRAGMA integrity_check")
+            .map_err(|e| self.err(e))?;
+        let lines = statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        if lines != ["ok"] {
+            problems.extend(
+                lines
+                    .iter()
+                    .map(|l| format!("integrity: {}", printable(l, 200))),
+            );
+        }
+        let schema_version = self.schema_version()?;
+        if schema_version != migrations::LATEST {
+            problems.push(format!(
+                "schema version {schema_version}, this rtlab's is {}",
+                migrations::LATEST
+            ));
+        }
+        for table in ["runs", "series", "spikes", "tags"] {
+            let found: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                    [table],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if found.is_none() {
+                problems.push(format!("the table `{table}` is missing"));
+            }
+        }
+        if !problems.is_empty() {
+            // The rows below cannot be trusted (nor perhaps read).
+            return Ok(CheckReport {
+                db: self.path.clone(),
+                schema_version,
+                runs: 0,
+                problems,
+            });
+        }
+        let mut statement = self
+            .conn
+            .prepare("PRAGMA foreign_key_check")
+            .map_err(|e| self.err(e))?;
+        let orphans = statement
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        for (table, rowid) in orphans {
+            problems.push(format!(
+                "row {rowid} of `{table}` belongs to no run (foreign key)"
+            ));
+        }
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT r.id, r.result, (SELECT count(*) FROM series WHERE run_id = r.id)
+                 FROM runs AS r ORDER BY r.id",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = statement.query([]).map_err(|e| self.err(e))?;
+        let mut runs = 0;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            runs += 1;
+            let id: String = row.get(0).map_err(|e| self.err(e))?;
+            let shown = printable(&id, 80);
+            if let Err(why) = check_run_id(&id) {
+                problems.push(format!("run `{shown}`: {why}"));
+            }
+            let json: Result<String, _> = row.get(1);
+            let run = match json.map(|json| serde_json::from_str::<RunResult>(&json)) {
+                Ok(Ok(run)) => run,
+                Ok(Err(e)) => {
+                    problems.push(format!("run `{shown}`: its JSON is not a run: {e}"));
+                    continue;
+                }
+                Err(e) => {
+                    problems.push(format!("run `{shown}`: its JSON cannot be read: {e}"));
+                    continue;
+                }
+            };
+            if run.id != id {
+                problems.push(format!(
+                    "run `{shown}`: its JSON says id `{}`",
+                    printable(&run.id, 80)
+                ));
+            }
+            let series: i64 = row.get(2).map_err(|e| self.err(e))?;
+            if uint(series) != run.series.len() as u64 {
+                problems.push(format!(
+                    "run `{shown}`: {series} series rows for {} series in its JSON",
+                    run.series.len()
+                ));
+            }
+        }
+        Ok(CheckReport {
+            db: self.path.clone(),
+            schema_version,
+            runs,
+            problems,
+        })
+    }
+
     fn parse(&self, id: &str, json: &str) -> Result<RunResult, StoreError> {
         serde_json::from_str(json).map_err(|cause| StoreError::Corrupt {
             path: self.path.clone(),
@@ -507,7 +924,7 @@ impl Store {
     fn invalid_run(&self, run: &RunResult, reason: String) -> StoreError {
         StoreError::InvalidRun {
             path: self.path.clone(),
-            id: run.id.clone(),
+            id: printable(&run.id, 80),
             reason,
         }
     }
@@ -632,9 +1049,42 @@ fn foreign(conn: &Connection) -> rusqlite::Result<Option<String>> {
 /// Explicit rather than by cascade alone, so it does not depend on the
 /// connection's foreign-key setting.
 fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
+    // A store opened at an older schema (tests of the migrations) has no tags.
+    let tags: Option<i64> = conn
+        .query_row(
+            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'tags'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if tags.is_some() {
+        conn.execute("DELETE FROM tags WHERE run_id = ?1", [id])?;
+    }
     conn.execute("DELETE FROM spikes WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM series WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
+}
+
+/// The WAL file of the database at `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
+}
+
+/// `file:` URI of a path, every byte outside the unreserved set escaped
+/// (SQLite reads `?` and `#` in a URI as its query and fragment).
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
 }
 
 fn default_path_from(

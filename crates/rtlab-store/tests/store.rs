@@ -43,7 +43,7 @@ fn open_creates_parent_directories_wal_and_latest_schema() {
     assert_eq!(store.path(), path);
     assert!(path.is_file());
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
@@ -220,7 +220,7 @@ fn saved_run_is_indexed_in_columns_series_and_spikes() {
 }
 
 #[test]
-fn saving_the_same_id_again_replaces_the_run() {
+fn updating_a_running_run_replaces_it() {
     let (_dir, mut store) = temp_store();
     // Saved while running, with more series than it ends with...
     let mut running = realistic_result();
@@ -235,7 +235,11 @@ fn saving_the_same_id_again_replaces_the_run() {
 
     // ...and again when it ends.
     let ended = realistic_result();
-    store.save(&ended).unwrap();
+    assert!(matches!(
+        store.save(&ended).unwrap_err(),
+        StoreError::Duplicate { .. }
+    ));
+    store.update(&ended).unwrap();
     assert_same(&store.get(&ended.id).unwrap(), &ended);
     assert_eq!(count(store.path(), "SELECT count(*) FROM runs"), 1);
     assert_eq!(count(store.path(), "SELECT count(*) FROM series"), 2);
@@ -472,8 +476,10 @@ fn get_by_exact_id_prefix_or_last() {
     // Unknown, and prefix matching is not a pattern match.
     for unknown in ["20251", "2026110_", "2026110%", "20261102t"] {
         let error = store.get(unknown).unwrap_err();
+        // `%` is not in a run id at all.
         assert!(
-            matches!(error, StoreError::NotFound { .. }),
+            matches!(error, StoreError::NotFound { .. })
+                || (unknown.contains('%') && matches!(error, StoreError::Invalid(_))),
             "{unknown}: {error}"
         );
         assert!(error.to_string().contains(unknown), "{error}");
@@ -572,7 +578,7 @@ fn interrupted_campaign_keeps_complete_and_partial_runs() {
         second.ended_at = Some("2026-11-21T19:31:09.5Z".into());
         second.elapsed_ns = 7_499_000_000;
         second.series[0].stats.samples = 7_499;
-        store.save(&second).unwrap();
+        store.update(&second).unwrap();
     }
     let store = Store::open(&path).unwrap();
     let runs = store.campaign_runs(execution).unwrap();
@@ -727,4 +733,189 @@ fn default_path_follows_the_environment() {
         assert!(path.ends_with("rtlab/results.db"), "{}", path.display());
         assert!(path.is_absolute());
     }
+}
+
+/// Issue 16 item 6: importing a JSON with the id of a stored run turned a
+/// complete 3999-sample run into a failed 1-sample one. The store itself
+/// now refuses, and the stored run is untouched.
+#[test]
+fn saving_another_run_with_a_stored_id_is_refused() {
+    let (_dir, mut store) = temp_store();
+    let complete = realistic_result();
+    store.save(&complete).unwrap();
+    let mut other = run(&complete.id, "2026-11-22T08:00:00.000001Z", "rig9");
+    other.status = RunStatus::Failed;
+    other.series.truncate(1);
+    other.series[0].stats.samples = 1;
+    let error = store.save(&other).unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, StoreError::Duplicate { .. }), "{message}");
+    assert!(message.contains(&complete.id), "{message}");
+    assert!(message.contains("--new-id"), "{message}");
+    assert!(message.contains("41878 samples"), "{message}");
+    assert_same(&store.get(&complete.id).unwrap(), &complete);
+    // Nor may `update` replace it: it is not running, and not this run.
+    assert!(store.update(&other).is_err());
+    let mut same_but_ended = complete.clone();
+    same_but_ended.status = RunStatus::Failed;
+    assert!(store.update(&same_but_ended).is_err());
+    assert_same(&store.get(&complete.id).unwrap(), &complete);
+    // An update of a run never saved is not an insert.
+    let new = run("20261122T080000Z-1", "2026-11-22T08:00:00.000001Z", "rig1");
+    assert!(matches!(
+        store.update(&new).unwrap_err(),
+        StoreError::NotFound { .. }
+    ));
+}
+
+#[test]
+fn ids_are_checked_when_saving_and_when_looking_up() {
+    let (_dir, mut store) = temp_store();
+    for bad in ["x\u{1b}[2J", "../x", "-x", "last", &"x".repeat(65)] {
+        let mut result = realistic_result();
+        result.id = bad.to_string();
+        let error = store.save(&result).unwrap_err();
+        assert!(matches!(error, StoreError::InvalidRun { .. }), "{error}");
+        assert!(!error.to_string().contains('\u{1b}'), "{error}");
+        let error = store.get(bad);
+        if bad != "last" {
+            let error = error.unwrap_err();
+            assert!(matches!(error, StoreError::Invalid(_)), "{error}");
+            assert!(!error.to_string().contains('\u{1b}'), "{error}");
+        }
+    }
+    assert_eq!(count(store.path(), "SELECT count(*) FROM runs"), 0);
+}
+
+#[test]
+fn runs_are_tagged_listed_by_tag_untagged_and_deleted_with_their_tags() {
+    let (_dir, mut store) = listed_store();
+    let id = store.tag("20261103", "baseline").unwrap();
+    assert_eq!(id, "20261103T100000Z-3");
+    store.tag(&id, "kernel-6.18").unwrap();
+    store.tag(&id, "baseline").unwrap();
+    store.tag("last", "baseline").unwrap();
+    assert_eq!(store.tags(&id).unwrap(), ["baseline", "kernel-6.18"]);
+    let filter = RunFilter {
+        tag: Some("baseline".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        ids(&store, &filter),
+        ["20261104T100100Z-4-2", "20261103T100000Z-3"]
+    );
+    let listed = store.list(&filter).unwrap();
+    assert_eq!(listed[1].tags, ["baseline", "kernel-6.18"]);
+    assert_eq!(listed[0].tags, ["baseline"]);
+    assert!(matches!(
+        store.tag(&id, "bad tag").unwrap_err(),
+        StoreError::Invalid(_)
+    ));
+    assert!(store
+        .list(&RunFilter {
+            tag: Some("\u{1b}".into()),
+            ..Default::default()
+        })
+        .is_err());
+    assert_eq!(store.untag(&id, "baseline").unwrap(), (id.clone(), true));
+    assert_eq!(store.untag(&id, "baseline").unwrap(), (id.clone(), false));
+    store.delete(&id).unwrap();
+    assert_eq!(
+        count(
+            store.path(),
+            "SELECT count(*) FROM tags WHERE run_id = '20261103T100000Z-3'"
+        ),
+        0
+    );
+    assert!(store.check().unwrap().problems.is_empty());
+}
+
+#[test]
+fn check_finds_damaged_rows() {
+    let (_dir, store) = listed_store();
+    let report = store.check().unwrap();
+    assert_eq!(report.runs, 5);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.execute(
+        "UPDATE runs SET result = '{\"not\": \"a run\"}' WHERE id = '20261101T100000Z-1'",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE runs SET result = replace(result, '20261102T100000Z-2', '20261102T100000Z-9')
+         WHERE id = '20261102T100000Z-2'",
+        [],
+    )
+    .unwrap();
+    conn.execute("DELETE FROM series WHERE run_id = '20261104T100000Z-4'", [])
+        .unwrap();
+    let report = store.check().unwrap();
+    let problems = &report.problems;
+    let found = |needle: &str| problems.iter().filter(|p| p.contains(needle)).count();
+    assert_eq!(
+        found("`20261101T100000Z-1`: its JSON is not a run"),
+        1,
+        "{problems:?}"
+    );
+    assert_eq!(found("says id `20261102T100000Z-9`"), 1, "{problems:?}");
+    assert_eq!(
+        found("`20261104T100000Z-4`: 0 series rows for 2 series"),
+        1,
+        "{problems:?}"
+    );
+    assert_eq!(problems.len(), 3, "{problems:?}");
+}
+
+#[test]
+fn a_run_the_store_cannot_take_is_kept_in_a_file() {
+    let (dir, mut store) = temp_store();
+    let saved = realistic_result();
+    store.save(&saved).unwrap();
+    // The id is taken: this save fails, and the run goes to a file.
+    let mut again = saved.clone();
+    again.started_at = "2026-11-22T08:00:00.000001Z".into();
+    let unsaved = dir.path().join("state/unsaved");
+    let error = store.save_or_keep_in(&again, &unsaved).unwrap_err();
+    let message = error.to_string();
+    let file = unsaved.join(format!("{}.json", saved.id));
+    assert!(
+        message.contains(&format!("rtlab import {}", file.display())),
+        "{message}"
+    );
+    let kept: rtlab_core::result::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_same(&kept, &again);
+    // No temporary file stays beside it.
+    assert_eq!(std::fs::read_dir(&unsaved).unwrap().count(), 1);
+    // A run saved keeps nothing.
+    let other = run("20261122T080000Z-1", "2026-11-22T08:00:00.000001Z", "rig1");
+    store.save_or_keep_in(&other, &unsaved).unwrap();
+    assert_eq!(std::fs::read_dir(&unsaved).unwrap().count(), 1);
+}
+
+#[test]
+fn read_only_opening_never_creates_nor_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    assert!(matches!(
+        Store::open_read_only(&path).unwrap_err(),
+        StoreError::NoStore { .. }
+    ));
+    assert!(!path.exists());
+    let saved = realistic_result();
+    Store::open(&path).unwrap().save(&saved).unwrap();
+    let mut store = Store::open_read_only(&path).unwrap();
+    assert!(store.is_read_only());
+    assert_same(&store.get("last").unwrap(), &saved);
+    assert_eq!(store.list(&RunFilter::default()).unwrap().len(), 1);
+    assert!(store
+        .save(&run(
+            "20261122T080000Z-1",
+            "2026-11-22T08:00:00.000001Z",
+            "rig1"
+        ))
+        .is_err());
+    assert!(store.tag("last", "x").is_err());
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
 }
