@@ -129,9 +129,10 @@ pub fn measure(
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(store) = &mut store {
-        store
-            .save(&result)
-            .with_context(|| format!("storing the run in {}", store.path().display()))?;
+        // A store that cannot take the run now (disk full, file made
+        // read-only) must not lose it: it is kept as a file, named in the
+        // error, and the command fails.
+        store.save_or_keep(&result)?;
     }
     if let (Some(path), Some(evaluation)) = (&args.budget.junit, &evaluation) {
         budget::write_junit(path, &budget::title(), std::slice::from_ref(evaluation))?;

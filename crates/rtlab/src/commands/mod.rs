@@ -22,12 +22,15 @@ pub mod plan;
 pub mod plan_run;
 mod report;
 mod restore;
+mod store;
 mod stored;
 pub mod tune;
 mod tune_check;
 mod tune_systemd;
 
-use crate::cli::{CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand};
+use crate::cli::{
+    CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand, RunsAction, StoreCommand,
+};
 use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -39,7 +42,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Quick(args) => campaign::quick(args),
         Command::Campaign(CampaignCommand::Plan(args)) => campaign::plan(args),
         Command::Campaign(CampaignCommand::Run(args)) => campaign::run(args),
-        Command::Runs(args) => stored::runs(args),
+        Command::Runs(mut args) => match args.action.take() {
+            None => stored::runs(args),
+            Some(RunsAction::Delete(args)) => store::delete(args),
+            Some(RunsAction::Tag(args)) => store::tag(args),
+        },
+        Command::Store(StoreCommand::Check(args)) => store::check(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare_runs(args),
         Command::Report(args) => report::run(*args),

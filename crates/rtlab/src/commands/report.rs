@@ -53,7 +53,7 @@ struct LazyStore {
 impl LazyStore {
     fn get(&mut self) -> anyhow::Result<&Store> {
         if self.store.is_none() {
-            self.store = Some(session::open_store(self.db.as_deref())?);
+            self.store = Some(session::open_store_read_only(self.db.as_deref())?);
         }
         Ok(self.store.as_ref().expect("opened above"))
     }

@@ -17,7 +17,7 @@ use rtlab_report::export::{
 };
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
-use rtlab_store::{RunFilter, Store};
+use rtlab_store::{RunFilter, Store, StoreError};
 use std::process::ExitCode;
 
 /// A run that is not in the store is bad input (exit 2), with the store's
@@ -36,29 +36,43 @@ fn status_name(result: &RunResult) -> String {
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    let path = match &args.store.db {
+        Some(path) => path.clone(),
+        None => {
+            Store::default_path().map_err(|e| InputError(format!("{e} (or give --db PATH)")))?
+        }
+    };
     let filter = RunFilter {
         campaign: args.campaign,
         execution: args.execution,
         host: args.host,
         probe: args.probe,
         status: args.status,
+        tag: args.tag,
         limit: args.limit,
     };
-    let runs = store.list(&filter)?;
+    // Listing only reads: a store one may not write is listed too, and a
+    // store that does not exist yet has no runs (it is not created).
+    let runs = match Store::open_read_only(&path) {
+        Ok(store) => store
+            .list(&filter)
+            .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?,
+        Err(StoreError::NoStore { .. }) => Vec::new(),
+        Err(e) => return Err(InputError(e.to_string()).into()),
+    };
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.runs/1",
-                "db": store.path(),
+                "db": path,
                 "runs": runs,
             }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        println!("no runs in {}", store.path().display());
+        println!("no runs in {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows = vec![[
@@ -73,6 +87,7 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         "missed",
         "p99.9 µs",
         "max µs",
+        "tags",
     ]
     .map(String::from)
     .to_vec()];
@@ -89,14 +104,18 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             run.missed.to_string(),
             Micros(run.worst_p99_9_ns).to_string(),
             Micros(run.worst_max_ns).to_string(),
+            match run.tags.is_empty() {
+                true => "-".into(),
+                false => run.tags.join(","),
+            },
         ]);
     }
-    print!("{}", align(&rows, |col, _| col < 7, false));
+    print!("{}", align(&rows, |col, _| col < 7 || col == 11, false));
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    let store = session::open_store_read_only(args.store.db.as_deref())?;
     let result = get(&store, &args.run)?;
     let pwcet = || -> Vec<(String, rtlab_report::evt::EvtReport)> {
         let options = rtlab_report::evt::EvtOptions::default();
@@ -184,14 +203,21 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    // The store is opened only when a run is not a file: comparing files
+    // needs no store at all.
+    let mut store = None;
     let mut runs = Vec::new();
     for id in &args.runs {
         // A file is read as `rtlab import` reads it, without storing it.
         let run = match std::path::Path::new(id).is_file() {
             true => rtlab_report::import::import_file(std::path::Path::new(id))
                 .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?,
-            false => get(&store, id)?,
+            false => {
+                if store.is_none() {
+                    store = Some(session::open_store_read_only(args.store.db.as_deref())?);
+                }
+                get(store.as_ref().expect("opened above"), id)?
+            }
         };
         runs.push(run);
     }
@@ -220,7 +246,7 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    let store = session::open_store_read_only(args.store.db.as_deref())?;
     let result = get(&store, &args.run)?;
     let histfile;
     let format = args.format.unwrap_or(ExportFormat::Json);
@@ -260,16 +286,46 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let mut store = session::open_store(args.store.db.as_deref())?;
     // Everything is read and checked before anything is stored, so a bad
     // file among good ones leaves the store as it was.
-    let mut imported = Vec::new();
+    let mut imported: Vec<(&std::path::PathBuf, RunResult)> = Vec::new();
     for path in &args.files {
-        let result = rtlab_report::import::import_file(path)
+        let mut result = rtlab_report::import::import_file(path)
             .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+        let taken = |id: &str, imported: &[(&std::path::PathBuf, RunResult)]| {
+            Ok::<_, anyhow::Error>(
+                store.contains(id)? || imported.iter().any(|(_, other)| other.id == id),
+            )
+        };
+        if args.new_id {
+            let old = std::mem::take(&mut result.id);
+            // new_id is unique in this process; the loop only guards
+            // against a run of another process stored in the same second.
+            result.id = RunResult::new_id();
+            while taken(&result.id, &imported)? {
+                result.id = RunResult::new_id();
+            }
+            result.warnings.push(format!(
+                "imported from {} under a new id: its id was {old}",
+                path.display()
+            ));
+        } else if taken(&result.id, &imported)? {
+            let place = match imported.iter().find(|(_, other)| other.id == result.id) {
+                Some((first, _)) => format!("{} too", first.display()),
+                None => format!("result store {}", store.path().display()),
+            };
+            return Err(InputError(format!(
+                "{}: run {} is already in {place}: a stored run is never replaced; pass \
+                 --new-id to import it under a new id (nothing was imported)",
+                path.display(),
+                result.id
+            ))
+            .into());
+        }
         imported.push((path, result));
     }
-    for (_, result) in &imported {
+    for (path, result) in &imported {
         store
             .save(result)
-            .with_context(|| format!("storing in {}", store.path().display()))?;
+            .with_context(|| format!("storing {} in {}", path.display(), store.path().display()))?;
     }
     if args.json {
         let ids: Vec<serde_json::Value> = imported
