@@ -312,8 +312,10 @@ impl Store {
             // either (nobody is writing, and the file holds every run),
             // read the file as it is, as SQLite's `immutable` does.
             Err(StoreError::Sqlite { cause, .. })
-                if cause.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
-                    && !wal_path(path).exists() =>
+                if matches!(
+                    cause.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen) | Some(rusqlite::ErrorCode::ReadOnly)
+                ) && !wal_path(path).exists() =>
             {
                 open(&format!("{uri}?immutable=1"))?
             }

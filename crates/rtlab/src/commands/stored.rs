@@ -18,6 +18,7 @@ use rtlab_report::export::{
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
 use rtlab_store::{RunFilter, Store, StoreError};
+use std::io::Write;
 use std::process::ExitCode;
 
 /// A run that is not in the store is bad input (exit 2), with the store's
@@ -61,7 +62,7 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(InputError(e.to_string()).into()),
     };
     if args.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.runs/1",
@@ -72,7 +73,7 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        println!("no runs in {}", path.display());
+        out!("no runs in {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows = vec![[
@@ -110,7 +111,11 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             },
         ]);
     }
-    print!("{}", align(&rows, |col, _| col < 7 || col == 11, false));
+    write!(
+        std::io::stdout(),
+        "{}",
+        align(&rows, |col, _| col < 7 || col == 11, false)
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -140,7 +145,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
             "run": result.id,
             "series": series,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     if args.json {
@@ -148,15 +153,15 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let env = &result.environment;
-    println!("run        {}", result.id);
-    println!(
+    out!("run        {}", result.id);
+    out!(
         "probe      {} ({}), started {}, {} measured",
         result.probe,
         status_name(&result),
         result.started_at,
         human_duration(result.elapsed_ns)
     );
-    println!(
+    out!(
         "host       {}, kernel {} ({}), {}",
         env.hostname.as_deref().unwrap_or("unknown"),
         env.kernel_release.as_deref().unwrap_or("unknown"),
@@ -167,13 +172,19 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         )
     );
     if let Some(c) = &result.campaign {
-        println!(
+        out!(
             "campaign   {} run {}/{} (execution {}): load {}, configuration {}, repeat {}",
-            c.name, c.index, c.total, c.execution, c.load, c.configuration, c.repeat
+            c.name,
+            c.index,
+            c.total,
+            c.execution,
+            c.load,
+            c.configuration,
+            c.repeat
         );
     }
     if result.loads.is_empty() {
-        println!("loads      none");
+        out!("loads      none");
     }
     for load in &result.loads {
         let work: Vec<String> = load
@@ -181,22 +192,22 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|(k, v)| format!("{k} {}", rtlab_load::counter_text(k, *v)))
             .collect();
-        println!("load       {}: {}", load.spec, work.join(", "));
+        out!("load       {}: {}", load.spec, work.join(", "));
         for note in &load.notes {
-            println!("             {note}");
+            out!("             {note}");
         }
     }
-    println!();
-    print!("{}", summary_table(&result));
-    print!("{}", probe_tables(&result));
+    out!();
+    write!(std::io::stdout(), "{}", summary_table(&result))?;
+    write!(std::io::stdout(), "{}", probe_tables(&result))?;
     for warning in &result.warnings {
-        println!("warning: {warning}");
+        out!("warning: {warning}");
     }
     if args.pwcet {
         for (name, report) in pwcet() {
-            println!();
-            println!("worst-case estimate, series {name}");
-            print!("{}", report.render_text());
+            out!();
+            out!("worst-case estimate, series {name}");
+            write!(std::io::stdout(), "{}", report.render_text())?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -235,11 +246,11 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e: String| anyhow::Error::new(InputError(format!("--match: {e}"))))?;
     let comparison = compare_matching(&runs, &options, matching);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+        out!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {
         match args.format {
-            CompareFormat::Table => print!("{}", comparison_table(&comparison)),
-            CompareFormat::Md => print!("{}", comparison_markdown(&comparison)),
+            CompareFormat::Table => write!(std::io::stdout(), "{}", comparison_table(&comparison))?,
+            CompareFormat::Md => write!(std::io::stdout(), "{}", comparison_markdown(&comparison))?,
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -332,13 +343,13 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|(path, r)| serde_json::json!({ "file": path, "id": r.id, "series": r.series.len() }))
             .collect();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "imported": ids }))?
         );
     } else {
         for (path, result) in &imported {
-            println!(
+            out!(
                 "{} -> run {} ({} series, {} samples)",
                 path.display(),
                 result.id,
