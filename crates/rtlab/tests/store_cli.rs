@@ -467,7 +467,7 @@ fn runs_are_tagged_and_listed_by_tag() {
     assert!(out.status.success());
     assert_eq!(
         listed(dir.path(), &db, &["--tag", "baseline"]),
-        [alone.clone()]
+        std::slice::from_ref(&alone)
     );
     for bad in ["bad tag", "x\u{1b}[2J", "-x"] {
         let out = rtlab(dir.path(), &db, &["runs", "tag", &alone, bad]);
