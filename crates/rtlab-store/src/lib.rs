@@ -278,12 +278,12 @@ impl Store {
     /// it is never created, migrated nor written, so a store one may read
     /// but not write can be listed and shown. A store at an older schema is
     /// refused with [`StoreError::NeedsMigration`] (a command that writes
-    /// migrates it); a missing file is [`StoreError::NoStore`].
+    /// migrates it). A missing or empty file reads as an empty store (held
+    /// in memory: nothing is created), so lookups say "no run" as they do
+    /// in any store without it.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::NoStore {
-                path: path.to_path_buf(),
-            });
+        if std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() == 0) {
+            return Store::empty_in_memory(path);
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -323,9 +323,7 @@ impl Store {
         };
         let found = store.schema_version()?;
         if found == 0 {
-            return Err(StoreError::NoStore {
-                path: path.to_path_buf(),
-            });
+            return Store::empty_in_memory(path);
         }
         if found > migrations::LATEST {
             return Err(StoreError::TooNew {
@@ -341,6 +339,15 @@ impl Store {
                 latest: migrations::LATEST,
             });
         }
+        Ok(store)
+    }
+
+    /// An empty store at the latest schema in memory, named `path`, for
+    /// reading a store that does not exist yet.
+    fn empty_in_memory(path: &Path) -> Result<Store, StoreError> {
+        let mut store = Store::open(Path::new(":memory:"))?;
+        store.path = path.to_path_buf();
+        store.read_only = true;
         Ok(store)
     }
 

@@ -898,10 +898,19 @@ fn a_run_the_store_cannot_take_is_kept_in_a_file() {
 fn read_only_opening_never_creates_nor_writes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.db");
+    // No store yet: an empty one, and no file.
+    let empty = Store::open_read_only(&path).unwrap();
+    assert!(empty.list(&RunFilter::default()).unwrap().is_empty());
     assert!(matches!(
-        Store::open_read_only(&path).unwrap_err(),
-        StoreError::NoStore { .. }
+        empty.get("last").unwrap_err(),
+        StoreError::Empty { .. }
     ));
+    assert!(empty
+        .get("20261122")
+        .unwrap_err()
+        .to_string()
+        .contains(&path.display().to_string()));
+    drop(empty);
     assert!(!path.exists());
     let saved = realistic_result();
     Store::open(&path).unwrap().save(&saved).unwrap();

@@ -360,9 +360,14 @@ fn reading_commands_do_not_create_a_store() {
     assert_eq!(json(&out)["runs"], serde_json::json!([]));
     let out = rtlab(dir.path(), &db, &["show", "last"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no result store"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no runs in result store"),
+        "{}",
+        stderr(&out)
+    );
     let out = rtlab(dir.path(), &db, &["store", "check"]);
     assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no result store"), "{}", stderr(&out));
     assert!(!dir.path().join("none").exists());
 }
 

@@ -146,9 +146,11 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
     // Opened read-only: checking never changes the store. A file that
     // does not open as a store is a problem found, not a usage error; a
     // path with nothing at all is.
+    if !path.exists() {
+        return Err(input(StoreError::NoStore { path }));
+    }
     let report = match Store::open_read_only(&path) {
         Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
-        Err(e @ StoreError::NoStore { .. }) => return Err(input(e)),
         Err(e) => rtlab_store::CheckReport {
             db: path.clone(),
             schema_version: 0,

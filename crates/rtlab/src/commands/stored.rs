@@ -17,7 +17,7 @@ use rtlab_report::export::{
 };
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
-use rtlab_store::{RunFilter, Store, StoreError};
+use rtlab_store::{RunFilter, Store};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -54,13 +54,9 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     };
     // Listing only reads: a store one may not write is listed too, and a
     // store that does not exist yet has no runs (it is not created).
-    let runs = match Store::open_read_only(&path) {
-        Ok(store) => store
-            .list(&filter)
-            .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?,
-        Err(StoreError::NoStore { .. }) => Vec::new(),
-        Err(e) => return Err(InputError(e.to_string()).into()),
-    };
+    let runs = Store::open_read_only(&path)
+        .and_then(|store| store.list(&filter))
+        .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
     if args.json {
         out!(
             "{}",
