@@ -704,3 +704,27 @@ fn control_characters_in_an_imported_document_are_refused() {
     doc["warnings"][0] = "two\nlines\tand a tab".into();
     import_text(&doc.to_string(), "run.json", None).unwrap();
 }
+
+#[test]
+fn a_file_too_large_to_be_a_result_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.hist");
+    // Sparse: no disk used, but 65 MiB to read.
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(import::MAX_IMPORT_BYTES + 1).unwrap();
+    let message = import_file(&big).unwrap_err().to_string();
+    assert!(message.contains("big.hist"), "{message}");
+    assert!(message.contains("larger than 64 MiB"), "{message}");
+    // A device that never ends, too.
+    let message = import_file(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("larger than"), "{message}");
+}
+
+#[test]
+fn a_histfile_line_is_quoted_with_control_characters_escaped() {
+    let message = import_err("# Histogram\n000000 00\u{1b}[2J1\n");
+    assert!(message.contains("\\u{1b}"), "{message}");
+    assert!(!message.contains('\u{1b}'), "{message}");
+}

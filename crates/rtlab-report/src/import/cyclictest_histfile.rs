@@ -409,12 +409,8 @@ pub fn parse(
 
 /// A piece of input short enough to quote in an error.
 fn clip(text: &str) -> String {
-    const MAX: usize = 40;
-    if text.chars().count() <= MAX {
-        text.to_string()
-    } else {
-        format!("{}…", text.chars().take(MAX).collect::<String>())
-    }
+    // Control characters escaped: the line is printed on a terminal.
+    rtlab_core::result::printable(text, 40)
 }
 
 /// A file time as seconds from the epoch (negative before it), for a

@@ -272,7 +272,8 @@ fn rfc2822_fields(text: &str) -> Option<SystemTime> {
     }
     let offset_min = match zone {
         "GMT" | "UTC" | "UT" | "Z" => 0,
-        z if z.len() == 5 && (z.starts_with('+') || z.starts_with('-')) => {
+        // ASCII only: the slices below are by byte.
+        z if z.len() == 5 && z.is_ascii() && (z.starts_with('+') || z.starts_with('-')) => {
             let hh: i64 = z[1..3].parse().ok()?;
             let mm: i64 = z[3..5].parse().ok()?;
             let sign = if z.starts_with('-') { -1 } else { 1 };
@@ -705,6 +706,10 @@ mod tests {
             "9999-12-31T23:59:59.000000Z"
         );
         assert!(parse_rfc2822("yesterday").unwrap().is_none());
+        // A multi-byte zone of five bytes used to be sliced inside a char.
+        assert!(parse_rfc2822("Sat, 21 Nov 2026 20:02:16 +a\u{e9}b")
+            .unwrap()
+            .is_none());
         assert!(parse_rfc2822("Sat, 21 Foo 2026 20:02:16 +0000")
             .unwrap()
             .is_none());

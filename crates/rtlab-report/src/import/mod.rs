@@ -62,6 +62,10 @@ pub enum ImportError {
     UnknownFormat { path: String, message: String },
 }
 
+/// The largest file [`import_file`] reads: a cyclictest histogram of
+/// 10⁶ µs bins is about 10 MiB, an rtlab result a few MiB.
+pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+
 /// A format [`import_file`] can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -121,11 +125,30 @@ pub fn detect(text: &str) -> Option<Format> {
 /// gets a new id (except an rtlab result, which keeps its own), probe
 /// `cyclictest`, and `config.imported_from = path`.
 pub fn import_file(path: &Path) -> Result<RunResult, ImportError> {
+    use std::io::Read;
     let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+    let io = |source| ImportError::Io {
         path: origin.clone(),
         source,
-    })?;
+    };
+    // Read at most one byte past the limit: `/dev/zero` or a huge file is
+    // refused, not read until memory runs out.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_IMPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_IMPORT_BYTES {
+        return Err(ImportError::UnknownFormat {
+            path: origin,
+            message: format!(
+                "larger than {} MiB: not a result rtlab imports (cyclictest's files and \
+                 rtlab's results are far smaller)",
+                MAX_IMPORT_BYTES >> 20
+            ),
+        });
+    }
     let text = String::from_utf8_lossy(&bytes);
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     import_text(&text, &origin, modified)
