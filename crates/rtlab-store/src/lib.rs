@@ -902,6 +902,16 @@ impl Store {
                     printable(&run.id, 80)
                 ));
             }
+            if let Some(at) = serde_json::to_value(&run)
+                .ok()
+                .and_then(|v| control_text(&v))
+            {
+                problems.push(format!(
+                    "run `{shown}`: the text at {at} holds control characters (stored before \
+                     rtlab refused them; `rtlab show` prints it raw): delete the run, or export, \
+                     fix and import it"
+                ));
+            }
             let series: i64 = row.get(2).map_err(|e| self.err(e))?;
             if uint(series) != run.series.len() as u64 {
                 problems.push(format!(
@@ -1072,6 +1082,31 @@ fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM spikes WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM series WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
+}
+
+/// The JSON path of the first key or string holding a control character
+/// other than tab and newline (what `rtlab import` refuses), if any.
+fn control_text(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let bad = |text: &str| {
+        text.chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+    };
+    match value {
+        Value::String(text) if bad(text) => Some("$".into()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| control_text(item).map(|at| format!("$[{i}]{}", &at[1..]))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let here = format!("$[\"{}\"]", printable(key, 40));
+            match bad(key) {
+                true => Some(here),
+                false => control_text(item).map(|at| format!("{here}{}", &at[1..])),
+            }
+        }),
+        _ => None,
+    }
 }
 
 /// The WAL file of the database at `path`.

@@ -850,6 +850,13 @@ fn check_finds_damaged_rows() {
     .unwrap();
     conn.execute("DELETE FROM series WHERE run_id = '20261104T100000Z-4'", [])
         .unwrap();
+    // A host name with an escape sequence, stored before import refused it.
+    conn.execute(
+        "UPDATE runs SET result = json_set(result, '$.environment.hostname', 'vm' || char(27) || '[2J')
+         WHERE id = '20261103T100000Z-3'",
+        [],
+    )
+    .unwrap();
     let report = store.check().unwrap();
     let problems = &report.problems;
     let found = |needle: &str| problems.iter().filter(|p| p.contains(needle)).count();
@@ -864,7 +871,12 @@ fn check_finds_damaged_rows() {
         1,
         "{problems:?}"
     );
-    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(
+        found("`20261103T100000Z-3`: the text at $[\"environment\"][\"hostname\"] holds control"),
+        1,
+        "{problems:?}"
+    );
+    assert_eq!(problems.len(), 4, "{problems:?}");
 }
 
 #[test]
