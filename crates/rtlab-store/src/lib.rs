@@ -151,6 +151,11 @@ pub fn keep_unsaved(run: &RunResult, dir: &Path) -> std::io::Result<PathBuf> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    // As for the journal beside it: under /tmp another user may have made
+    // the directory (or a link) first, to read or replace what we write.
+    for checked in [Some(dir), dir.parent()].into_iter().flatten() {
+        trusted_dir(checked)?;
+    }
     // The id names the file only when it is a valid id (no `/`, no `..`).
     let name = match check_run_id(&run.id) {
         Ok(()) => format!("{}.json", run.id),
@@ -1082,6 +1087,33 @@ fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM spikes WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM series WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
+}
+
+/// Refuses a directory that is a symbolic link, is not ours, or that
+/// group or others may write.
+fn trusted_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::symlink_metadata(dir)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let why = if md.file_type().is_symlink() {
+        "it is a symbolic link".to_string()
+    } else if !md.is_dir() {
+        "it is not a directory".to_string()
+    } else if md.uid() != euid {
+        format!("it is owned by uid {}, not by uid {euid}", md.uid())
+    } else if md.mode() & 0o022 != 0 {
+        format!(
+            "group or others may write it (mode {:o})",
+            md.mode() & 0o7777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!("{}: {why}", dir.display()),
+    ))
 }
 
 /// The JSON path of the first key or string holding a control character

@@ -940,3 +940,24 @@ fn read_only_opening_never_creates_nor_writes() {
     assert!(store.tag("last", "x").is_err());
     assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
 }
+
+#[test]
+fn a_run_is_not_kept_in_a_directory_others_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, mut store) = temp_store();
+    let saved = realistic_result();
+    store.save(&saved).unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let error = store
+        .save_or_keep_in(&saved, &state.join("unsaved"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("keeping it in a file failed too"), "{error}");
+    assert!(error.contains("group or others may write it"), "{error}");
+    assert!(std::fs::read_dir(state.join("unsaved"))
+        .unwrap()
+        .next()
+        .is_none());
+}
