@@ -277,6 +277,36 @@ fn a_run_the_full_store_cannot_take_is_kept_and_imports_back() {
     assert_eq!(json(&out), kept_json);
 }
 
+/// Without a default store (no HOME, no XDG_DATA_HOME) and without --json,
+/// the run is kept in a file rather than nowhere.
+#[test]
+fn a_run_without_a_default_store_is_kept_in_a_file() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out = common::run(
+        common::rtlab(&state)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("HOME")
+            .args(["measure", "timer", "--cpus", "0", "--loops", "100"]),
+    );
+    let message = stderr(&out);
+    assert!(out.status.success(), "{message}");
+    assert!(message.contains("will not be stored"), "{message}");
+    let files: Vec<PathBuf> = std::fs::read_dir(state.join("unsaved"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        message.contains(&format!("rtlab import {}", files[0].display())),
+        "{message}"
+    );
+    let db = dir.path().join("r.db");
+    let out = rtlab(&state, &db, &["import", files[0].to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// A store in a directory only root may write, read by `nobody`: the
 /// reading commands work and change nothing; writing ones are refused.
 #[test]

@@ -128,11 +128,28 @@ pub fn measure(
         }
         .with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Some(store) = &mut store {
+    match &mut store {
         // A store that cannot take the run now (disk full, file made
         // read-only) must not lose it: it is kept as a file, named in the
         // error, and the command fails.
-        store.save_or_keep(&result)?;
+        Some(store) => store.save_or_keep(&result)?,
+        // The default store could not be opened (warned about at the
+        // start): without --json the run would be nowhere.
+        None if !args.no_store && json_path.is_none() => {
+            let dir = rtlab_store::unsaved_dir();
+            match rtlab_store::keep_unsaved(&result, &dir) {
+                Ok(file) => eprintln!(
+                    "the run was kept in {}: store it with `rtlab import {}`",
+                    file.display(),
+                    file.display()
+                ),
+                Err(e) => eprintln!(
+                    "warning: the run could not be kept in {} either ({e}): it is lost",
+                    dir.display()
+                ),
+            }
+        }
+        None => {}
     }
     if let (Some(path), Some(evaluation)) = (&args.budget.junit, &evaluation) {
         budget::write_junit(path, &budget::title(), std::slice::from_ref(evaluation))?;
