@@ -42,6 +42,10 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The statuses a run can have, as stored (the `RunStatus` serde strings).
 pub const STATUSES: [&str; 5] = ["running", "complete", "partial", "break", "failed"];
 
+/// The oldest schema [`Store::open_read_only`] reads without migrating: 2
+/// has every column the listing reads; 3 only adds tags.
+pub const READ_ONLY_OLDEST: u32 = 2;
+
 /// How many candidates an ambiguous id prefix lists.
 const MAX_CANDIDATES: usize = 10;
 
@@ -282,8 +286,10 @@ impl Store {
     /// Opens the database at `path` for reading only (`SQLITE_OPEN_READ_ONLY`):
     /// it is never created, migrated nor written, so a store one may read
     /// but not write can be listed and shown. A store at an older schema is
-    /// refused with [`StoreError::NeedsMigration`] (a command that writes
-    /// migrates it). A missing or empty file reads as an empty store (held
+    /// read as it is back to [`READ_ONLY_OLDEST`] (what it lacks, tags,
+    /// reads as none), and refused with [`StoreError::NeedsMigration`]
+    /// before that (a command that writes migrates it). A missing or empty
+    /// file reads as an empty store (held
     /// in memory: nothing is created), so lookups say "no run" as they do
     /// in any store without it.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
@@ -337,7 +343,7 @@ impl Store {
                 known: migrations::LATEST,
             });
         }
-        if found < migrations::LATEST {
+        if found < READ_ONLY_OLDEST {
             return Err(StoreError::NeedsMigration {
                 path: store.path.clone(),
                 found,
@@ -588,28 +594,45 @@ impl Store {
         if let Some(tag) = &filter.tag {
             check_tag(tag)?;
         }
+        // A store at schema 2, read without migrating, has no tags yet.
+        let tagged = self.has_table("tags")?;
+        if filter.tag.is_some() && !tagged {
+            return Err(StoreError::Invalid(format!(
+                "result store {} has no tags yet (schema version {}): tag a run to add them",
+                self.path.display(),
+                self.schema_version()?
+            )));
+        }
+        let tags = match tagged {
+            true => {
+                "(SELECT json_group_array(tag) FROM
+                         (SELECT tag FROM tags WHERE run_id = r.id ORDER BY tag))"
+            }
+            false => "'[]'",
+        };
+        let by_tag = match tagged {
+            true => "EXISTS (SELECT 1 FROM tags AS t WHERE t.run_id = r.id AND t.tag = ?7)",
+            false => "?7 IS NULL",
+        };
         let limit = filter.limit.map_or(-1, |l| int(l as u64));
         let mut statement = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT r.id, r.started_at, r.probe, r.status, r.host, r.campaign, r.execution,
                      r.configuration, r.load, count(s.position), coalesce(sum(s.samples), 0),
                      coalesce(sum(s.missed), 0), coalesce(max(s.p99_9_ns), 0),
-                     coalesce(max(s.max_ns), 0),
-                     (SELECT json_group_array(tag) FROM
-                         (SELECT tag FROM tags WHERE run_id = r.id ORDER BY tag))
+                     coalesce(max(s.max_ns), 0), {tags}
                  FROM runs AS r LEFT JOIN series AS s ON s.run_id = r.id
                  WHERE (?1 IS NULL OR r.campaign = ?1)
                    AND (?2 IS NULL OR r.execution = ?2)
                    AND (?3 IS NULL OR r.host = ?3)
                    AND (?4 IS NULL OR r.probe = ?4)
                    AND (?5 IS NULL OR r.status = ?5)
-                   AND (?7 IS NULL OR EXISTS
-                       (SELECT 1 FROM tags AS t WHERE t.run_id = r.id AND t.tag = ?7))
+                   AND (?7 IS NULL OR {by_tag})
                  GROUP BY r.id
                  ORDER BY julianday(r.started_at) DESC, r.started_at DESC, r.id DESC
-                 LIMIT ?6",
-            )
+                 LIMIT ?6"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = statement
             .query_map(
@@ -793,6 +816,9 @@ impl Store {
 
     /// The tags of the run with exactly this id, in order.
     pub fn tags(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        if !self.has_table("tags")? {
+            return Ok(Vec::new());
+        }
         let mut statement = self
             .conn
             .prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag")
@@ -827,25 +853,18 @@ impl Store {
                     .map(|l| format!("integrity: {}", printable(l, 200))),
             );
         }
+        // An older schema is not a problem (the next write migrates it):
+        // its tables are checked for the version it says it is.
         let schema_version = self.schema_version()?;
-        if schema_version != migrations::LATEST {
-            problems.push(format!(
-                "schema version {schema_version}, this rtlab's is {}",
-                migrations::LATEST
-            ));
-        }
-        for table in ["runs", "series", "spikes", "tags"] {
-            let found: Option<i64> = self
-                .conn
-                .query_row(
-                    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-                    [table],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(|e| self.err(e))?;
-            if found.is_none() {
-                problems.push(format!("the table `{table}` is missing"));
+        let tables: &[&str] = match schema_version {
+            ..=2 => &["runs", "series", "spikes"],
+            _ => &["runs", "series", "spikes", "tags"],
+        };
+        for table in tables {
+            if !self.has_table(table)? {
+                problems.push(format!(
+                    "the table `{table}` of schema version {schema_version} is missing"
+                ));
             }
         }
         if !problems.is_empty() {
@@ -931,6 +950,18 @@ impl Store {
             runs,
             problems,
         })
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [name],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| self.err(e))
     }
 
     fn parse(&self, id: &str, json: &str) -> Result<RunResult, StoreError> {

@@ -424,20 +424,26 @@ fn a_schema_2_database_gains_tags() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     assert!(conn.prepare("SELECT * FROM tags").is_err());
 
-    // Only reading does not migrate: it says what to do.
-    let error = Store::open_read_only(&path).unwrap_err();
-    assert!(
-        matches!(
-            error,
-            StoreError::NeedsMigration {
-                found: 2,
-                latest: 3,
-                ..
-            }
-        ),
-        "{error}"
-    );
-    assert!(error.to_string().contains("writes"), "{error}");
+    // Only reading does not migrate: it reads what schema 2 has (no tags).
+    {
+        let old = Store::open_read_only(&path).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 2);
+        let listed = old.list(&RunFilter::default()).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].tags.is_empty());
+        assert!(old.tags(&saved.id).unwrap().is_empty());
+        assert_same(&old.get(&saved.id).unwrap(), &saved);
+        let error = old
+            .list(&RunFilter {
+                tag: Some("x".into()),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert!(error.to_string().contains("no tags yet"), "{error}");
+        let report = old.check().unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(report.schema_version, 2);
+    }
     assert_eq!(user_version(&path), 2);
 
     let mut store = Store::open(&path).unwrap();
@@ -447,4 +453,29 @@ fn a_schema_2_database_gains_tags() {
     store.tag(&saved.id, "baseline").unwrap();
     assert_eq!(store.tags(&saved.id).unwrap(), ["baseline"]);
     assert!(store.check().unwrap().problems.is_empty());
+}
+
+/// Schema 1 lacks the columns the listing reads: reading it without
+/// migrating is refused, saying what to do, and the file is unchanged.
+#[test]
+fn a_schema_1_database_is_not_read_without_migrating() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    v1_database(&path);
+    let error = Store::open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::NeedsMigration {
+                found: 1,
+                latest: 3,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("schema version 1"), "{message}");
+    assert!(message.contains("writes"), "{message}");
+    assert_eq!(user_version(&path), 1);
 }

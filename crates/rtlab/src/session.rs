@@ -56,5 +56,16 @@ pub fn open_store_read_only(db: Option<&Path>) -> anyhow::Result<Store> {
             Store::default_path().map_err(|e| InputError(format!("{e} (or give --db PATH)")))?
         }
     };
-    Store::open_read_only(&path).map_err(|e| anyhow::Error::new(InputError(e.to_string())))
+    let store =
+        Store::open_read_only(&path).map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+    let version = store.schema_version()?;
+    if version < rtlab_store::SCHEMA_VERSION {
+        eprintln!(
+            "note: result store {} has schema version {version}, older than this rtlab's {}: \
+             it is read as it is (without tags); the next command that writes to it migrates it",
+            store.path().display(),
+            rtlab_store::SCHEMA_VERSION
+        );
+    }
+    Ok(store)
 }

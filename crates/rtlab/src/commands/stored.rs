@@ -37,12 +37,6 @@ fn status_name(result: &RunResult) -> String {
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let path = match &args.store.db {
-        Some(path) => path.clone(),
-        None => {
-            Store::default_path().map_err(|e| InputError(format!("{e} (or give --db PATH)")))?
-        }
-    };
     let filter = RunFilter {
         campaign: args.campaign,
         execution: args.execution,
@@ -54,8 +48,10 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     };
     // Listing only reads: a store one may not write is listed too, and a
     // store that does not exist yet has no runs (it is not created).
-    let runs = Store::open_read_only(&path)
-        .and_then(|store| store.list(&filter))
+    let store = session::open_store_read_only(args.store.db.as_deref())?;
+    let path = store.path();
+    let runs = store
+        .list(&filter)
         .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
     if args.json {
         out!(
