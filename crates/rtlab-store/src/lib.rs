@@ -20,11 +20,13 @@
 //! - A run the store cannot take at the end of a measurement (disk full,
 //!   read-only file) is kept as a file ([`Store::save_or_keep`]).
 
+mod check;
 mod error;
 mod migrations;
+mod tags;
+mod unsaved;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -32,8 +34,11 @@ use rtlab_core::result::{check_run_id, printable, RunResult, RunStatus};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
+pub use check::CheckReport;
 pub use error::StoreError;
 pub use migrations::LATEST as SCHEMA_VERSION;
+pub use tags::{check_tag, TAG_MAX_LEN};
+pub use unsaved::{keep_unsaved, unsaved_dir};
 
 /// How long a writer waits for another process's transaction to end before
 /// giving up with [`StoreError::Locked`].
@@ -102,87 +107,6 @@ pub struct RunSummary {
     pub worst_max_ns: u64,
     /// The run's tags, in order.
     pub tags: Vec<String>,
-}
-
-/// What [`Store::check`] found.
-#[derive(Clone, Debug, Serialize)]
-pub struct CheckReport {
-    pub db: PathBuf,
-    pub schema_version: u32,
-    /// Run rows read.
-    pub runs: usize,
-    /// Everything wrong, one line each (empty: the store is sound).
-    pub problems: Vec<String>,
-}
-
-/// The longest tag accepted.
-pub const TAG_MAX_LEN: usize = 64;
-
-/// Checks a tag: 1 to [`TAG_MAX_LEN`] ASCII letters, digits, `-`, `_` or
-/// `.`, starting with a letter or digit (the rule of run ids, for the same
-/// reasons: tags are printed and typed).
-pub fn check_tag(tag: &str) -> Result<(), StoreError> {
-    let bad = |why: String| StoreError::Invalid(format!("tag `{}`: {why}", printable(tag, 80)));
-    if tag.is_empty() || tag.len() > TAG_MAX_LEN {
-        return Err(bad(format!("a tag is 1 to {TAG_MAX_LEN} characters")));
-    }
-    if !tag
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        || !tag.starts_with(|c: char| c.is_ascii_alphanumeric())
-    {
-        return Err(bad(
-            "a tag is ASCII letters, digits, '-', '_' and '.', starting with a letter or digit"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Where runs the store could not take are kept: `unsaved/` in rtlab's
-/// state directory (`$RTLAB_STATE_DIR`, `/run/rtlab` for root: see
-/// `rtlab_core::journal::state_dir`).
-pub fn unsaved_dir() -> PathBuf {
-    rtlab_core::journal::state_dir().join("unsaved")
-}
-
-/// Writes `run` as rtlab.run/1 JSON to `dir/ID.json` so that no reader
-/// (nor a crash) sees half of it: a temporary file beside it, flushed to
-/// disk, renamed, and the directory flushed. Returns the file's path.
-pub fn keep_unsaved(run: &RunResult, dir: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    // As for the journal beside it: under /tmp another user may have made
-    // the directory (or a link) first, to read or replace what we write.
-    for checked in [Some(dir), dir.parent()].into_iter().flatten() {
-        trusted_dir(checked)?;
-    }
-    // The id names the file only when it is a valid id (no `/`, no `..`).
-    let name = match check_run_id(&run.id) {
-        Ok(()) => format!("{}.json", run.id),
-        Err(_) => format!("run-{}.json", RunResult::new_id()),
-    };
-    let path = dir.join(&name);
-    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        serde_json::to_writer_pretty(&mut file, run)?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, &path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written.map(|()| path)
 }
 
 /// An open result store. Not shared between threads: open one per thread
@@ -408,28 +332,6 @@ impl Store {
             .optional()
             .map(|found| found.is_some())
             .map_err(|e| self.err(e))
-    }
-
-    /// [`Store::save`], and when that fails, the run kept as a file in
-    /// [`unsaved_dir`] so that it is not lost: the error
-    /// ([`StoreError::Unsaved`]) names the file and how to store it later.
-    pub fn save_or_keep(&mut self, run: &RunResult) -> Result<(), StoreError> {
-        self.save_or_keep_in(run, &unsaved_dir())
-    }
-
-    /// [`Store::save_or_keep`] with the fallback directory given.
-    pub fn save_or_keep_in(&mut self, run: &RunResult, dir: &Path) -> Result<(), StoreError> {
-        let cause = match self.save(run) {
-            Ok(()) => return Ok(()),
-            Err(cause) => cause,
-        };
-        let kept = keep_unsaved(run, dir).map_err(|e| format!("{}: {e}", dir.display()));
-        Err(StoreError::Unsaved {
-            path: self.path.clone(),
-            id: printable(&run.id, 80),
-            cause: Box::new(cause),
-            kept,
-        })
     }
 
     fn write(&mut self, run: &RunResult, update: bool) -> Result<(), StoreError> {
@@ -785,174 +687,7 @@ impl Store {
         tx.commit().map_err(err)
     }
 
-    /// Adds `tag` to the run `id` stands for (exact, unique prefix or
-    /// `last`); returns the run's full id. Tagging twice is no change.
-    pub fn tag(&mut self, id: &str, tag: &str) -> Result<String, StoreError> {
-        check_tag(tag)?;
-        let id = self.resolve(id)?;
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)",
-                [&id, tag],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(id)
-    }
-
-    /// Removes `tag` from the run; returns its full id and whether it had
-    /// the tag.
-    pub fn untag(&mut self, id: &str, tag: &str) -> Result<(String, bool), StoreError> {
-        check_tag(tag)?;
-        let id = self.resolve(id)?;
-        let removed = self
-            .conn
-            .execute(
-                "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2",
-                [&id, tag],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok((id, removed > 0))
-    }
-
-    /// The tags of the run with exactly this id, in order.
-    pub fn tags(&self, id: &str) -> Result<Vec<String>, StoreError> {
-        if !self.has_table("tags")? {
-            return Ok(Vec::new());
-        }
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag")
-            .map_err(|e| self.err(e))?;
-        let tags = statement
-            .query_map([id], |row| row.get(0))
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<String>, _>>()
-            .map_err(|e| self.err(e));
-        tags
-    }
-
-    /// The store's integrity: SQLite's `integrity_check` and
-    /// `foreign_key_check`, the schema version and tables, and every run
-    /// row read back as a `RunResult` whose id is its row's and valid, with
-    /// as many `series` rows as series. Problems are listed, not raised.
-    pub fn check(&self) -> Result<CheckReport, StoreError> {
-        let mut problems = Vec::new();
-        let mut statement = self
-            .conn
-            .prepare("PRAGMA integrity_check")
-            .map_err(|e| self.err(e))?;
-        let lines = statement
-            .query_map([], |row| row.get::<_, String>(0))
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        if lines != ["ok"] {
-            problems.extend(
-                lines
-                    .iter()
-                    .map(|l| format!("integrity: {}", printable(l, 200))),
-            );
-        }
-        // An older schema is not a problem (the next write migrates it):
-        // its tables are checked for the version it says it is.
-        let schema_version = self.schema_version()?;
-        let tables: &[&str] = match schema_version {
-            ..=2 => &["runs", "series", "spikes"],
-            _ => &["runs", "series", "spikes", "tags"],
-        };
-        for table in tables {
-            if !self.has_table(table)? {
-                problems.push(format!(
-                    "the table `{table}` of schema version {schema_version} is missing"
-                ));
-            }
-        }
-        if !problems.is_empty() {
-            // The rows below cannot be trusted (nor perhaps read).
-            return Ok(CheckReport {
-                db: self.path.clone(),
-                schema_version,
-                runs: 0,
-                problems,
-            });
-        }
-        let mut statement = self
-            .conn
-            .prepare("PRAGMA foreign_key_check")
-            .map_err(|e| self.err(e))?;
-        let orphans = statement
-            .query_map([], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        for (table, rowid) in orphans {
-            problems.push(format!(
-                "row {rowid} of `{table}` belongs to no run (foreign key)"
-            ));
-        }
-        let mut statement = self
-            .conn
-            .prepare(
-                "SELECT r.id, r.result, (SELECT count(*) FROM series WHERE run_id = r.id)
-                 FROM runs AS r ORDER BY r.id",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut rows = statement.query([]).map_err(|e| self.err(e))?;
-        let mut runs = 0;
-        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            runs += 1;
-            let id: String = row.get(0).map_err(|e| self.err(e))?;
-            let shown = printable(&id, 80);
-            if let Err(why) = check_run_id(&id) {
-                problems.push(format!("run `{shown}`: {why}"));
-            }
-            let json: Result<String, _> = row.get(1);
-            let run = match json.map(|json| serde_json::from_str::<RunResult>(&json)) {
-                Ok(Ok(run)) => run,
-                Ok(Err(e)) => {
-                    problems.push(format!("run `{shown}`: its JSON is not a run: {e}"));
-                    continue;
-                }
-                Err(e) => {
-                    problems.push(format!("run `{shown}`: its JSON cannot be read: {e}"));
-                    continue;
-                }
-            };
-            if run.id != id {
-                problems.push(format!(
-                    "run `{shown}`: its JSON says id `{}`",
-                    printable(&run.id, 80)
-                ));
-            }
-            if let Some(at) = serde_json::to_value(&run)
-                .ok()
-                .and_then(|v| control_text(&v))
-            {
-                problems.push(format!(
-                    "run `{shown}`: the text at {at} holds control characters (stored before \
-                     rtlab refused them; `rtlab show` prints it raw): delete the run, or export, \
-                     fix and import it"
-                ));
-            }
-            let series: i64 = row.get(2).map_err(|e| self.err(e))?;
-            if uint(series) != run.series.len() as u64 {
-                problems.push(format!(
-                    "run `{shown}`: {series} series rows for {} series in its JSON",
-                    run.series.len()
-                ));
-            }
-        }
-        Ok(CheckReport {
-            db: self.path.clone(),
-            schema_version,
-            runs,
-            problems,
-        })
-    }
-
-    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+    pub(crate) fn has_table(&self, name: &str) -> Result<bool, StoreError> {
         self.conn
             .query_row(
                 "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
@@ -972,7 +707,7 @@ impl Store {
         })
     }
 
-    fn err(&self, e: rusqlite::Error) -> StoreError {
+    pub(crate) fn err(&self, e: rusqlite::Error) -> StoreError {
         StoreError::sqlite(&self.path, BUSY_TIMEOUT, e)
     }
 
@@ -1120,58 +855,6 @@ fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
 }
 
-/// Refuses a directory that is a symbolic link, is not ours, or that
-/// group or others may write.
-fn trusted_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let md = std::fs::symlink_metadata(dir)?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    let why = if md.file_type().is_symlink() {
-        "it is a symbolic link".to_string()
-    } else if !md.is_dir() {
-        "it is not a directory".to_string()
-    } else if md.uid() != euid {
-        format!("it is owned by uid {}, not by uid {euid}", md.uid())
-    } else if md.mode() & 0o022 != 0 {
-        format!(
-            "group or others may write it (mode {:o})",
-            md.mode() & 0o7777
-        )
-    } else {
-        return Ok(());
-    };
-    Err(std::io::Error::new(
-        std::io::ErrorKind::PermissionDenied,
-        format!("{}: {why}", dir.display()),
-    ))
-}
-
-/// The JSON path of the first key or string holding a control character
-/// other than tab and newline (what `rtlab import` refuses), if any.
-fn control_text(value: &serde_json::Value) -> Option<String> {
-    use serde_json::Value;
-    let bad = |text: &str| {
-        text.chars()
-            .any(|c| c.is_control() && c != '\n' && c != '\t')
-    };
-    match value {
-        Value::String(text) if bad(text) => Some("$".into()),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(i, item)| control_text(item).map(|at| format!("$[{i}]{}", &at[1..]))),
-        Value::Object(map) => map.iter().find_map(|(key, item)| {
-            let here = format!("$[\"{}\"]", printable(key, 40));
-            match bad(key) {
-                true => Some(here),
-                false => control_text(item).map(|at| format!("{here}{}", &at[1..])),
-            }
-        }),
-        _ => None,
-    }
-}
-
 /// The WAL file of the database at `path`.
 fn wal_path(path: &Path) -> PathBuf {
     let mut wal = path.as_os_str().to_owned();
@@ -1214,7 +897,7 @@ fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-fn uint(value: i64) -> u64 {
+pub(crate) fn uint(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
