@@ -4,6 +4,7 @@
 use crate::cli::{RunsDeleteArgs, RunsTagArgs, StoreCheckArgs};
 use crate::input::InputError;
 use crate::session;
+use rtlab_core::result::printable;
 use rtlab_store::{RunFilter, Store, StoreError};
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -26,7 +27,7 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         if runs.is_empty() {
             return Err(InputError(format!(
                 "no run of campaign execution `{}` in result store {}",
-                rtlab_core::result::printable(execution, 80),
+                printable(execution, 80),
                 store.path().display()
             ))
             .into());
@@ -46,7 +47,8 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         let kept = all.iter().filter(|id| !ids.contains(*id)).count();
         if kept > 0 {
             partial.push(format!(
-                "campaign execution {execution}: {} of its {} runs would be deleted and {kept} kept",
+                "campaign execution {}: {} of its {} runs would be deleted and {kept} kept",
+                printable(execution, 80),
                 all.len() - kept,
                 all.len()
             ));
@@ -57,7 +59,10 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
             "this would delete {} runs from {}: {}",
             ids.len(),
             store.path().display(),
-            ids.iter().cloned().collect::<Vec<_>>().join(", ")
+            ids.iter()
+                .map(|id| printable(id, 80))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         for line in &partial {
             message.push_str(&format!("; {line}"));
@@ -81,7 +86,7 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
             eprintln!("note: {line}");
         }
         for id in &ids {
-            out!("deleted run {id}");
+            out!("deleted run {}", printable(id, 80));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -134,7 +139,11 @@ pub fn tag(args: RunsTagArgs) -> anyhow::Result<ExitCode> {
         true => "none".to_string(),
         false => tags.join(", "),
     };
-    out!("run {id} {what} {}; its tags: {list}", args.tag);
+    out!(
+        "run {} {what} {}; its tags: {list}",
+        printable(&id, 80),
+        args.tag
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -7,6 +7,7 @@ use crate::cli::{
 use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
+use rtlab_core::result::printable;
 use rtlab_core::result::RunResult;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_report::compare::{
@@ -85,14 +86,18 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     .map(String::from)
     .to_vec()];
     for run in &runs {
+        // Runs stored before import refused control characters may hold
+        // some: shown escaped, never obeyed by the terminal.
+        let text = |t: &str| printable(t, 80);
+        let or_dash = |t: &Option<String>| t.as_deref().map_or_else(|| "-".into(), text);
         rows.push(vec![
-            run.id.clone(),
-            run.started_at.chars().take(19).collect(),
-            run.probe.clone(),
+            text(&run.id),
+            text(&run.started_at.chars().take(19).collect::<String>()),
+            text(&run.probe),
             run.status.clone(),
-            run.campaign.clone().unwrap_or_else(|| "-".into()),
-            run.load.clone().unwrap_or_else(|| "-".into()),
-            run.configuration.clone().unwrap_or_else(|| "-".into()),
+            or_dash(&run.campaign),
+            or_dash(&run.load),
+            or_dash(&run.configuration),
             run.samples.to_string(),
             run.missed.to_string(),
             Micros(run.worst_p99_9_ns).to_string(),
