@@ -602,3 +602,106 @@ fn help_of_the_new_commands_has_examples() {
         assert!(out.status.success(), "{example:?}: {}", stderr(&out));
     }
 }
+
+// ---------------------------------------------------------------------------
+// Stored text reached the terminal raw (`show` printed the hostname, the
+// warnings, the labels and the loads of runs stored before import refused
+// control characters, and bidirectional characters import lets through)
+// ---------------------------------------------------------------------------
+
+/// A run whose every text field `show`, `runs`, `compare` and `report`
+/// print holds an escape sequence, C1 and bidirectional characters, put in
+/// the file by hand as an older rtlab could have stored it.
+fn store_hostile_run(dir: &Path) -> PathBuf {
+    let (db, original) = stored_run(dir);
+    let mut run = original.clone();
+    run["id"] = "hostile-1".into();
+    run["probe"] = "timer".into();
+    run["environment"]["hostname"] = "hostMARK".into();
+    run["environment"]["kernel_release"] = "6.1MARK".into();
+    run["warnings"] = serde_json::json!(["warnMARK"]);
+    run["loads"] = serde_json::json!([{
+        "name": "cmd", "spec": "cmd:MARK", "work": {}, "notes": ["noteMARK"]
+    }]);
+    run["campaign"] = serde_json::json!({
+        "name": "campMARK", "execution": "exec1", "index": 1, "total": 1,
+        "configuration": "confMARK", "load": "loadMARK", "repeat": 1
+    });
+    if let Some(series) = run["series"].as_array_mut() {
+        for s in series {
+            s["name"] = "seriesMARK".into();
+        }
+    }
+    let file = dir.join("hostile.json");
+    write_json(&file, &run);
+    let out = rtlab(dir, &db, &["import", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[2J\r\u{9b}31m\u{202e}\u{200b}";
+    // In the run's JSON the characters are escaped the JSON way.
+    let in_json = serde_json::to_string(evil).unwrap();
+    let in_json = &in_json[1..in_json.len() - 1];
+    conn.execute(
+        "UPDATE runs SET result = replace(result, 'MARK', ?1)",
+        [in_json],
+    )
+    .unwrap();
+    for column in ["host", "campaign", "configuration", "load"] {
+        conn.execute(
+            &format!("UPDATE runs SET {column} = replace({column}, 'MARK', ?1)"),
+            [evil],
+        )
+        .unwrap();
+    }
+    conn.execute("UPDATE series SET name = replace(name, 'MARK', ?1)", [evil])
+        .unwrap();
+    db
+}
+
+fn assert_escaped(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for raw in ['\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}', '\u{200b}'] {
+        assert!(!text.contains(raw), "{what} printed {raw:?} raw:\n{text}");
+    }
+}
+
+#[test]
+fn stored_text_is_printed_with_control_and_bidi_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = store_hostile_run(dir.path());
+    let out = rtlab(dir.path(), &db, &["show", "hostile-1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_escaped("show", &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        "host", "6.1", "warn", "cmd:", "note", "camp", "conf", "load",
+    ] {
+        assert!(
+            text.contains(&format!(
+                "{field}\\u001b]0;owned\\u0007\\u001b[2J\\u000d\\u009b31m\\u202e\\u200b"
+            )),
+            "show: {field} not shown escaped:\n{text}"
+        );
+    }
+    for command in [
+        &["runs"][..],
+        &["show", "hostile-1", "--pwcet"],
+        &["compare", "hostile-1", "last"],
+        &["compare", "hostile-1", "last", "--format", "md"],
+        &["report", "hostile-1", "--format", "md"],
+    ] {
+        let out = rtlab(dir.path(), &db, command);
+        assert!(out.status.success(), "{command:?}: {}", stderr(&out));
+        assert_escaped(&format!("{command:?}"), &out.stdout);
+    }
+    // JSON keeps the text, escaped the JSON way: the same document.
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[2J\r\u{9b}31m\u{202e}\u{200b}";
+    let out = rtlab(dir.path(), &db, &["show", "hostile-1", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_escaped("show --json", &out.stdout);
+    assert_eq!(json(&out)["environment"]["hostname"], format!("host{evil}"));
+    let out = rtlab(dir.path(), &db, &["runs", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_escaped("runs --json", &out.stdout);
+    assert_eq!(json(&out)["runs"][0]["host"], format!("host{evil}"));
+}

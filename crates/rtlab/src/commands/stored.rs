@@ -19,7 +19,7 @@ use rtlab_report::export::{
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
 use rtlab_store::{RunFilter, Store};
-use std::io::Write;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// A run that is not in the store is bad input (exit 2), with the store's
@@ -108,11 +108,7 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             },
         ]);
     }
-    write!(
-        std::io::stdout(),
-        "{}",
-        align(&rows, |col, _| col < 7 || col == 11, false)
-    )?;
+    put!("{}", align(&rows, |col, _| col < 7 || col == 11, false));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -146,7 +142,9 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.json {
-        write_file(&JsonExporter, &result, std::path::Path::new("-"))?;
+        let mut json = Vec::new();
+        JsonExporter.write(&result, &mut json)?;
+        put!("{}", String::from_utf8_lossy(&json));
         return Ok(ExitCode::SUCCESS);
     }
     let env = &result.environment;
@@ -195,8 +193,8 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out!();
-    write!(std::io::stdout(), "{}", summary_table(&result))?;
-    write!(std::io::stdout(), "{}", probe_tables(&result))?;
+    put!("{}", summary_table(&result));
+    put!("{}", probe_tables(&result));
     for warning in &result.warnings {
         out!("warning: {warning}");
     }
@@ -204,7 +202,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         for (name, report) in pwcet() {
             out!();
             out!("worst-case estimate, series {name}");
-            write!(std::io::stdout(), "{}", report.render_text())?;
+            put!("{}", report.render_text());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -246,8 +244,8 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
         out!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {
         match args.format {
-            CompareFormat::Table => write!(std::io::stdout(), "{}", comparison_table(&comparison))?,
-            CompareFormat::Md => write!(std::io::stdout(), "{}", comparison_markdown(&comparison))?,
+            CompareFormat::Table => put!("{}", comparison_table(&comparison)),
+            CompareFormat::Md => put!("{}", comparison_markdown(&comparison)),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -285,6 +283,20 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             &histfile
         }
     };
+    if args.output == std::path::Path::new("-") {
+        // To standard output, JSON goes through the writer that escapes
+        // control characters (JSON's own escape: the same document), and so
+        // does any format when it reaches a terminal; other formats piped
+        // on are the stored data, byte for byte.
+        let mut data = Vec::new();
+        exporter.write(&result, &mut data)?;
+        if matches!(format, ExportFormat::Json) || std::io::stdout().is_terminal() {
+            put!("{}", String::from_utf8_lossy(&data));
+        } else {
+            std::io::Write::write_all(&mut std::io::stdout(), &data)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     write_file(exporter, &result, &args.output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(ExitCode::SUCCESS)
