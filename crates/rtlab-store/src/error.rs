@@ -138,11 +138,10 @@ pub enum StoreError {
         "run {id} was not stored in {}: {cause}; {}",
         path.display(),
         match kept {
-            Ok(file) => format!(
-                "it was kept in {} instead: store it with `rtlab import {}` once the store \
-                 can be written",
-                file.display(),
-                file.display()
+            Ok(kept) => format!(
+                "it was kept in {kept} instead: store it with `rtlab import {}` once the \
+                 store can be written",
+                kept.file.display()
             ),
             Err(why) => format!("keeping it in a file failed too ({why})"),
         }
@@ -152,7 +151,7 @@ pub enum StoreError {
         id: String,
         cause: Box<StoreError>,
         /// The file the run was kept in, or why it could not be written.
-        kept: Result<PathBuf, String>,
+        kept: Result<crate::unsaved::Kept, String>,
     },
 
     /// A filter or id the store cannot use: the message says what was expected.

@@ -38,7 +38,9 @@ pub use check::CheckReport;
 pub use error::StoreError;
 pub use migrations::LATEST as SCHEMA_VERSION;
 pub use tags::{check_tag, TAG_MAX_LEN};
-pub use unsaved::{keep_unsaved, unsaved_dir};
+pub use unsaved::{
+    choose_unsaved_dirs, keep_unsaved, keep_unsaved_in, unsaved_dir, unsaved_dirs, Kept, UnsavedDir,
+};
 
 /// How long a writer waits for another process's transaction to end before
 /// giving up with [`StoreError::Locked`].

@@ -961,3 +961,160 @@ fn a_run_is_not_kept_in_a_directory_others_may_write() {
         .next()
         .is_none());
 }
+
+#[test]
+fn root_keeps_unsaved_runs_where_they_survive_a_reboot() {
+    use rtlab_store::{choose_unsaved_dirs, UnsavedDir};
+    use std::path::PathBuf;
+    let place = |dir: &str, volatile| UnsavedDir {
+        dir: PathBuf::from(dir),
+        volatile,
+    };
+    let os = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(
+        choose_unsaved_dirs(None, 0, os("/x"), os("/root"), "/run/rtlab".into()),
+        [
+            place("/var/lib/rtlab/unsaved", false),
+            place("/run/rtlab/unsaved", true)
+        ]
+    );
+    assert_eq!(
+        choose_unsaved_dirs(
+            None,
+            1000,
+            None,
+            os("/home/u"),
+            "/run/user/1000/rtlab".into()
+        ),
+        [
+            place("/home/u/.local/state/rtlab/unsaved", false),
+            place("/run/user/1000/rtlab/unsaved", true)
+        ]
+    );
+    assert_eq!(
+        choose_unsaved_dirs(
+            None,
+            1000,
+            os("/s"),
+            os("/home/u"),
+            "/tmp/rtlab-1000".into()
+        ),
+        [
+            place("/s/rtlab/unsaved", false),
+            place("/tmp/rtlab-1000/unsaved", true)
+        ]
+    );
+    // Relative XDG values are ignored, as the spec says.
+    assert_eq!(
+        choose_unsaved_dirs(None, 1000, os("s"), os("h"), "/tmp/rtlab-1000".into()),
+        [place("/tmp/rtlab-1000/unsaved", true)]
+    );
+    assert_eq!(
+        choose_unsaved_dirs(os("/st"), 0, None, None, "/st".into()),
+        [place("/st/unsaved", false)]
+    );
+}
+
+#[test]
+fn an_unsaved_run_falls_back_to_the_volatile_directory_and_says_so() {
+    use rtlab_store::{keep_unsaved_in, UnsavedDir};
+    let dir = tempfile::tempdir().unwrap();
+    let run = realistic_result();
+    // The persistent place cannot be written (here a file is in the way;
+    // on a full disk, ENOSPC): the volatile one takes the run.
+    let blocked = dir.path().join("lib");
+    std::fs::write(&blocked, "").unwrap();
+    let dirs = [
+        UnsavedDir {
+            dir: blocked.join("unsaved"),
+            volatile: false,
+        },
+        UnsavedDir {
+            dir: dir.path().join("run/unsaved"),
+            volatile: true,
+        },
+    ];
+    let kept = keep_unsaved_in(&run, &dirs).unwrap();
+    assert_eq!(
+        kept.file,
+        dir.path().join(format!("run/unsaved/{}.json", run.id))
+    );
+    let said = kept.to_string();
+    assert!(said.contains("emptied at reboot"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "{} could not be written",
+            blocked.join("unsaved").display()
+        )),
+        "{said}"
+    );
+    // When the persistent place can be written, the run goes there and
+    // nothing is said about reboots.
+    std::fs::remove_file(&blocked).unwrap();
+    let kept = keep_unsaved_in(&run, &dirs).unwrap();
+    assert_eq!(kept.file, blocked.join(format!("unsaved/{}.json", run.id)));
+    assert_eq!(kept.volatile, None);
+    assert_eq!(kept.to_string(), kept.file.display().to_string());
+    // Through the store: the error names the file and the fallback.
+    let (_store_dir, mut store) = temp_store();
+    store.save(&run).unwrap();
+    std::fs::remove_dir_all(&blocked).unwrap();
+    std::fs::write(&blocked, "").unwrap();
+    let message = store
+        .save_or_keep_in_dirs(&run, &dirs)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("emptied at reboot"), "{message}");
+    assert!(message.contains("rtlab import"), "{message}");
+    // Neither works: both reasons are given.
+    let nowhere = [UnsavedDir {
+        dir: blocked.join("x"),
+        volatile: true,
+    }];
+    assert!(keep_unsaved_in(&run, &nowhere)
+        .unwrap_err()
+        .contains("could not be written"));
+}
+
+#[test]
+fn a_kept_run_never_replaces_a_file_nor_follows_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let unsaved = dir.path().join("unsaved");
+    let run = realistic_result();
+    let first = rtlab_store::keep_unsaved(&run, &unsaved).unwrap();
+    assert_eq!(first, unsaved.join(format!("{}.json", run.id)));
+    // The same id again (another run kept under it): a second file.
+    let mut other = run.clone();
+    other.started_at = "2026-11-22T08:00:00.000001Z".into();
+    let second = rtlab_store::keep_unsaved(&other, &unsaved).unwrap();
+    assert_eq!(second, unsaved.join(format!("{}.2.json", run.id)));
+    let read = |p: &Path| -> rtlab_core::result::RunResult {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_same(&read(&first), &run);
+    assert_same(&read(&second), &other);
+    // A link where the file would go is left alone, and what it points
+    // at is not written.
+    let target = dir.path().join("target");
+    std::fs::write(&target, "mine").unwrap();
+    let mut third = run.clone();
+    third.id = "20261122T080000Z-9".into();
+    std::os::unix::fs::symlink(&target, unsaved.join("20261122T080000Z-9.json")).unwrap();
+    let kept = rtlab_store::keep_unsaved(&third, &unsaved).unwrap();
+    assert_eq!(kept, unsaved.join("20261122T080000Z-9.2.json"));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+    // A link in place of the directory is refused.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let linked = dir.path().join("linked");
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+    let error = rtlab_store::keep_unsaved(&run, &linked).unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // No temporary file is left anywhere.
+    assert!(std::fs::read_dir(&unsaved).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".tmp")));
+}

@@ -136,16 +136,13 @@ pub fn measure(
         // The default store could not be opened (warned about at the
         // start): without --json the run would be nowhere.
         None if !args.no_store && json_path.is_none() => {
-            let dir = rtlab_store::unsaved_dir();
-            match rtlab_store::keep_unsaved(&result, &dir) {
-                Ok(file) => eprintln!(
-                    "the run was kept in {}: store it with `rtlab import {}`",
-                    file.display(),
-                    file.display()
+            match rtlab_store::keep_unsaved_in(&result, &rtlab_store::unsaved_dirs()) {
+                Ok(kept) => eprintln!(
+                    "the run was kept in {kept}: store it with `rtlab import {}`",
+                    kept.file.display()
                 ),
                 Err(e) => eprintln!(
-                    "warning: the run could not be kept in {} either ({e}): it is lost",
-                    dir.display()
+                    "warning: the run could not be kept in a file either ({e}): it is lost"
                 ),
             }
         }
