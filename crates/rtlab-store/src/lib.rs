@@ -160,6 +160,9 @@ impl Store {
                 migrations::LATEST
             )));
         }
+        if path != Path::new(":memory:") {
+            check_file_kind(path)?;
+        }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|cause| StoreError::CreateDir {
                 path: parent.to_path_buf(),
@@ -219,6 +222,7 @@ impl Store {
     /// in memory: nothing is created), so lookups say "no run" as they do
     /// in any store without it.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        check_file_kind(path)?;
         if std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() == 0) {
             return Store::empty_in_memory(path);
         }
@@ -855,6 +859,36 @@ fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM spikes WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM series WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
+}
+
+/// Refuses a path that is there but is not a regular file (after links):
+/// SQLite would wait forever on a FIFO, read /dev/zero as an empty
+/// database and migrate it, and say "disk I/O error" of a directory.
+fn check_file_kind(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(md) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let kind = md.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(StoreError::Foreign {
+        path: path.to_path_buf(),
+        detail: format!("it is {what}, not a file"),
+    })
 }
 
 /// The WAL file of the database at `path`.

@@ -1118,3 +1118,35 @@ fn a_kept_run_never_replaces_a_file_nor_follows_a_link() {
         .to_string_lossy()
         .ends_with(".tmp")));
 }
+
+#[test]
+fn a_store_path_that_is_not_a_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let link = dir.path().join("zero.db");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    // Without the check, the FIFO hung the reader (SQLite waited for a
+    // writer) and /dev/zero read as an empty store and was "migrated".
+    for (path, what) in [
+        (&fifo, "a FIFO"),
+        (&link, "a character device"),
+        (&Path::new("/dev/zero").to_path_buf(), "a character device"),
+        (&dir.path().to_path_buf(), "a directory"),
+    ] {
+        for error in [
+            Store::open(path).unwrap_err(),
+            Store::open_read_only(path).unwrap_err(),
+        ] {
+            let message = error.to_string();
+            assert!(
+                matches!(error, StoreError::Foreign { .. }) && message.contains(what),
+                "{}: {message}",
+                path.display()
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
