@@ -539,9 +539,9 @@ pub fn run_campaign(
         observer.run_starting(planned, plan.runs.len(), remaining_ns);
         let request = request_for(planned, plan, &execution, command)?;
         let result = execute(request, context, observer)?;
-        store
-            .save(&result)
-            .with_context(|| format!("storing run {} in {}", result.id, store.path().display()))?;
+        // Kept as a file when the store cannot take it (disk full): the
+        // error names the file, and the campaign stops.
+        store.save_or_keep(&result)?;
         observer.run_stored(planned, &result);
         results.push(result);
         remaining_ns = remaining_ns.saturating_sub(per_run_ns(planned));

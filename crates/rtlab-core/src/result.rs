@@ -480,6 +480,112 @@ impl RunResult {
     }
 }
 
+/// The longest run id accepted (rtlab's own are about 25 characters).
+pub const RUN_ID_MAX_LEN: usize = 64;
+
+/// Checks a run id, or a prefix of one, against the one rule every place
+/// that takes an id applies (import, the store's save, `show`, `compare`,
+/// `export`, `report`): 1 to [`RUN_ID_MAX_LEN`] ASCII letters, digits, `-`,
+/// `_` or `.`, starting with a letter or digit. Ids are printed in tables
+/// and messages and typed on command lines: nothing in one may move the
+/// cursor, look like an option or hide in a shell. The error says what is
+/// wrong and shows the id with control characters escaped.
+pub fn check_run_id(id: &str) -> Result<(), String> {
+    let shown = printable(id, RUN_ID_MAX_LEN);
+    if id.is_empty() {
+        return Err("the run id is empty".into());
+    }
+    if id.len() > RUN_ID_MAX_LEN {
+        return Err(format!(
+            "run id `{shown}` is {} characters long: at most {RUN_ID_MAX_LEN}",
+            id.chars().count()
+        ));
+    }
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "run id `{shown}` holds {}: a run id is ASCII letters, digits, '-', '_' and '.'",
+            describe_char(bad)
+        ));
+    }
+    if !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "run id `{shown}` must start with a letter or a digit"
+        ));
+    }
+    if id == "last" {
+        return Err("`last` cannot be a run id: it names the newest run".into());
+    }
+    Ok(())
+}
+
+/// `text` with control and other invisible characters escaped (`\u{1b}`),
+/// cut to `max` characters: safe to print in a message.
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || is_invisible(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` as it may reach a terminal: every control character but newline
+/// and tab, and every invisible format character (bidirectional overrides,
+/// zero-width joiners), written as a `\uXXXX` escape; the rest as it is.
+/// This is what rtlab's output writer applies to everything it prints, so
+/// text from the store, a file or another process (a hostname, a warning,
+/// a thread's name) never moves the cursor nor reorders a line. The escape
+/// is also JSON's: applied to JSON output it leaves the same document.
+pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_invisible(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            // Every such character is in the Basic Multilingual Plane.
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Format characters that change how the text around them shows
+/// (bidirectional overrides, zero-width joiners).
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
+fn describe_char(c: char) -> String {
+    if c.is_control() || is_invisible(c) {
+        format!("the control character {}", c.escape_unicode())
+    } else if c == ' ' {
+        "a space".into()
+    } else {
+        format!("'{c}'")
+    }
+}
+
 /// Now as an RFC 3339 UTC timestamp with µs.
 pub fn timestamp_now() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
@@ -719,5 +825,59 @@ mod json_position_tests {
         assert_eq!(at(&[key("bc"), Step::Index(1), key("n")]), (3, 18));
         assert_eq!(at(&[key("missing")]), (1, 1));
         assert_eq!(at(&[key("bc"), Step::Index(9)]), (3, 14));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_checked() {
+        assert!(check_run_id(&RunResult::new_id()).is_ok());
+        assert!(check_run_id("20261121T193012Z-12345-2").is_ok());
+        assert!(check_run_id("a.b_c-1").is_ok());
+        assert!(check_run_id(&"x".repeat(RUN_ID_MAX_LEN)).is_ok());
+        for (bad, says) in [
+            ("", "empty"),
+            ("x\u{1b}[2J", "\\u{1b}"),
+            ("a b", "a space"),
+            ("a/b", "'/'"),
+            ("-rf", "start with"),
+            (".hidden", "start with"),
+            ("last", "newest"),
+            ("é", "'é'"),
+        ] {
+            let error = check_run_id(bad).unwrap_err();
+            assert!(error.contains(says), "{bad:?}: {error}");
+            assert!(!error.contains('\u{1b}'), "{error}");
+        }
+        let long = "x".repeat(RUN_ID_MAX_LEN + 1);
+        assert!(check_run_id(&long).unwrap_err().contains("at most 64"));
+    }
+
+    #[test]
+    fn terminal_text_escapes_what_a_terminal_obeys() {
+        assert!(matches!(
+            terminal_text("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            terminal_text("a\u{1b}[2J\rb\u{9b}c\u{7f}\u{202e}d\u{200b}\n"),
+            "a\\u001b[2J\\u000db\\u009bc\\u007f\\u202ed\\u200b\n"
+        );
+        // Applied to JSON it is the same document.
+        let json = serde_json::to_string(&"x\u{9b}\u{202e}\u{1b}y").unwrap();
+        let escaped = terminal_text(&json);
+        assert!(!escaped.contains('\u{9b}') && !escaped.contains('\u{202e}'));
+        let back: String = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, "x\u{9b}\u{202e}\u{1b}y");
+    }
+
+    #[test]
+    fn printable_escapes_control_characters_and_cuts() {
+        assert_eq!(printable("x\u{1b}[2J", 10), "x\\u{1b}[2J");
+        assert_eq!(printable("a\u{202e}b", 10), "a\\u{202e}b");
+        assert_eq!(printable("abcdef", 3), "abc…");
     }
 }

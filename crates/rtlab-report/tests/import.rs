@@ -592,3 +592,139 @@ fn truncated_and_mutated_files_never_panic() {
                      \"max\": 18446744073709551615, \"avg\": 1e308}}}";
     let _ = import_text(huge_json, "huge.json", None);
 }
+
+// ---------------------------------------------------------------------------
+// Input that once panicked or would be printed raw (issue 16, items 6 and 8)
+// ---------------------------------------------------------------------------
+
+/// The golden cyclictest JSON with `edit` applied to it.
+fn cyclictest_json_with(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let text = std::fs::read_to_string(golden("cyclictest-2.40-no-hist.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edit(&mut doc);
+    doc.to_string()
+}
+
+#[test]
+fn a_date_after_the_year_9999_is_an_error_naming_the_field() {
+    // It used to panic in humantime's RFC 3339 formatting (exit 101).
+    for (field, date) in [
+        ("start_time", "Sat, 21 Nov 10000 20:02:19 +0000"),
+        (
+            "end_time",
+            "Sat, 21 Nov 99999999999999999999 20:02:19 +0000",
+        ),
+    ] {
+        let text = cyclictest_json_with(|doc| doc[field] = date.into());
+        let error = import_text(&text, "ct.json", None).unwrap_err();
+        assert!(matches!(error, ImportError::Json { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.starts_with("ct.json: "), "{message}");
+        assert!(message.contains(&format!("$.{field}")), "{message}");
+        assert!(message.contains("after 9999"), "{message}");
+    }
+    // The last second RFC 3339 holds still imports.
+    let text =
+        cyclictest_json_with(|doc| doc["start_time"] = "Fri, 31 Dec 9999 23:59:59 +0000".into());
+    let run = import_text(&text, "ct.json", None).unwrap();
+    assert_eq!(run.started_at, "9999-12-31T23:59:59.000000Z");
+}
+
+#[test]
+fn a_histfile_dated_outside_1970_to_9999_is_dated_by_the_import() {
+    let text = std::fs::read_to_string(golden("one_thread_capped.hist")).unwrap();
+    let epoch = std::time::UNIX_EPOCH;
+    for modified in [
+        epoch + std::time::Duration::from_secs(253_402_300_800),
+        epoch + std::time::Duration::from_secs(u64::MAX / 4),
+        epoch - std::time::Duration::from_secs(86_400),
+    ] {
+        let run = import_text(&text, "h.hist", Some(modified)).unwrap();
+        assert!(run.started_at.starts_with("20"), "{}", run.started_at);
+        assert!(
+            run.warnings
+                .iter()
+                .any(|w| w.contains("before 1970 or after 9999")),
+            "{:?}",
+            run.warnings
+        );
+    }
+}
+
+#[test]
+fn huge_thread_numbers_and_distances_do_not_overflow() {
+    let text = cyclictest_json_with(|doc| {
+        doc["cmdline:"] = "cyclictest -i 18446744073709551615 -d 18446744073709551615".into();
+        let thread = doc["thread"]["0"].clone();
+        doc["thread"] = serde_json::json!({ "18446744073709551615": thread });
+    });
+    let run = import_text(&text, "ct.json", None).unwrap();
+    assert_eq!(run.series[0].interval_ns, u64::MAX);
+}
+
+#[test]
+fn control_characters_in_an_imported_document_are_refused() {
+    let text = cyclictest_json_with(|doc| doc["sysinfo"]["nodename"] = "vm\u{1b}[2J".into());
+    let message = import_text(&text, "ct.json", None).unwrap_err().to_string();
+    assert!(
+        message.contains("$[\"sysinfo\"][\"nodename\"]"),
+        "{message}"
+    );
+    assert!(message.contains("\\u{1b}"), "{message}");
+    assert!(!message.contains('\u{1b}'), "{message}");
+
+    // An rtlab result: an id with an escape sequence, or any other text.
+    let base = import_golden("cyclictest-2.40-no-hist.json");
+    let mut doc = serde_json::to_value(&base).unwrap();
+    doc["id"] = "x\u{1b}[2J".into();
+    let message = import_text(&doc.to_string(), "run.json", None)
+        .unwrap_err()
+        .to_string();
+    assert!(message.starts_with("run.json: $[\"id\"]"), "{message}");
+    assert!(!message.contains('\u{1b}'), "{message}");
+
+    for bad in ["", "../../etc", "-rf", "a b", &"x".repeat(65)] {
+        let mut doc = serde_json::to_value(&base).unwrap();
+        doc["id"] = bad.into();
+        let message = import_text(&doc.to_string(), "run.json", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("run.json: $.id: "),
+            "{bad:?}: {message}"
+        );
+    }
+    let mut doc = serde_json::to_value(&base).unwrap();
+    doc["warnings"][0] = "ok\u{7}".into();
+    let message = import_text(&doc.to_string(), "run.json", None)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("$[\"warnings\"][0]"), "{message}");
+    // Tabs and newlines are text.
+    doc["warnings"][0] = "two\nlines\tand a tab".into();
+    import_text(&doc.to_string(), "run.json", None).unwrap();
+}
+
+#[test]
+fn a_file_too_large_to_be_a_result_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.hist");
+    // Sparse: no disk used, but 65 MiB to read.
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(import::MAX_IMPORT_BYTES + 1).unwrap();
+    let message = import_file(&big).unwrap_err().to_string();
+    assert!(message.contains("big.hist"), "{message}");
+    assert!(message.contains("larger than 64 MiB"), "{message}");
+    // A device that never ends, too.
+    let message = import_file(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("larger than"), "{message}");
+}
+
+#[test]
+fn a_histfile_line_is_quoted_with_control_characters_escaped() {
+    let message = import_err("# Histogram\n000000 00\u{1b}[2J1\n");
+    assert!(message.contains("\\u{1b}"), "{message}");
+    assert!(!message.contains('\u{1b}'), "{message}");
+}

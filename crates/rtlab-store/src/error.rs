@@ -104,6 +104,56 @@ pub enum StoreError {
         reason: String,
     },
 
+    #[error(
+        "run `{id}` is already in result store {} ({stored}): a run is never replaced by \
+         another with the same id; import it with --new-id to keep both",
+        path.display()
+    )]
+    Duplicate {
+        path: PathBuf,
+        id: String,
+        /// What the stored run is (probe, status, start, samples).
+        stored: String,
+    },
+
+    #[error(
+        "no result store at {}: nothing was stored there yet (or pass another --db PATH)",
+        path.display()
+    )]
+    NoStore { path: PathBuf },
+
+    #[error(
+        "result store {} has schema version {found}, older than this rtlab's {latest}: a \
+         command that only reads does not migrate it; run one that writes (e.g. `rtlab import` \
+         or `rtlab runs tag`) as a user who may write the file, then try again",
+        path.display()
+    )]
+    NeedsMigration {
+        path: PathBuf,
+        found: u32,
+        latest: u32,
+    },
+
+    #[error(
+        "run {id} was not stored in {}: {cause}; {}",
+        path.display(),
+        match kept {
+            Ok(kept) => format!(
+                "it was kept in {kept} instead: store it with `rtlab import {}` once the \
+                 store can be written",
+                kept.file.display()
+            ),
+            Err(why) => format!("keeping it in a file failed too ({why})"),
+        }
+    )]
+    Unsaved {
+        path: PathBuf,
+        id: String,
+        cause: Box<StoreError>,
+        /// The file the run was kept in, or why it could not be written.
+        kept: Result<crate::unsaved::Kept, String>,
+    },
+
     /// A filter or id the store cannot use: the message says what was expected.
     #[error("{0}")]
     Invalid(String),

@@ -12,20 +12,35 @@
 //! - Each run keeps its complete [`RunResult`] JSON, so [`Store::get`]
 //!   returns exactly what was saved; the columns and the `series` and
 //!   `spikes` tables index it for listing and for queries by hand.
+//! - A saved run is never replaced by another with the same id
+//!   ([`Store::save`] refuses it); only the same run, saved while running,
+//!   is updated when it ends ([`Store::update`]).
+//! - Commands that only read open it with [`Store::open_read_only`]: a
+//!   store one can read but not write can still be listed and shown.
+//! - A run the store cannot take at the end of a measurement (disk full,
+//!   read-only file) is kept as a file ([`Store::save_or_keep`]).
 
+mod check;
 mod error;
 mod migrations;
+mod tags;
+mod unsaved;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rtlab_core::result::{RunResult, RunStatus};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rtlab_core::result::{check_run_id, printable, RunResult, RunStatus};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
+pub use check::CheckReport;
 pub use error::StoreError;
 pub use migrations::LATEST as SCHEMA_VERSION;
+pub use tags::{check_tag, TAG_MAX_LEN};
+pub use unsaved::{
+    choose_unsaved_dirs, keep_unsaved, keep_unsaved_in, unsaved_dir, unsaved_dirs, Kept, UnsavedDir,
+};
 
 /// How long a writer waits for another process's transaction to end before
 /// giving up with [`StoreError::Locked`].
@@ -33,6 +48,10 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The statuses a run can have, as stored (the `RunStatus` serde strings).
 pub const STATUSES: [&str; 5] = ["running", "complete", "partial", "break", "failed"];
+
+/// The oldest schema [`Store::open_read_only`] reads without migrating: 2
+/// has every column the listing reads; 3 only adds tags.
+pub const READ_ONLY_OLDEST: u32 = 2;
 
 /// How many candidates an ambiguous id prefix lists.
 const MAX_CANDIDATES: usize = 10;
@@ -60,6 +79,8 @@ pub struct RunFilter {
     pub probe: Option<String>,
     /// One of [`STATUSES`].
     pub status: Option<String>,
+    /// Runs with this tag.
+    pub tag: Option<String>,
     /// At most this many runs (the newest).
     pub limit: Option<usize>,
 }
@@ -86,6 +107,8 @@ pub struct RunSummary {
     pub worst_p99_9_ns: u64,
     /// The largest maximum of the series, ns (0 without samples).
     pub worst_max_ns: u64,
+    /// The run's tags, in order.
+    pub tags: Vec<String>,
 }
 
 /// An open result store. Not shared between threads: open one per thread
@@ -93,6 +116,8 @@ pub struct RunSummary {
 pub struct Store {
     path: PathBuf,
     conn: Connection,
+    /// Opened with [`Store::open_read_only`]: nothing may be written.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -135,6 +160,9 @@ impl Store {
                 migrations::LATEST
             )));
         }
+        if path != Path::new(":memory:") {
+            check_file_kind(path)?;
+        }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|cause| StoreError::CreateDir {
                 path: parent.to_path_buf(),
@@ -145,6 +173,7 @@ impl Store {
         let mut store = Store {
             path: path.to_path_buf(),
             conn,
+            read_only: false,
         };
         store
             .conn
@@ -183,8 +212,93 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens the database at `path` for reading only (`SQLITE_OPEN_READ_ONLY`):
+    /// it is never created, migrated nor written, so a store one may read
+    /// but not write can be listed and shown. A store at an older schema is
+    /// read as it is back to [`READ_ONLY_OLDEST`] (what it lacks, tags,
+    /// reads as none), and refused with [`StoreError::NeedsMigration`]
+    /// before that (a command that writes migrates it). A missing or empty
+    /// file reads as an empty store (held
+    /// in memory: nothing is created), so lookups say "no run" as they do
+    /// in any store without it.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        check_file_kind(path)?;
+        if std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() == 0) {
+            return Store::empty_in_memory(path);
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let open = |uri: &str| -> Result<Store, StoreError> {
+            let conn = Connection::open_with_flags(uri, flags)
+                .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))?;
+            let store = Store {
+                path: path.to_path_buf(),
+                conn,
+                read_only: true,
+            };
+            store
+                .conn
+                .busy_timeout(BUSY_TIMEOUT)
+                .map_err(|e| store.err(e))?;
+            store.check_identity()?;
+            Ok(store)
+        };
+        let uri = file_uri(path);
+        let store = match open(&uri) {
+            Ok(store) => store,
+            // A WAL database is read through its -shm file, which a reader
+            // creates when no process has the database open. One who may
+            // not write in the directory cannot: when no -wal file exists
+            // either (nobody is writing, and the file holds every run),
+            // read the file as it is, as SQLite's `immutable` does.
+            Err(StoreError::Sqlite { cause, .. })
+                if matches!(
+                    cause.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen) | Some(rusqlite::ErrorCode::ReadOnly)
+                ) && !wal_path(path).exists() =>
+            {
+                open(&format!("{uri}?immutable=1"))?
+            }
+            Err(e) => return Err(e),
+        };
+        let found = store.schema_version()?;
+        if found == 0 {
+            return Store::empty_in_memory(path);
+        }
+        if found > migrations::LATEST {
+            return Err(StoreError::TooNew {
+                path: store.path.clone(),
+                found,
+                known: migrations::LATEST,
+            });
+        }
+        if found < READ_ONLY_OLDEST {
+            return Err(StoreError::NeedsMigration {
+                path: store.path.clone(),
+                found,
+                latest: migrations::LATEST,
+            });
+        }
+        Ok(store)
+    }
+
+    /// An empty store at the latest schema in memory, named `path`, for
+    /// reading a store that does not exist yet.
+    fn empty_in_memory(path: &Path) -> Result<Store, StoreError> {
+        let mut store = Store::open(Path::new(":memory:"))?;
+        store.path = path.to_path_buf();
+        store.read_only = true;
+        Ok(store)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The schema version of the database (`PRAGMA user_version`).
@@ -200,13 +314,36 @@ impl Store {
         })
     }
 
-    /// Inserts the run, or replaces the run with the same id (a run may be
-    /// saved while running and again when it ends), in one transaction: the
-    /// run row with the complete `RunResult` JSON, one `series` row per
-    /// series and one `spikes` row per spike.
+    /// Inserts a new run in one transaction: the run row with the complete
+    /// `RunResult` JSON, one `series` row per series and one `spikes` row
+    /// per spike. A run with the same id already stored is never replaced:
+    /// that is [`StoreError::Duplicate`] (see [`Store::update`]). An id that
+    /// [`check_run_id`] refuses is [`StoreError::InvalidRun`].
     pub fn save(&mut self, run: &RunResult) -> Result<(), StoreError> {
-        if run.id.is_empty() {
-            return Err(self.invalid_run(run, "its id is empty".into()));
+        self.write(run, false)
+    }
+
+    /// Replaces a run saved while it was running with what it became (a
+    /// run may be saved when it starts and again when it ends). Refused
+    /// unless the stored run has this id, is still `running`, and has the
+    /// same probe and start: anything else would be another run.
+    pub fn update(&mut self, run: &RunResult) -> Result<(), StoreError> {
+        self.write(run, true)
+    }
+
+    /// Whether a run has exactly this id.
+    pub fn contains(&self, id: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [id], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| self.err(e))
+    }
+
+    fn write(&mut self, run: &RunResult, update: bool) -> Result<(), StoreError> {
+        check_run_id(&run.id).map_err(|reason| self.invalid_run(run, reason))?;
+        if self.read_only {
+            return Err(self.invalid_run(run, "the store was opened read-only".into()));
         }
         let encoded = Encoded::new(run)
             .map_err(|e| self.invalid_run(run, format!("it cannot be serialized: {e}")))?;
@@ -218,7 +355,42 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        delete_rows(&tx, &run.id).map_err(err)?;
+        // Read in the transaction: another process may be saving too.
+        let stored: Option<(String, String, String, i64)> = tx
+            .query_row(
+                "SELECT r.status, r.started_at, r.probe,
+                     (SELECT coalesce(sum(samples), 0) FROM series WHERE run_id = r.id)
+                 FROM runs AS r WHERE r.id = ?1",
+                [&run.id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .optional()
+            .map_err(err)?;
+        let same_run = |(status, started_at, probe, _): &(String, String, String, i64)| {
+            status == "running" && *started_at == run.started_at && *probe == run.probe
+        };
+        match (&stored, update) {
+            (None, false) => {}
+            (Some(found), true) if same_run(found) => {
+                delete_rows(&tx, &run.id).map_err(err)?;
+            }
+            (None, true) => {
+                return Err(StoreError::NotFound {
+                    path: self.path.clone(),
+                    id: run.id.clone(),
+                })
+            }
+            (Some((status, started_at, probe, samples)), _) => {
+                return Err(StoreError::Duplicate {
+                    path: self.path.clone(),
+                    id: run.id.clone(),
+                    stored: format!(
+                        "{probe}, {status}, started {}, {samples} samples",
+                        printable(started_at, 40)
+                    ),
+                })
+            }
+        }
         tx.execute(
             "INSERT INTO runs (id, format, probe, status, host, started_at, ended_at, elapsed_ns,
                  command, config, environment, warnings, result,
@@ -327,24 +499,48 @@ impl Store {
                 )));
             }
         }
+        if let Some(tag) = &filter.tag {
+            check_tag(tag)?;
+        }
+        // A store at schema 2, read without migrating, has no tags yet.
+        let tagged = self.has_table("tags")?;
+        if filter.tag.is_some() && !tagged {
+            return Err(StoreError::Invalid(format!(
+                "result store {} has no tags yet (schema version {}): tag a run to add them",
+                self.path.display(),
+                self.schema_version()?
+            )));
+        }
+        let tags = match tagged {
+            true => {
+                "(SELECT json_group_array(tag) FROM
+                         (SELECT tag FROM tags WHERE run_id = r.id ORDER BY tag))"
+            }
+            false => "'[]'",
+        };
+        let by_tag = match tagged {
+            true => "EXISTS (SELECT 1 FROM tags AS t WHERE t.run_id = r.id AND t.tag = ?7)",
+            false => "?7 IS NULL",
+        };
         let limit = filter.limit.map_or(-1, |l| int(l as u64));
         let mut statement = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT r.id, r.started_at, r.probe, r.status, r.host, r.campaign, r.execution,
                      r.configuration, r.load, count(s.position), coalesce(sum(s.samples), 0),
                      coalesce(sum(s.missed), 0), coalesce(max(s.p99_9_ns), 0),
-                     coalesce(max(s.max_ns), 0)
+                     coalesce(max(s.max_ns), 0), {tags}
                  FROM runs AS r LEFT JOIN series AS s ON s.run_id = r.id
                  WHERE (?1 IS NULL OR r.campaign = ?1)
                    AND (?2 IS NULL OR r.execution = ?2)
                    AND (?3 IS NULL OR r.host = ?3)
                    AND (?4 IS NULL OR r.probe = ?4)
                    AND (?5 IS NULL OR r.status = ?5)
+                   AND (?7 IS NULL OR {by_tag})
                  GROUP BY r.id
                  ORDER BY julianday(r.started_at) DESC, r.started_at DESC, r.id DESC
-                 LIMIT ?6",
-            )
+                 LIMIT ?6"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = statement
             .query_map(
@@ -354,7 +550,8 @@ impl Store {
                     filter.host,
                     filter.probe,
                     filter.status,
-                    limit
+                    limit,
+                    filter.tag,
                 ],
                 |row| {
                     Ok(RunSummary {
@@ -372,6 +569,7 @@ impl Store {
                         missed: uint(row.get(11)?),
                         worst_p99_9_ns: uint(row.get(12)?),
                         worst_max_ns: uint(row.get(13)?),
+                        tags: serde_json::from_str(&row.get::<_, String>(14)?).unwrap_or_default(),
                     })
                 },
             )
@@ -399,6 +597,9 @@ impl Store {
             return Err(StoreError::Invalid(
                 "empty run id: give a run id, a unique prefix of one, or `last`".into(),
             ));
+        }
+        if id != "last" {
+            check_run_id(id).map_err(StoreError::Invalid)?;
         }
         if id == "last" {
             return self
@@ -492,6 +693,18 @@ impl Store {
         tx.commit().map_err(err)
     }
 
+    pub(crate) fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [name],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| self.err(e))
+    }
+
     fn parse(&self, id: &str, json: &str) -> Result<RunResult, StoreError> {
         serde_json::from_str(json).map_err(|cause| StoreError::Corrupt {
             path: self.path.clone(),
@@ -500,14 +713,14 @@ impl Store {
         })
     }
 
-    fn err(&self, e: rusqlite::Error) -> StoreError {
+    pub(crate) fn err(&self, e: rusqlite::Error) -> StoreError {
         StoreError::sqlite(&self.path, BUSY_TIMEOUT, e)
     }
 
     fn invalid_run(&self, run: &RunResult, reason: String) -> StoreError {
         StoreError::InvalidRun {
             path: self.path.clone(),
-            id: run.id.clone(),
+            id: printable(&run.id, 80),
             reason,
         }
     }
@@ -632,9 +845,72 @@ fn foreign(conn: &Connection) -> rusqlite::Result<Option<String>> {
 /// Explicit rather than by cascade alone, so it does not depend on the
 /// connection's foreign-key setting.
 fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
+    // A store opened at an older schema (tests of the migrations) has no tags.
+    let tags: Option<i64> = conn
+        .query_row(
+            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'tags'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if tags.is_some() {
+        conn.execute("DELETE FROM tags WHERE run_id = ?1", [id])?;
+    }
     conn.execute("DELETE FROM spikes WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM series WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
+}
+
+/// Refuses a path that is there but is not a regular file (after links):
+/// SQLite would wait forever on a FIFO, read /dev/zero as an empty
+/// database and migrate it, and say "disk I/O error" of a directory.
+fn check_file_kind(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(md) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let kind = md.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(StoreError::Foreign {
+        path: path.to_path_buf(),
+        detail: format!("it is {what}, not a file"),
+    })
+}
+
+/// The WAL file of the database at `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
+}
+
+/// `file:` URI of a path, every byte outside the unreserved set escaped
+/// (SQLite reads `?` and `#` in a URI as its query and fragment).
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
 }
 
 fn default_path_from(
@@ -657,7 +933,7 @@ fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-fn uint(value: i64) -> u64 {
+pub(crate) fn uint(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 

@@ -124,6 +124,18 @@ FROM runs AS r,
 WHERE EXISTS (SELECT 1 FROM series WHERE series.run_id = r.id AND series.position = s.key);
 "#,
     },
+    Migration {
+        version: 3,
+        description: "tags of runs",
+        sql: r#"
+CREATE TABLE tags (
+    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    tag    TEXT NOT NULL,                   -- [A-Za-z0-9._-], 1 to 64 characters
+    PRIMARY KEY (run_id, tag)
+);
+CREATE INDEX tags_by_tag ON tags (tag);
+"#,
+    },
 ];
 
 /// The newest schema version this rtlab knows.

@@ -199,7 +199,13 @@ fn a_schema_1_database_is_migrated_and_its_runs_still_read() {
     assert_eq!(expected.len(), 6);
     assert_eq!(spikes, expected);
 
-    // The migrated database takes new runs and replaces old ones.
+    // The migrated database refuses to replace an old run by another with
+    // its id, and takes new runs.
+    assert!(matches!(
+        store.save(&campaign).unwrap_err(),
+        StoreError::Duplicate { .. }
+    ));
+    store.delete(&campaign.id).unwrap();
     store.save(&campaign).unwrap();
     store
         .save(&run(
@@ -401,4 +407,75 @@ fn a_directory_is_not_a_store() {
             .contains(&dir.path().display().to_string()),
         "{error}"
     );
+}
+
+/// Schema 3 adds tags: a schema 2 store opens, gains an empty `tags`
+/// table, keeps its runs, and its runs can be tagged.
+#[test]
+fn a_schema_2_database_gains_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let saved = realistic_result();
+    {
+        let mut store = Store::open_at_version(&path, 2).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 2);
+        store.save(&saved).unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert!(conn.prepare("SELECT * FROM tags").is_err());
+
+    // Only reading does not migrate: it reads what schema 2 has (no tags).
+    {
+        let old = Store::open_read_only(&path).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 2);
+        let listed = old.list(&RunFilter::default()).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].tags.is_empty());
+        assert!(old.tags(&saved.id).unwrap().is_empty());
+        assert_same(&old.get(&saved.id).unwrap(), &saved);
+        let error = old
+            .list(&RunFilter {
+                tag: Some("x".into()),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert!(error.to_string().contains("no tags yet"), "{error}");
+        let report = old.check().unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(report.schema_version, 2);
+    }
+    assert_eq!(user_version(&path), 2);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(user_version(&path), 3);
+    assert_same(&store.get(&saved.id).unwrap(), &saved);
+    assert_eq!(store.list(&RunFilter::default()).unwrap()[0].tags.len(), 0);
+    store.tag(&saved.id, "baseline").unwrap();
+    assert_eq!(store.tags(&saved.id).unwrap(), ["baseline"]);
+    assert!(store.check().unwrap().problems.is_empty());
+}
+
+/// Schema 1 lacks the columns the listing reads: reading it without
+/// migrating is refused, saying what to do, and the file is unchanged.
+#[test]
+fn a_schema_1_database_is_not_read_without_migrating() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    v1_database(&path);
+    let error = Store::open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::NeedsMigration {
+                found: 1,
+                latest: 3,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("schema version 1"), "{message}");
+    assert!(message.contains("writes"), "{message}");
+    assert_eq!(user_version(&path), 1);
 }

@@ -43,7 +43,7 @@ fn open_creates_parent_directories_wal_and_latest_schema() {
     assert_eq!(store.path(), path);
     assert!(path.is_file());
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
@@ -220,7 +220,7 @@ fn saved_run_is_indexed_in_columns_series_and_spikes() {
 }
 
 #[test]
-fn saving_the_same_id_again_replaces_the_run() {
+fn updating_a_running_run_replaces_it() {
     let (_dir, mut store) = temp_store();
     // Saved while running, with more series than it ends with...
     let mut running = realistic_result();
@@ -235,7 +235,11 @@ fn saving_the_same_id_again_replaces_the_run() {
 
     // ...and again when it ends.
     let ended = realistic_result();
-    store.save(&ended).unwrap();
+    assert!(matches!(
+        store.save(&ended).unwrap_err(),
+        StoreError::Duplicate { .. }
+    ));
+    store.update(&ended).unwrap();
     assert_same(&store.get(&ended.id).unwrap(), &ended);
     assert_eq!(count(store.path(), "SELECT count(*) FROM runs"), 1);
     assert_eq!(count(store.path(), "SELECT count(*) FROM series"), 2);
@@ -472,8 +476,10 @@ fn get_by_exact_id_prefix_or_last() {
     // Unknown, and prefix matching is not a pattern match.
     for unknown in ["20251", "2026110_", "2026110%", "20261102t"] {
         let error = store.get(unknown).unwrap_err();
+        // `%` is not in a run id at all.
         assert!(
-            matches!(error, StoreError::NotFound { .. }),
+            matches!(error, StoreError::NotFound { .. })
+                || (unknown.contains('%') && matches!(error, StoreError::Invalid(_))),
             "{unknown}: {error}"
         );
         assert!(error.to_string().contains(unknown), "{error}");
@@ -572,7 +578,7 @@ fn interrupted_campaign_keeps_complete_and_partial_runs() {
         second.ended_at = Some("2026-11-21T19:31:09.5Z".into());
         second.elapsed_ns = 7_499_000_000;
         second.series[0].stats.samples = 7_499;
-        store.save(&second).unwrap();
+        store.update(&second).unwrap();
     }
     let store = Store::open(&path).unwrap();
     let runs = store.campaign_runs(execution).unwrap();
@@ -727,4 +733,420 @@ fn default_path_follows_the_environment() {
         assert!(path.ends_with("rtlab/results.db"), "{}", path.display());
         assert!(path.is_absolute());
     }
+}
+
+/// Issue 16 item 6: importing a JSON with the id of a stored run turned a
+/// complete 3999-sample run into a failed 1-sample one. The store itself
+/// now refuses, and the stored run is untouched.
+#[test]
+fn saving_another_run_with_a_stored_id_is_refused() {
+    let (_dir, mut store) = temp_store();
+    let complete = realistic_result();
+    store.save(&complete).unwrap();
+    let mut other = run(&complete.id, "2026-11-22T08:00:00.000001Z", "rig9");
+    other.status = RunStatus::Failed;
+    other.series.truncate(1);
+    other.series[0].stats.samples = 1;
+    let error = store.save(&other).unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, StoreError::Duplicate { .. }), "{message}");
+    assert!(message.contains(&complete.id), "{message}");
+    assert!(message.contains("--new-id"), "{message}");
+    assert!(message.contains("41878 samples"), "{message}");
+    assert_same(&store.get(&complete.id).unwrap(), &complete);
+    // Nor may `update` replace it: it is not running, and not this run.
+    assert!(store.update(&other).is_err());
+    let mut same_but_ended = complete.clone();
+    same_but_ended.status = RunStatus::Failed;
+    assert!(store.update(&same_but_ended).is_err());
+    assert_same(&store.get(&complete.id).unwrap(), &complete);
+    // An update of a run never saved is not an insert.
+    let new = run("20261122T080000Z-1", "2026-11-22T08:00:00.000001Z", "rig1");
+    assert!(matches!(
+        store.update(&new).unwrap_err(),
+        StoreError::NotFound { .. }
+    ));
+}
+
+#[test]
+fn ids_are_checked_when_saving_and_when_looking_up() {
+    let (_dir, mut store) = temp_store();
+    for bad in ["x\u{1b}[2J", "../x", "-x", "last", &"x".repeat(65)] {
+        let mut result = realistic_result();
+        result.id = bad.to_string();
+        let error = store.save(&result).unwrap_err();
+        assert!(matches!(error, StoreError::InvalidRun { .. }), "{error}");
+        assert!(!error.to_string().contains('\u{1b}'), "{error}");
+        let error = store.get(bad);
+        if bad != "last" {
+            let error = error.unwrap_err();
+            assert!(matches!(error, StoreError::Invalid(_)), "{error}");
+            assert!(!error.to_string().contains('\u{1b}'), "{error}");
+        }
+    }
+    assert_eq!(count(store.path(), "SELECT count(*) FROM runs"), 0);
+}
+
+#[test]
+fn runs_are_tagged_listed_by_tag_untagged_and_deleted_with_their_tags() {
+    let (_dir, mut store) = listed_store();
+    let id = store.tag("20261103", "baseline").unwrap();
+    assert_eq!(id, "20261103T100000Z-3");
+    store.tag(&id, "kernel-6.18").unwrap();
+    store.tag(&id, "baseline").unwrap();
+    store.tag("last", "baseline").unwrap();
+    assert_eq!(store.tags(&id).unwrap(), ["baseline", "kernel-6.18"]);
+    let filter = RunFilter {
+        tag: Some("baseline".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        ids(&store, &filter),
+        ["20261104T100100Z-4-2", "20261103T100000Z-3"]
+    );
+    let listed = store.list(&filter).unwrap();
+    assert_eq!(listed[1].tags, ["baseline", "kernel-6.18"]);
+    assert_eq!(listed[0].tags, ["baseline"]);
+    assert!(matches!(
+        store.tag(&id, "bad tag").unwrap_err(),
+        StoreError::Invalid(_)
+    ));
+    assert!(store
+        .list(&RunFilter {
+            tag: Some("\u{1b}".into()),
+            ..Default::default()
+        })
+        .is_err());
+    assert_eq!(store.untag(&id, "baseline").unwrap(), (id.clone(), true));
+    assert_eq!(store.untag(&id, "baseline").unwrap(), (id.clone(), false));
+    store.delete(&id).unwrap();
+    assert_eq!(
+        count(
+            store.path(),
+            "SELECT count(*) FROM tags WHERE run_id = '20261103T100000Z-3'"
+        ),
+        0
+    );
+    assert!(store.check().unwrap().problems.is_empty());
+}
+
+#[test]
+fn check_finds_damaged_rows() {
+    let (_dir, store) = listed_store();
+    let report = store.check().unwrap();
+    assert_eq!(report.runs, 5);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.execute(
+        "UPDATE runs SET result = '{\"not\": \"a run\"}' WHERE id = '20261101T100000Z-1'",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE runs SET result = replace(result, '20261102T100000Z-2', '20261102T100000Z-9')
+         WHERE id = '20261102T100000Z-2'",
+        [],
+    )
+    .unwrap();
+    conn.execute("DELETE FROM series WHERE run_id = '20261104T100000Z-4'", [])
+        .unwrap();
+    // A host name with an escape sequence, stored before import refused it.
+    conn.execute(
+        "UPDATE runs SET result = json_set(result, '$.environment.hostname', 'vm' || char(27) || '[2J')
+         WHERE id = '20261103T100000Z-3'",
+        [],
+    )
+    .unwrap();
+    let report = store.check().unwrap();
+    let problems = &report.problems;
+    let found = |needle: &str| problems.iter().filter(|p| p.contains(needle)).count();
+    assert_eq!(
+        found("`20261101T100000Z-1`: its JSON is not a run"),
+        1,
+        "{problems:?}"
+    );
+    assert_eq!(found("says id `20261102T100000Z-9`"), 1, "{problems:?}");
+    assert_eq!(
+        found("`20261104T100000Z-4`: 0 series rows for 2 series"),
+        1,
+        "{problems:?}"
+    );
+    assert_eq!(
+        found("`20261103T100000Z-3`: the text at $[\"environment\"][\"hostname\"] holds control"),
+        1,
+        "{problems:?}"
+    );
+    assert_eq!(problems.len(), 4, "{problems:?}");
+}
+
+#[test]
+fn a_run_the_store_cannot_take_is_kept_in_a_file() {
+    let (dir, mut store) = temp_store();
+    let saved = realistic_result();
+    store.save(&saved).unwrap();
+    // The id is taken: this save fails, and the run goes to a file.
+    let mut again = saved.clone();
+    again.started_at = "2026-11-22T08:00:00.000001Z".into();
+    let unsaved = dir.path().join("state/unsaved");
+    let error = store.save_or_keep_in(&again, &unsaved).unwrap_err();
+    let message = error.to_string();
+    let file = unsaved.join(format!("{}.json", saved.id));
+    assert!(
+        message.contains(&format!("rtlab import {}", file.display())),
+        "{message}"
+    );
+    let kept: rtlab_core::result::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_same(&kept, &again);
+    // No temporary file stays beside it.
+    assert_eq!(std::fs::read_dir(&unsaved).unwrap().count(), 1);
+    // A run saved keeps nothing.
+    let other = run("20261122T080000Z-1", "2026-11-22T08:00:00.000001Z", "rig1");
+    store.save_or_keep_in(&other, &unsaved).unwrap();
+    assert_eq!(std::fs::read_dir(&unsaved).unwrap().count(), 1);
+}
+
+#[test]
+fn read_only_opening_never_creates_nor_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    // No store yet: an empty one, and no file.
+    let empty = Store::open_read_only(&path).unwrap();
+    assert!(empty.list(&RunFilter::default()).unwrap().is_empty());
+    assert!(matches!(
+        empty.get("last").unwrap_err(),
+        StoreError::Empty { .. }
+    ));
+    assert!(empty
+        .get("20261122")
+        .unwrap_err()
+        .to_string()
+        .contains(&path.display().to_string()));
+    drop(empty);
+    assert!(!path.exists());
+    let saved = realistic_result();
+    Store::open(&path).unwrap().save(&saved).unwrap();
+    let mut store = Store::open_read_only(&path).unwrap();
+    assert!(store.is_read_only());
+    assert_same(&store.get("last").unwrap(), &saved);
+    assert_eq!(store.list(&RunFilter::default()).unwrap().len(), 1);
+    assert!(store
+        .save(&run(
+            "20261122T080000Z-1",
+            "2026-11-22T08:00:00.000001Z",
+            "rig1"
+        ))
+        .is_err());
+    assert!(store.tag("last", "x").is_err());
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+}
+
+#[test]
+fn a_run_is_not_kept_in_a_directory_others_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, mut store) = temp_store();
+    let saved = realistic_result();
+    store.save(&saved).unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let error = store
+        .save_or_keep_in(&saved, &state.join("unsaved"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("keeping it in a file failed too"), "{error}");
+    assert!(error.contains("group or others may write it"), "{error}");
+    assert!(std::fs::read_dir(state.join("unsaved"))
+        .unwrap()
+        .next()
+        .is_none());
+}
+
+#[test]
+fn root_keeps_unsaved_runs_where_they_survive_a_reboot() {
+    use rtlab_store::{choose_unsaved_dirs, UnsavedDir};
+    use std::path::PathBuf;
+    let place = |dir: &str, volatile| UnsavedDir {
+        dir: PathBuf::from(dir),
+        volatile,
+    };
+    let os = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(
+        choose_unsaved_dirs(None, 0, os("/x"), os("/root"), "/run/rtlab".into()),
+        [
+            place("/var/lib/rtlab/unsaved", false),
+            place("/run/rtlab/unsaved", true)
+        ]
+    );
+    assert_eq!(
+        choose_unsaved_dirs(
+            None,
+            1000,
+            None,
+            os("/home/u"),
+            "/run/user/1000/rtlab".into()
+        ),
+        [
+            place("/home/u/.local/state/rtlab/unsaved", false),
+            place("/run/user/1000/rtlab/unsaved", true)
+        ]
+    );
+    assert_eq!(
+        choose_unsaved_dirs(
+            None,
+            1000,
+            os("/s"),
+            os("/home/u"),
+            "/tmp/rtlab-1000".into()
+        ),
+        [
+            place("/s/rtlab/unsaved", false),
+            place("/tmp/rtlab-1000/unsaved", true)
+        ]
+    );
+    // Relative XDG values are ignored, as the spec says.
+    assert_eq!(
+        choose_unsaved_dirs(None, 1000, os("s"), os("h"), "/tmp/rtlab-1000".into()),
+        [place("/tmp/rtlab-1000/unsaved", true)]
+    );
+    assert_eq!(
+        choose_unsaved_dirs(os("/st"), 0, None, None, "/st".into()),
+        [place("/st/unsaved", false)]
+    );
+}
+
+#[test]
+fn an_unsaved_run_falls_back_to_the_volatile_directory_and_says_so() {
+    use rtlab_store::{keep_unsaved_in, UnsavedDir};
+    let dir = tempfile::tempdir().unwrap();
+    let run = realistic_result();
+    // The persistent place cannot be written (here a file is in the way;
+    // on a full disk, ENOSPC): the volatile one takes the run.
+    let blocked = dir.path().join("lib");
+    std::fs::write(&blocked, "").unwrap();
+    let dirs = [
+        UnsavedDir {
+            dir: blocked.join("unsaved"),
+            volatile: false,
+        },
+        UnsavedDir {
+            dir: dir.path().join("run/unsaved"),
+            volatile: true,
+        },
+    ];
+    let kept = keep_unsaved_in(&run, &dirs).unwrap();
+    assert_eq!(
+        kept.file,
+        dir.path().join(format!("run/unsaved/{}.json", run.id))
+    );
+    let said = kept.to_string();
+    assert!(said.contains("emptied at reboot"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "{} could not be written",
+            blocked.join("unsaved").display()
+        )),
+        "{said}"
+    );
+    // When the persistent place can be written, the run goes there and
+    // nothing is said about reboots.
+    std::fs::remove_file(&blocked).unwrap();
+    let kept = keep_unsaved_in(&run, &dirs).unwrap();
+    assert_eq!(kept.file, blocked.join(format!("unsaved/{}.json", run.id)));
+    assert_eq!(kept.volatile, None);
+    assert_eq!(kept.to_string(), kept.file.display().to_string());
+    // Through the store: the error names the file and the fallback.
+    let (_store_dir, mut store) = temp_store();
+    store.save(&run).unwrap();
+    std::fs::remove_dir_all(&blocked).unwrap();
+    std::fs::write(&blocked, "").unwrap();
+    let message = store
+        .save_or_keep_in_dirs(&run, &dirs)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("emptied at reboot"), "{message}");
+    assert!(message.contains("rtlab import"), "{message}");
+    // Neither works: both reasons are given.
+    let nowhere = [UnsavedDir {
+        dir: blocked.join("x"),
+        volatile: true,
+    }];
+    assert!(keep_unsaved_in(&run, &nowhere)
+        .unwrap_err()
+        .contains("could not be written"));
+}
+
+#[test]
+fn a_kept_run_never_replaces_a_file_nor_follows_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let unsaved = dir.path().join("unsaved");
+    let run = realistic_result();
+    let first = rtlab_store::keep_unsaved(&run, &unsaved).unwrap();
+    assert_eq!(first, unsaved.join(format!("{}.json", run.id)));
+    // The same id again (another run kept under it): a second file.
+    let mut other = run.clone();
+    other.started_at = "2026-11-22T08:00:00.000001Z".into();
+    let second = rtlab_store::keep_unsaved(&other, &unsaved).unwrap();
+    assert_eq!(second, unsaved.join(format!("{}.2.json", run.id)));
+    let read = |p: &Path| -> rtlab_core::result::RunResult {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_same(&read(&first), &run);
+    assert_same(&read(&second), &other);
+    // A link where the file would go is left alone, and what it points
+    // at is not written.
+    let target = dir.path().join("target");
+    std::fs::write(&target, "mine").unwrap();
+    let mut third = run.clone();
+    third.id = "20261122T080000Z-9".into();
+    std::os::unix::fs::symlink(&target, unsaved.join("20261122T080000Z-9.json")).unwrap();
+    let kept = rtlab_store::keep_unsaved(&third, &unsaved).unwrap();
+    assert_eq!(kept, unsaved.join("20261122T080000Z-9.2.json"));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+    // A link in place of the directory is refused.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let linked = dir.path().join("linked");
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+    let error = rtlab_store::keep_unsaved(&run, &linked).unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // No temporary file is left anywhere.
+    assert!(std::fs::read_dir(&unsaved).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".tmp")));
+}
+
+#[test]
+fn a_store_path_that_is_not_a_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let link = dir.path().join("zero.db");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    // Without the check, the FIFO hung the reader (SQLite waited for a
+    // writer) and /dev/zero read as an empty store and was "migrated".
+    for (path, what) in [
+        (&fifo, "a FIFO"),
+        (&link, "a character device"),
+        (&Path::new("/dev/zero").to_path_buf(), "a character device"),
+        (&dir.path().to_path_buf(), "a directory"),
+    ] {
+        for error in [
+            Store::open(path).unwrap_err(),
+            Store::open_read_only(path).unwrap_err(),
+        ] {
+            let message = error.to_string();
+            assert!(
+                matches!(error, StoreError::Foreign { .. }) && message.contains(what),
+                "{}: {message}",
+                path.display()
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }

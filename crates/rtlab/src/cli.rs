@@ -76,7 +76,7 @@ what a SIGKILL or a power loss left behind."
     /// Plan or run a campaign: probes × loads × configurations, every result stored.
     #[command(subcommand)]
     Campaign(CampaignCommand),
-    /// List stored runs, newest first.
+    /// List stored runs, newest first; delete and tag them.
     Runs(RunsArgs),
     /// Show one stored run.
     Show(ShowArgs),
@@ -88,6 +88,9 @@ what a SIGKILL or a power loss left behind."
     Report(Box<ReportArgs>),
     /// Store cyclictest results (histfile or --json output) so they compare with rtlab's.
     Import(ImportArgs),
+    /// The result store itself: check its integrity.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).
     Load(Box<crate::commands::load::LoadArgs>),
     /// End-to-end network response time: a robust server and an open-loop probe.
@@ -695,13 +698,27 @@ pub struct CampaignRunArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "Examples:
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:
   rtlab runs
   rtlab runs --campaign quick --limit 8
-  rtlab runs --probe cyclictest --json   # the list as JSON on stdout")]
+  rtlab runs --probe cyclictest --json   # the list as JSON on stdout
+  rtlab runs --tag baseline
+  rtlab runs tag last baseline
+  rtlab runs delete 20261121T193012Z-4242
+
+The store is opened read-only to list: a store one may read but not write is
+listed too. See docs/runs.md."
+)]
 pub struct RunsArgs {
+    #[command(subcommand)]
+    pub action: Option<RunsAction>,
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Only runs with this tag (see `rtlab runs tag`).
+    #[arg(long)]
+    pub tag: Option<String>,
     /// Only runs of this campaign (name).
     #[arg(long)]
     pub campaign: Option<String>,
@@ -721,6 +738,87 @@ pub struct RunsArgs {
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// Print the list as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum RunsAction {
+    /// Delete stored runs (no undo): by id, unique prefix or `last`, or a whole campaign execution.
+    Delete(RunsDeleteArgs),
+    /// Tag a stored run (or take a tag off it with --untag); `rtlab runs --tag T` lists them.
+    Tag(RunsTagArgs),
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab runs delete last
+  rtlab runs delete 20261121T193012Z-4242 20261121T193102Z-4242-2 --yes
+  rtlab runs delete --execution 20261121T193000Z-4242 --yes --json
+
+Deleting more than one run, or some but not all runs of a campaign execution,
+needs --yes: without it rtlab lists what would be deleted and exits 2. Nothing
+is deleted unless every id names exactly one run. See docs/runs.md.")]
+pub struct RunsDeleteArgs {
+    /// Run ids, unique prefixes of one, or `last`.
+    #[arg(value_name = "ID", required_unless_present = "execution")]
+    pub runs: Vec<String>,
+    /// Every run of this campaign execution (its id, as `rtlab runs` shows under --execution).
+    #[arg(long, value_name = "ID")]
+    pub execution: Option<String>,
+    /// Delete more than one run, or part of a campaign execution.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the deleted ids as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab runs tag last baseline
+  rtlab runs tag 20261121T193012Z-4242 kernel-6.18 --json
+  rtlab runs tag last baseline --untag
+  rtlab runs --tag baseline
+
+A tag is 1 to 64 ASCII letters, digits, '-', '_' and '.', starting with a letter
+or digit. See docs/runs.md.")]
+pub struct RunsTagArgs {
+    /// Run id, a unique prefix of one, or `last`.
+    #[arg(value_name = "ID")]
+    pub run: String,
+    #[arg(value_name = "TAG")]
+    pub tag: String,
+    /// Take the tag off instead.
+    #[arg(long)]
+    pub untag: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the run's tags as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum StoreCommand {
+    /// Check the store's integrity: SQLite's checks, its schema, every run readable.
+    Check(StoreCheckArgs),
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab store check
+  rtlab store check --db /var/lib/rtlab/results.db --json
+
+Exit code 0: the store is sound; 1: problems were found (listed); 2: no store
+at that path. The store is opened read-only and never changed. See
+docs/store.md.")]
+pub struct StoreCheckArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -901,10 +999,16 @@ pub struct ExportArgs {
 #[command(after_help = "Examples:
   rtlab import old-cyclictest-hist.txt
   cyclictest -m -p 90 -l 100000 -h 1000 --json=ct.json && rtlab import ct.json
+  rtlab import run.json --new-id     # an rtlab result whose id is already stored
 
-Accepts cyclictest --histfile/-h output and cyclictest --json output; the format
-is detected from the content. See docs/import-export.md for what each keeps.")]
+Accepts cyclictest --histfile/-h output, cyclictest --json output and rtlab's
+own JSON (rtlab.run/1, which keeps its id); the format is detected from the
+content. A run whose id is already stored is refused (exit 2): nothing is ever
+replaced. See docs/import-export.md for what each keeps.")]
 pub struct ImportArgs {
+    /// Store every file under a new run id (its old one is noted in its warnings).
+    #[arg(long)]
+    pub new_id: bool,
     /// Files to import.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,

@@ -1,6 +1,7 @@
 //! rtlab: make a stock Linux machine time-critical and prove it.
 
 use rtlab::{cli, commands, input};
+use rtlab_core::result::terminal_text;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -17,10 +18,12 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             if let Some(bad) = error.downcast_ref::<input::InputError>() {
-                eprintln!("error: {bad}");
+                // Messages quote files, stored runs and other processes:
+                // escaped as everything rtlab prints.
+                eprintln!("error: {}", terminal_text(&bad.to_string()));
                 return ExitCode::from(2);
             }
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", terminal_text(&format!("{error:#}")));
             ExitCode::from(1)
         }
     }

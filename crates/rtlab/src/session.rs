@@ -44,3 +44,28 @@ pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
     };
     Store::open(&path).map_err(|e| anyhow::Error::new(InputError(e.to_string())))
 }
+
+/// Opens the store at `--db PATH` or the default place for reading only:
+/// never created, migrated nor written (see `Store::open_read_only`), so
+/// a store one may read but not write can be listed and shown. Every
+/// failure is bad input (exit 2) with the store's own message.
+pub fn open_store_read_only(db: Option<&Path>) -> anyhow::Result<Store> {
+    let path = match db {
+        Some(path) => path.to_path_buf(),
+        None => {
+            Store::default_path().map_err(|e| InputError(format!("{e} (or give --db PATH)")))?
+        }
+    };
+    let store =
+        Store::open_read_only(&path).map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+    let version = store.schema_version()?;
+    if version < rtlab_store::SCHEMA_VERSION {
+        eprintln!(
+            "note: result store {} has schema version {version}, older than this rtlab's {}: \
+             it is read as it is (without tags); the next command that writes to it migrates it",
+            store.path().display(),
+            rtlab_store::SCHEMA_VERSION
+        );
+    }
+    Ok(store)
+}

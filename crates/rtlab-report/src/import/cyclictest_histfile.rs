@@ -28,8 +28,8 @@
 //! samples beyond the histogram (counted at the max).
 
 use super::{
-    imported_run, rfc3339, thread_series, unknown_environment, unknown_sched, BinnedThread, Format,
-    ImportError,
+    imported_run, now_rfc3339, rfc3339, thread_series, unknown_environment, unknown_sched,
+    BinnedThread, Format, ImportError,
 };
 use rtlab_core::result::RunResult;
 use std::time::SystemTime;
@@ -371,21 +371,29 @@ pub fn parse(
         series.push(thread_series(name, None, 0, unknown_sched(), stats));
     }
 
-    let started_at = match modified {
-        Some(t) => {
+    let started_at = match modified.map(|t| (t, rfc3339(t))) {
+        Some((_, Some(text))) => {
             warnings.push(
                 "a cyclictest histogram records no time: started_at and ended_at are the \
                  file's modification time (about when the run ended)"
                     .to_string(),
             );
-            rfc3339(t)
+            text
+        }
+        Some((t, None)) => {
+            warnings.push(format!(
+                "a cyclictest histogram records no time, and the file's modification time \
+                 ({}) is before 1970 or after 9999: started_at is the time of the import",
+                mtime_text(t)
+            ));
+            now_rfc3339()
         }
         None => {
             warnings.push(
                 "a cyclictest histogram records no time: started_at is the time of the import"
                     .to_string(),
             );
-            rfc3339(SystemTime::now())
+            now_rfc3339()
         }
     };
     let environment = unknown_environment(&started_at);
@@ -401,10 +409,15 @@ pub fn parse(
 
 /// A piece of input short enough to quote in an error.
 fn clip(text: &str) -> String {
-    const MAX: usize = 40;
-    if text.chars().count() <= MAX {
-        text.to_string()
-    } else {
-        format!("{}…", text.chars().take(MAX).collect::<String>())
+    // Control characters escaped: the line is printed on a terminal.
+    rtlab_core::result::printable(text, 40)
+}
+
+/// A file time as seconds from the epoch (negative before it), for a
+/// message: any SystemTime, where RFC 3339 stops at 9999.
+fn mtime_text(t: SystemTime) -> String {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => format!("{} s after 1970", d.as_secs()),
+        Err(e) => format!("{} s before 1970", e.duration().as_secs()),
     }
 }

@@ -20,8 +20,8 @@
 //! `config.cyclictest`.
 
 use super::{
-    imported_run, json_syntax_error, rfc3339, thread_series, unknown_environment, BinnedThread,
-    Format, ImportError,
+    imported_run, json_syntax_error, now_rfc3339, rfc3339, thread_series, unknown_environment,
+    BinnedThread, Format, ImportError,
 };
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::sched::{Policy, SchedParams};
@@ -224,8 +224,31 @@ impl CommandLine {
     }
 }
 
-/// `Sat, 21 Nov 2026 20:02:16 +0000` (strftime `%a, %d %b %Y %T %z`).
-pub(crate) fn parse_rfc2822(text: &str) -> Option<SystemTime> {
+/// `Sat, 21 Nov 2026 20:02:16 +0000` (strftime `%a, %d %b %Y %T %z`):
+/// `Ok(None)` for text that is not such a date (or one before 1970), an
+/// error for a date rtlab cannot record (after the year 9999, the last an
+/// RFC 3339 timestamp holds).
+pub(crate) fn parse_rfc2822(text: &str) -> Result<Option<SystemTime>, String> {
+    let mut fields = text.split_whitespace();
+    let year = match fields.next() {
+        Some(weekday) if weekday.ends_with(',') => fields.nth(2),
+        Some(_) => fields.nth(1),
+        None => None,
+    };
+    // Any number of digits: a year too long for an integer is after 9999 too.
+    if let Some(year) = year.filter(|y| y.len() > 4 && y.bytes().all(|b| b.is_ascii_digit())) {
+        if year.trim_start_matches('0').len() > 4 {
+            return Err(format!(
+                "the year {year} is after 9999, the last year a timestamp can hold"
+            ));
+        }
+    }
+    Ok(rfc2822_fields(text))
+}
+
+/// [`parse_rfc2822`] for a year up to 9999 (which keeps the day count
+/// below any overflow).
+fn rfc2822_fields(text: &str) -> Option<SystemTime> {
     let mut fields: Vec<&str> = text.split_whitespace().collect();
     if fields.first().is_some_and(|f| f.ends_with(',')) {
         fields.remove(0);
@@ -238,7 +261,7 @@ pub(crate) fn parse_rfc2822(text: &str) -> Option<SystemTime> {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
-    let year: i64 = year.parse().ok()?;
+    let year: i64 = year.parse().ok().filter(|y| (0..=9999).contains(y))?;
     let hms: Vec<i64> = time
         .split(':')
         .map(|p| p.parse().ok())
@@ -249,7 +272,8 @@ pub(crate) fn parse_rfc2822(text: &str) -> Option<SystemTime> {
     }
     let offset_min = match zone {
         "GMT" | "UTC" | "UT" | "Z" => 0,
-        z if z.len() == 5 && (z.starts_with('+') || z.starts_with('-')) => {
+        // ASCII only: the slices below are by byte.
+        z if z.len() == 5 && z.is_ascii() && (z.starts_with('+') || z.starts_with('-')) => {
             let hh: i64 = z[1..3].parse().ok()?;
             let mm: i64 = z[3..5].parse().ok()?;
             let sign = if z.starts_with('-') { -1 } else { 1 };
@@ -291,6 +315,8 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
             _ => return Err(json_syntax_error(origin, &e)),
         },
     };
+    // Host names, the command line and the whole document are kept and printed.
+    super::check_text(&root, "$", origin)?;
     let Value::Object(root) = root else {
         return Err(ctx.err("$", format!("expected an object, found {}", show(&root))));
     };
@@ -499,7 +525,11 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
             s
         };
         let interval_ns = interval_us
-            .map(|i| (i + distance_us * *index).saturating_mul(1000))
+            .map(|i| {
+                // Both come from the file: saturate rather than overflow.
+                i.saturating_add(distance_us.saturating_mul(*index))
+                    .saturating_mul(1000)
+            })
             .unwrap_or(0);
         longest_ns = longest_ns.max(interval_ns.saturating_mul(cycles));
         series.push(thread_series(name, cpus[pos], interval_ns, sched, stats));
@@ -537,8 +567,19 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
 
     let start = string_at(&["start_time"])?;
     let end = string_at(&["end_time"])?;
-    let start_time = start.as_deref().and_then(parse_rfc2822);
-    let end_time = end.as_deref().and_then(parse_rfc2822);
+    let date = |field: &str, text: &Option<String>| match text.as_deref().map(parse_rfc2822) {
+        None => Ok(None),
+        Some(Ok(parsed)) => Ok(parsed),
+        Some(Err(why)) => Err(ctx.err(
+            format!("$.{field}"),
+            format!(
+                "'{}': {why}",
+                rtlab_core::result::printable(text.as_deref().unwrap_or(""), 80)
+            ),
+        )),
+    };
+    let start_time = date("start_time", &start)?;
+    let end_time = date("end_time", &end)?;
     for (label, text, parsed) in [
         ("start_time", &start, start_time),
         ("end_time", &end, end_time),
@@ -549,11 +590,12 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
             ));
         }
     }
-    let started_at = match start_time.or(end_time) {
-        Some(t) => rfc3339(t),
+    // Both are between 1970 and 9999 (parse_rfc2822), so RFC 3339 holds them.
+    let started_at = match start_time.or(end_time).and_then(rfc3339) {
+        Some(t) => t,
         None => {
             warnings.push("no start time in the file: started_at is the time of the import".into());
-            rfc3339(SystemTime::now())
+            now_rfc3339()
         }
     };
 
@@ -596,8 +638,8 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
         .as_deref()
         .map(|c| c.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
-    if let Some(end) = end_time {
-        run.ended_at = Some(rfc3339(end));
+    if let Some(end) = end_time.and_then(rfc3339) {
+        run.ended_at = Some(end);
     }
     run.effective.mlockall = args.mlockall;
     run.elapsed_ns = if longest_ns > 0 {
@@ -647,16 +689,43 @@ mod tests {
 
     #[test]
     fn reads_rt_tests_dates() {
-        let t = parse_rfc2822("Sat, 21 Nov 2026 20:02:16 +0000").unwrap();
-        assert_eq!(rfc3339(t), "2026-11-21T20:02:16.000000Z");
-        let t = parse_rfc2822("Sat, 21 Nov 2026 21:02:16 +0100").unwrap();
-        assert_eq!(seconds_precision(&rfc3339(t)), "2026-11-21T20:02:16Z");
+        let date = |text| parse_rfc2822(text).unwrap().unwrap();
+        let t = date("Sat, 21 Nov 2026 20:02:16 +0000");
+        assert_eq!(rfc3339(t).unwrap(), "2026-11-21T20:02:16.000000Z");
+        let t = date("Sat, 21 Nov 2026 21:02:16 +0100");
         assert_eq!(
-            rfc3339(parse_rfc2822("Thu, 01 Jan 1970 00:00:00 +0000").unwrap()),
+            seconds_precision(&rfc3339(t).unwrap()),
+            "2026-11-21T20:02:16Z"
+        );
+        assert_eq!(
+            rfc3339(date("Thu, 01 Jan 1970 00:00:00 +0000")).unwrap(),
             "1970-01-01T00:00:00.000000Z"
         );
-        assert!(parse_rfc2822("yesterday").is_none());
-        assert!(parse_rfc2822("Sat, 21 Foo 2026 20:02:16 +0000").is_none());
+        assert_eq!(
+            rfc3339(date("Fri, 31 Dec 9999 23:59:59 +0000")).unwrap(),
+            "9999-12-31T23:59:59.000000Z"
+        );
+        assert!(parse_rfc2822("yesterday").unwrap().is_none());
+        // A multi-byte zone of five bytes used to be sliced inside a char.
+        assert!(parse_rfc2822("Sat, 21 Nov 2026 20:02:16 +a\u{e9}b")
+            .unwrap()
+            .is_none());
+        assert!(parse_rfc2822("Sat, 21 Foo 2026 20:02:16 +0000")
+            .unwrap()
+            .is_none());
+        assert!(parse_rfc2822("Sat, 21 Nov 1969 20:02:16 +0000")
+            .unwrap()
+            .is_none());
+        // Beyond 9999: an error, not a panic (RFC 3339 stops there) nor an
+        // overflow of the day count.
+        for year in [
+            "10000",
+            "99999999999999999",
+            "123456789012345678901234567890",
+        ] {
+            let error = parse_rfc2822(&format!("Sat, 21 Nov {year} 20:02:16 +0000")).unwrap_err();
+            assert!(error.contains(year), "{error}");
+        }
     }
 
     #[test]

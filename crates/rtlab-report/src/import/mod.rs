@@ -62,6 +62,10 @@ pub enum ImportError {
     UnknownFormat { path: String, message: String },
 }
 
+/// The largest file [`import_file`] reads: a cyclictest histogram of
+/// 10⁶ µs bins is about 10 MiB, an rtlab result a few MiB.
+pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+
 /// A format [`import_file`] can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -121,11 +125,30 @@ pub fn detect(text: &str) -> Option<Format> {
 /// gets a new id (except an rtlab result, which keeps its own), probe
 /// `cyclictest`, and `config.imported_from = path`.
 pub fn import_file(path: &Path) -> Result<RunResult, ImportError> {
+    use std::io::Read;
     let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+    let io = |source| ImportError::Io {
         path: origin.clone(),
         source,
-    })?;
+    };
+    // Read at most one byte past the limit: `/dev/zero` or a huge file is
+    // refused, not read until memory runs out.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_IMPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_IMPORT_BYTES {
+        return Err(ImportError::UnknownFormat {
+            path: origin,
+            message: format!(
+                "larger than {} MiB: not a result rtlab imports (cyclictest's files and \
+                 rtlab's results are far smaller)",
+                MAX_IMPORT_BYTES >> 20
+            ),
+        });
+    }
     let text = String::from_utf8_lossy(&bytes);
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     import_text(&text, &origin, modified)
@@ -175,14 +198,61 @@ fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> 
             ),
         });
     }
+    check_text(&value, "$", origin)?;
     // Read again from the text, so that an error names the value's JSON
     // path and its line and column (a Value keeps no positions).
     let text = text.trim_start_matches('\u{feff}');
-    rtlab_core::result::parse_run_json(text).map_err(|e| ImportError::Json {
+    let run = rtlab_core::result::parse_run_json(text).map_err(|e| ImportError::Json {
         path: origin.to_string(),
         at: format!("{} (line {} column {})", e.path, e.line, e.column),
         message: e.message,
-    })
+    })?;
+    // The id is kept: it is what `show`, `compare` and the tables print.
+    rtlab_core::result::check_run_id(&run.id).map_err(|message| ImportError::Json {
+        path: origin.to_string(),
+        at: "$.id".into(),
+        message,
+    })?;
+    Ok(run)
+}
+
+/// Refuses a control character (other than tab and newline) in any key or
+/// string of an imported document: those strings end up in tables and
+/// messages on a terminal, where an escape sequence would be obeyed.
+pub(crate) fn check_text(
+    value: &serde_json::Value,
+    at: &str,
+    origin: &str,
+) -> Result<(), ImportError> {
+    use serde_json::Value;
+    let bad = |text: &str| {
+        text.chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+    };
+    let refuse = |at: String, text: &str| ImportError::Json {
+        path: origin.to_string(),
+        at,
+        message: format!(
+            "the text `{}` holds control characters (shown escaped): refused, since it would \
+             be printed on a terminal",
+            rtlab_core::result::printable(text, 80)
+        ),
+    };
+    match value {
+        Value::String(text) if bad(text) => Err(refuse(at.to_string(), text)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| check_text(item, &format!("{at}[{i}]"), origin)),
+        Value::Object(map) => map.iter().try_for_each(|(key, item)| {
+            let here = format!("{at}[\"{}\"]", rtlab_core::result::printable(key, 80));
+            if bad(key) {
+                return Err(refuse(here, key));
+            }
+            check_text(item, &here, origin)
+        }),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn json_syntax_error(origin: &str, e: &serde_json::Error) -> ImportError {
@@ -474,9 +544,20 @@ pub(crate) fn unknown_sched() -> SchedParams {
     }
 }
 
-/// An RFC 3339 UTC timestamp with µs, as rtlab writes them.
-pub(crate) fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
+/// An RFC 3339 UTC timestamp with µs, as rtlab writes them; `None` for a
+/// time RFC 3339 cannot write (before 1970 or after 9999: humantime
+/// panics on those, and a file's date is input).
+pub(crate) fn rfc3339(t: SystemTime) -> Option<String> {
+    // 10000-01-01T00:00:00Z.
+    const YEAR_10000: u64 = 253_402_300_800;
+    let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    (secs < YEAR_10000).then(|| humantime::format_rfc3339_micros(t).to_string())
+}
+
+/// The time of the import, in RFC 3339 (the clock is past 1970 and before
+/// 9999 on any machine rtlab runs on; the epoch if not).
+pub(crate) fn now_rfc3339() -> String {
+    rfc3339(SystemTime::now()).unwrap_or_else(|| "1970-01-01T00:00:00.000000Z".to_string())
 }
 
 /// An environment that says nothing but when it was "captured" (the

@@ -130,10 +130,25 @@ pub fn measure(
         }
         .with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Some(store) = &mut store {
-        store
-            .save(&result)
-            .with_context(|| format!("storing the run in {}", store.path().display()))?;
+    match &mut store {
+        // A store that cannot take the run now (disk full, file made
+        // read-only) must not lose it: it is kept as a file, named in the
+        // error, and the command fails.
+        Some(store) => store.save_or_keep(&result)?,
+        // The default store could not be opened (warned about at the
+        // start): without --json the run would be nowhere.
+        None if !args.no_store && json_path.is_none() => {
+            match rtlab_store::keep_unsaved_in(&result, &rtlab_store::unsaved_dirs()) {
+                Ok(kept) => eprintln!(
+                    "the run was kept in {kept}: store it with `rtlab import {}`",
+                    kept.file.display()
+                ),
+                Err(e) => eprintln!(
+                    "warning: the run could not be kept in a file either ({e}): it is lost"
+                ),
+            }
+        }
+        None => {}
     }
     if let (Some(path), Some(evaluation)) = (&args.budget.junit, &evaluation) {
         budget::write_junit(path, &budget::title(), std::slice::from_ref(evaluation))?;

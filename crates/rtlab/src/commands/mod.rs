@@ -1,12 +1,33 @@
 //! One module per command.
 
 /// `println!` that returns a write error instead of panicking, so a
-/// closed pipe (`rtlab tune show | head`) ends the command quietly.
+/// closed pipe (`rtlab tune show | head`) ends the command quietly, and
+/// that escapes control and bidirectional characters (see [`emit`]).
 macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout(), $($arg)*)?
-    }};
+    () => {
+        crate::commands::emit("\n")?
+    };
+    ($($arg:tt)*) => {
+        crate::commands::emit(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` through [`emit`], for text that ends its own lines (tables).
+macro_rules! put {
+    ($($arg:tt)*) => {
+        crate::commands::emit(&format!($($arg)*))?
+    };
+}
+
+/// Writes `text` to standard output with every control character but
+/// newline and tab, and every bidirectional or zero-width character,
+/// escaped (`rtlab_core::result::terminal_text`): the one way the commands
+/// print, so text from the store, a file or another process (a hostname, a
+/// warning, a label, a thread's name) can never command the terminal. The
+/// escape is JSON's, so JSON printed through it stays the same document.
+pub(crate) fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::io::stdout().write_all(rtlab_core::result::terminal_text(text).as_bytes())
 }
 
 mod budget;
@@ -24,12 +45,15 @@ pub mod plan;
 pub mod plan_run;
 mod report;
 mod restore;
+mod store;
 mod stored;
 pub mod tune;
 mod tune_check;
 mod tune_systemd;
 
-use crate::cli::{CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand};
+use crate::cli::{
+    CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand, RunsAction, StoreCommand,
+};
 use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -41,7 +65,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Quick(args) => campaign::quick(args),
         Command::Campaign(CampaignCommand::Plan(args)) => campaign::plan(args),
         Command::Campaign(CampaignCommand::Run(args)) => campaign::run(args),
-        Command::Runs(args) => stored::runs(args),
+        Command::Runs(mut args) => match args.action.take() {
+            None => stored::runs(args),
+            Some(RunsAction::Delete(args)) => store::delete(args),
+            Some(RunsAction::Tag(args)) => store::tag(args),
+        },
+        Command::Store(StoreCommand::Check(args)) => store::check(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare_runs(args),
         Command::Report(args) => report::run(*args),

@@ -16,7 +16,7 @@ use rtlab_report::report::samples::SampleFile;
 use rtlab_report::report::{png, Report, ReportOptions, RunSamples};
 use rtlab_store::{RunFilter, Store};
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -53,7 +53,7 @@ struct LazyStore {
 impl LazyStore {
     fn get(&mut self) -> anyhow::Result<&Store> {
         if self.store.is_none() {
-            self.store = Some(session::open_store(self.db.as_deref())?);
+            self.store = Some(session::open_store_read_only(self.db.as_deref())?);
         }
         Ok(self.store.as_ref().expect("opened above"))
     }
@@ -389,11 +389,9 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing -o {}", path.display()))?;
             written.insert(0, path.clone());
         }
-        None if !args.json => {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(document.as_bytes())?;
-            stdout.flush()?;
-        }
+        // Labels, hostnames and warnings of stored runs are in it: printed
+        // with control characters escaped, as everything rtlab prints.
+        None if !args.json => put!("{document}"),
         None => {}
     }
     if let Some(path) = &args.budget.junit {
@@ -404,8 +402,7 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
         let mut doc = report.to_json();
         doc["budget"] = budget::json(budget_spec.as_ref(), &evaluations);
         doc["files"] = serde_json::json!(written);
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else if !args.quiet && !written.is_empty() {
         let charts = report.named_charts().len();
         eprintln!(

@@ -7,6 +7,7 @@ use crate::cli::{
 use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
+use rtlab_core::result::printable;
 use rtlab_core::result::RunResult;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_report::compare::{
@@ -18,6 +19,7 @@ use rtlab_report::export::{
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
 use rtlab_store::{RunFilter, Store};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// A run that is not in the store is bad input (exit 2), with the store's
@@ -36,29 +38,35 @@ fn status_name(result: &RunResult) -> String {
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
     let filter = RunFilter {
         campaign: args.campaign,
         execution: args.execution,
         host: args.host,
         probe: args.probe,
         status: args.status,
+        tag: args.tag,
         limit: args.limit,
     };
-    let runs = store.list(&filter)?;
+    // Listing only reads: a store one may not write is listed too, and a
+    // store that does not exist yet has no runs (it is not created).
+    let store = session::open_store_read_only(args.store.db.as_deref())?;
+    let path = store.path();
+    let runs = store
+        .list(&filter)
+        .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
     if args.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.runs/1",
-                "db": store.path(),
+                "db": path,
                 "runs": runs,
             }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        println!("no runs in {}", store.path().display());
+        out!("no runs in {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows = vec![[
@@ -73,30 +81,39 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         "missed",
         "p99.9 µs",
         "max µs",
+        "tags",
     ]
     .map(String::from)
     .to_vec()];
     for run in &runs {
+        // Runs stored before import refused control characters may hold
+        // some: shown escaped, never obeyed by the terminal.
+        let text = |t: &str| printable(t, 80);
+        let or_dash = |t: &Option<String>| t.as_deref().map_or_else(|| "-".into(), text);
         rows.push(vec![
-            run.id.clone(),
-            run.started_at.chars().take(19).collect(),
-            run.probe.clone(),
+            text(&run.id),
+            text(&run.started_at.chars().take(19).collect::<String>()),
+            text(&run.probe),
             run.status.clone(),
-            run.campaign.clone().unwrap_or_else(|| "-".into()),
-            run.load.clone().unwrap_or_else(|| "-".into()),
-            run.configuration.clone().unwrap_or_else(|| "-".into()),
+            or_dash(&run.campaign),
+            or_dash(&run.load),
+            or_dash(&run.configuration),
             run.samples.to_string(),
             run.missed.to_string(),
             Micros(run.worst_p99_9_ns).to_string(),
             Micros(run.worst_max_ns).to_string(),
+            match run.tags.is_empty() {
+                true => "-".into(),
+                false => run.tags.join(","),
+            },
         ]);
     }
-    print!("{}", align(&rows, |col, _| col < 7, false));
+    put!("{}", align(&rows, |col, _| col < 7 || col == 11, false));
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    let store = session::open_store_read_only(args.store.db.as_deref())?;
     let result = get(&store, &args.run)?;
     let pwcet = || -> Vec<(String, rtlab_report::evt::EvtReport)> {
         let options = rtlab_report::evt::EvtOptions::default();
@@ -121,23 +138,25 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
             "run": result.id,
             "series": series,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     if args.json {
-        write_file(&JsonExporter, &result, std::path::Path::new("-"))?;
+        let mut json = Vec::new();
+        JsonExporter.write(&result, &mut json)?;
+        put!("{}", String::from_utf8_lossy(&json));
         return Ok(ExitCode::SUCCESS);
     }
     let env = &result.environment;
-    println!("run        {}", result.id);
-    println!(
+    out!("run        {}", result.id);
+    out!(
         "probe      {} ({}), started {}, {} measured",
         result.probe,
         status_name(&result),
         result.started_at,
         human_duration(result.elapsed_ns)
     );
-    println!(
+    out!(
         "host       {}, kernel {} ({}), {}",
         env.hostname.as_deref().unwrap_or("unknown"),
         env.kernel_release.as_deref().unwrap_or("unknown"),
@@ -148,13 +167,19 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         )
     );
     if let Some(c) = &result.campaign {
-        println!(
+        out!(
             "campaign   {} run {}/{} (execution {}): load {}, configuration {}, repeat {}",
-            c.name, c.index, c.total, c.execution, c.load, c.configuration, c.repeat
+            c.name,
+            c.index,
+            c.total,
+            c.execution,
+            c.load,
+            c.configuration,
+            c.repeat
         );
     }
     if result.loads.is_empty() {
-        println!("loads      none");
+        out!("loads      none");
     }
     for load in &result.loads {
         let work: Vec<String> = load
@@ -162,36 +187,43 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|(k, v)| format!("{k} {}", rtlab_load::counter_text(k, *v)))
             .collect();
-        println!("load       {}: {}", load.spec, work.join(", "));
+        out!("load       {}: {}", load.spec, work.join(", "));
         for note in &load.notes {
-            println!("             {note}");
+            out!("             {note}");
         }
     }
-    println!();
-    print!("{}", summary_table(&result));
-    print!("{}", probe_tables(&result));
+    out!();
+    put!("{}", summary_table(&result));
+    put!("{}", probe_tables(&result));
     for warning in &result.warnings {
-        println!("warning: {warning}");
+        out!("warning: {warning}");
     }
     if args.pwcet {
         for (name, report) in pwcet() {
-            println!();
-            println!("worst-case estimate, series {name}");
-            print!("{}", report.render_text());
+            out!();
+            out!("worst-case estimate, series {name}");
+            put!("{}", report.render_text());
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    // The store is opened only when a run is not a file: comparing files
+    // needs no store at all.
+    let mut store = None;
     let mut runs = Vec::new();
     for id in &args.runs {
         // A file is read as `rtlab import` reads it, without storing it.
         let run = match std::path::Path::new(id).is_file() {
             true => rtlab_report::import::import_file(std::path::Path::new(id))
                 .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?,
-            false => get(&store, id)?,
+            false => {
+                if store.is_none() {
+                    store = Some(session::open_store_read_only(args.store.db.as_deref())?);
+                }
+                get(store.as_ref().expect("opened above"), id)?
+            }
         };
         runs.push(run);
     }
@@ -209,18 +241,18 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e: String| anyhow::Error::new(InputError(format!("--match: {e}"))))?;
     let comparison = compare_matching(&runs, &options, matching);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+        out!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {
         match args.format {
-            CompareFormat::Table => print!("{}", comparison_table(&comparison)),
-            CompareFormat::Md => print!("{}", comparison_markdown(&comparison)),
+            CompareFormat::Table => put!("{}", comparison_table(&comparison)),
+            CompareFormat::Md => put!("{}", comparison_markdown(&comparison)),
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let store = session::open_store(args.store.db.as_deref())?;
+    let store = session::open_store_read_only(args.store.db.as_deref())?;
     let result = get(&store, &args.run)?;
     let histfile;
     let format = args.format.unwrap_or(ExportFormat::Json);
@@ -251,6 +283,20 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             &histfile
         }
     };
+    if args.output == std::path::Path::new("-") {
+        // To standard output, JSON goes through the writer that escapes
+        // control characters (JSON's own escape: the same document), and so
+        // does any format when it reaches a terminal; other formats piped
+        // on are the stored data, byte for byte.
+        let mut data = Vec::new();
+        exporter.write(&result, &mut data)?;
+        if matches!(format, ExportFormat::Json) || std::io::stdout().is_terminal() {
+            put!("{}", String::from_utf8_lossy(&data));
+        } else {
+            std::io::Write::write_all(&mut std::io::stdout(), &data)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     write_file(exporter, &result, &args.output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(ExitCode::SUCCESS)
@@ -260,29 +306,59 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let mut store = session::open_store(args.store.db.as_deref())?;
     // Everything is read and checked before anything is stored, so a bad
     // file among good ones leaves the store as it was.
-    let mut imported = Vec::new();
+    let mut imported: Vec<(&std::path::PathBuf, RunResult)> = Vec::new();
     for path in &args.files {
-        let result = rtlab_report::import::import_file(path)
+        let mut result = rtlab_report::import::import_file(path)
             .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+        let taken = |id: &str, imported: &[(&std::path::PathBuf, RunResult)]| {
+            Ok::<_, anyhow::Error>(
+                store.contains(id)? || imported.iter().any(|(_, other)| other.id == id),
+            )
+        };
+        if args.new_id {
+            let old = std::mem::take(&mut result.id);
+            // new_id is unique in this process; the loop only guards
+            // against a run of another process stored in the same second.
+            result.id = RunResult::new_id();
+            while taken(&result.id, &imported)? {
+                result.id = RunResult::new_id();
+            }
+            result.warnings.push(format!(
+                "imported from {} under a new id: its id was {old}",
+                path.display()
+            ));
+        } else if taken(&result.id, &imported)? {
+            let place = match imported.iter().find(|(_, other)| other.id == result.id) {
+                Some((first, _)) => format!("{} too", first.display()),
+                None => format!("result store {}", store.path().display()),
+            };
+            return Err(InputError(format!(
+                "{}: run {} is already in {place}: a stored run is never replaced; pass \
+                 --new-id to import it under a new id (nothing was imported)",
+                path.display(),
+                result.id
+            ))
+            .into());
+        }
         imported.push((path, result));
     }
-    for (_, result) in &imported {
+    for (path, result) in &imported {
         store
             .save(result)
-            .with_context(|| format!("storing in {}", store.path().display()))?;
+            .with_context(|| format!("storing {} in {}", path.display(), store.path().display()))?;
     }
     if args.json {
         let ids: Vec<serde_json::Value> = imported
             .iter()
             .map(|(path, r)| serde_json::json!({ "file": path, "id": r.id, "series": r.series.len() }))
             .collect();
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "imported": ids }))?
         );
     } else {
         for (path, result) in &imported {
-            println!(
+            out!(
                 "{} -> run {} ({} series, {} samples)",
                 path.display(),
                 result.id,

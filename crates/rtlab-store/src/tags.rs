@@ -1,0 +1,77 @@
+//! Tags of runs (schema 3): `rtlab runs tag`, `rtlab runs --tag`.
+
+use rtlab_core::result::printable;
+
+use crate::{Store, StoreError};
+
+/// The longest tag accepted.
+pub const TAG_MAX_LEN: usize = 64;
+
+/// Checks a tag: 1 to [`TAG_MAX_LEN`] ASCII letters, digits, `-`, `_` or
+/// `.`, starting with a letter or digit (the rule of run ids, for the same
+/// reasons: tags are printed and typed).
+pub fn check_tag(tag: &str) -> Result<(), StoreError> {
+    let bad = |why: String| StoreError::Invalid(format!("tag `{}`: {why}", printable(tag, 80)));
+    if tag.is_empty() || tag.len() > TAG_MAX_LEN {
+        return Err(bad(format!("a tag is 1 to {TAG_MAX_LEN} characters")));
+    }
+    if !tag
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || !tag.starts_with(|c: char| c.is_ascii_alphanumeric())
+    {
+        return Err(bad(
+            "a tag is ASCII letters, digits, '-', '_' and '.', starting with a letter or digit"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Adds `tag` to the run `id` stands for (exact, unique prefix or
+    /// `last`); returns the run's full id. Tagging twice is no change.
+    pub fn tag(&mut self, id: &str, tag: &str) -> Result<String, StoreError> {
+        check_tag(tag)?;
+        let id = self.resolve(id)?;
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)",
+                [&id, tag],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    /// Removes `tag` from the run; returns its full id and whether it had
+    /// the tag.
+    pub fn untag(&mut self, id: &str, tag: &str) -> Result<(String, bool), StoreError> {
+        check_tag(tag)?;
+        let id = self.resolve(id)?;
+        let removed = self
+            .conn
+            .execute(
+                "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2",
+                [&id, tag],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok((id, removed > 0))
+    }
+
+    /// The tags of the run with exactly this id, in order.
+    pub fn tags(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        if !self.has_table("tags")? {
+            return Ok(Vec::new());
+        }
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag")
+            .map_err(|e| self.err(e))?;
+        let tags = statement
+            .query_map([id], |row| row.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(|e| self.err(e));
+        tags
+    }
+}
