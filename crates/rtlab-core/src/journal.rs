@@ -371,16 +371,21 @@ impl Owner {
         })
     }
 
-    /// Alive iff /proc/<pid>/stat exists, its starttime matches and we are
-    /// in the same boot.
+    /// Alive iff /proc/<pid>/stat exists, its starttime matches, it is not
+    /// a zombie and we are in the same boot.
+    ///
+    /// A zombie (state `Z`, or `X` while it is being reaped) has exited:
+    /// its parent just has not collected its status yet, which may never
+    /// happen (a parent that does not reap). Nothing of it runs any more,
+    /// and its journal is as dead as one whose pid is gone.
     pub fn is_alive(&self) -> bool {
         if let (Some(theirs), Some(ours)) = (&self.boot_id, boot_id()) {
             if *theirs != ours {
                 return false;
             }
         }
-        match read_starttime(self.pid) {
-            Ok(starttime) => starttime == self.starttime,
+        match read_stat(self.pid) {
+            Ok(stat) => stat.starttime == self.starttime && !stat.has_exited(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => false,
             // The process exists but we cannot look at it: never restore
@@ -398,8 +403,28 @@ fn boot_id() -> Option<String> {
 }
 
 fn read_starttime(pid: u32) -> io::Result<u64> {
+    read_stat(pid).map(|stat| stat.starttime)
+}
+
+/// What tells the owner of a journal from anything else with its pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProcStat {
+    /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
+    state: char,
+    /// Field 22, in clock ticks since boot.
+    starttime: u64,
+}
+
+impl ProcStat {
+    /// The process has exited: a zombie waiting for its parent, or dead.
+    fn has_exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+fn read_stat(pid: u32) -> io::Result<ProcStat> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    parse_starttime(&stat).ok_or_else(|| {
+    parse_stat(&stat).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("cannot parse /proc/{pid}/stat"),
@@ -407,11 +432,14 @@ fn read_starttime(pid: u32) -> io::Result<u64> {
     })
 }
 
-/// Field 22 of /proc/<pid>/stat. The comm field (2) may contain spaces and
-/// parens, so count from the last ')'.
-fn parse_starttime(stat: &str) -> Option<u64> {
+/// Fields 3 and 22 of /proc/<pid>/stat. The comm field (2) may contain
+/// spaces and parens, so count from the last ')'.
+fn parse_stat(stat: &str) -> Option<ProcStat> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let starttime = fields.nth(22 - 4)?.parse().ok()?;
+    Some(ProcStat { state, starttime })
 }
 
 fn euid() -> u32 {
@@ -1546,6 +1574,81 @@ mod tests {
         assert!(recover_stale(&dir).is_empty());
     }
 
+    /// A child that has exited and is not reaped yet (a zombie), reaped
+    /// when dropped.
+    struct Zombie(libc::pid_t);
+
+    impl Zombie {
+        fn new() -> Zombie {
+            // SAFETY: the child only calls _exit, which is async-signal-safe.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+            if pid == 0 {
+                // SAFETY: ends the child at once, without running anything
+                // of the parent's (no atexit, no destructors).
+                unsafe { libc::_exit(0) };
+            }
+            let zombie = Zombie(pid);
+            // Wait (without reaping) until it has exited.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while read_stat(pid as u32).ok().map(|s| s.state) != Some('Z') {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{pid} never became a zombie"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            zombie
+        }
+
+        fn owner(&self) -> Owner {
+            Owner {
+                pid: self.0 as u32,
+                starttime: read_starttime(self.0 as u32).unwrap(),
+                command: "rtlab measure timer".into(),
+                boot_id: boot_id(),
+            }
+        }
+    }
+
+    impl Drop for Zombie {
+        fn drop(&mut self) {
+            // SAFETY: reaps our own child; a null status pointer is allowed.
+            unsafe { libc::waitpid(self.0, std::ptr::null_mut(), 0) };
+        }
+    }
+
+    #[test]
+    fn a_zombie_owner_is_dead() {
+        let zombie = Zombie::new();
+        let owner = zombie.owner();
+        assert!(!owner.is_alive(), "a zombie runs nothing any more");
+        // A live process with the same kind of record is alive.
+        assert!(Owner::this_process().unwrap().is_alive());
+    }
+
+    #[test]
+    fn recover_stale_restores_a_zombie_owners_journal() {
+        let tmp = TempDir::new().unwrap();
+        let dir = state(&tmp);
+        let knob = target(&tmp, "knob", "0");
+        let zombie = Zombie::new();
+        let path = fabricate(&dir, zombie.owner(), vec![file_entry(&knob, "1", "0")]);
+
+        let recovered = recover_stale(&dir);
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        assert!(recovered[0].ok(), "{recovered:?}");
+        assert_eq!(content(&knob), "1\n");
+        assert!(!path.exists());
+
+        // Its value is stale, not held by a live rtlab: a new change is
+        // told to restore first, not to wait for it.
+        fabricate(&dir, zombie.owner(), vec![file_entry(&knob, "1", "0")]);
+        let err = Journal::new(dir.clone()).set_file(&knob, "2").unwrap_err();
+        assert!(matches!(err, JournalError::StaleConflict { .. }), "{err}");
+        drop(zombie);
+    }
+
     #[test]
     fn recover_stale_leaves_live_and_reports_corrupt() {
         let tmp = TempDir::new().unwrap();
@@ -1687,8 +1790,18 @@ mod tests {
     #[test]
     fn starttime_parsing() {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
-        assert_eq!(parse_starttime(stat), Some(98765));
-        assert_eq!(parse_starttime("42 (x"), None);
+        assert_eq!(
+            parse_stat(stat),
+            Some(ProcStat {
+                state: 'S',
+                starttime: 98765
+            })
+        );
+        assert_eq!(parse_stat("42 (x"), None);
+        assert_eq!(parse_stat("42 (x) Z 1"), None);
+        assert!(parse_stat(&stat.replace(" S ", " Z "))
+            .unwrap()
+            .has_exited());
         assert!(read_starttime(std::process::id()).unwrap() > 0);
         assert_eq!(owner_from_name("journal-12-345.json"), Some((12, 345)));
         assert_eq!(owner_from_name("journal-12-345.json.tmp"), Some((12, 345)));
