@@ -75,10 +75,16 @@ pub enum JournalError {
     #[error("journal {} already exists: only one Journal per process may use a state directory", path.display())]
     InUse { path: PathBuf },
 
-    #[error("{} is already changed by another rtlab (pid {pid}, journal {}); stop it or wait for it to finish", path.display(), journal.display())]
+    /// Refused even when `held` is the value asked for: the other rtlab
+    /// puts `old` back when it ends, which may be in the middle of this
+    /// run, and would then measure on without its setting.
+    #[error("{} is held at {} by another rtlab (pid {pid}: {command}, journal {}), which puts it back to {} when it ends; nothing was changed: wait for it to finish (or stop it), then run again", path.display(), shown(held), journal.display(), shown(old))]
     Conflict {
         path: PathBuf,
         pid: u32,
+        command: String,
+        held: String,
+        old: String,
         journal: PathBuf,
     },
 
@@ -205,6 +211,20 @@ fn shown(v: &str) -> String {
     } else {
         v.to_string()
     }
+}
+
+/// `text` without control characters (each shown as `?`), cut at 200
+/// characters: for text another process chose, such as its command line.
+fn printable(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(200)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if text.chars().nth(200).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// What happened to one entry on restore.
@@ -1059,18 +1079,30 @@ impl Journal {
             let Ok(other) = read_journal(&journal) else {
                 continue;
             };
-            if other
+            let Some(entry) = other
                 .entries
                 .iter()
-                .any(|e| e.changed_file() == Some(target))
-            {
-                let (path, pid) = (target.to_path_buf(), other.owner.pid);
-                return Err(if other.owner.is_alive() {
-                    JournalError::Conflict { path, pid, journal }
-                } else {
-                    JournalError::StaleConflict { path, pid, journal }
-                });
+                .find(|e| e.changed_file() == Some(target))
+            else {
+                continue;
+            };
+            let (path, pid) = (target.to_path_buf(), other.owner.pid);
+            if !other.owner.is_alive() {
+                return Err(JournalError::StaleConflict { path, pid, journal });
             }
+            let (held, old) = match entry {
+                Entry::File { old, new, .. } => (new.clone(), old.clone()),
+                _ => (String::new(), String::new()),
+            };
+            return Err(JournalError::Conflict {
+                path,
+                pid,
+                // Its command line is the other process's to choose.
+                command: printable(&other.owner.command),
+                held,
+                old,
+                journal,
+            });
         }
         Ok(())
     }
@@ -1719,7 +1751,16 @@ mod tests {
         let mut j = Journal::new(dir.clone());
         let err = j.set_file(&knob, "2").unwrap_err();
         assert!(matches!(err, JournalError::Conflict { .. }), "{err}");
-        assert!(err.to_string().contains(&format!("pid {parent}")), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("pid {parent}: rtlab run")), "{msg}");
+        assert!(
+            msg.contains("is held at 0") && msg.contains("puts it back to 1 when it ends"),
+            "{msg}"
+        );
+        // The value the other one holds is refused too: it would be put
+        // back under this run when the other one ends.
+        let err = j.set_file(&knob, "0").unwrap_err();
+        assert!(matches!(err, JournalError::Conflict { .. }), "{err}");
         assert_eq!(content(&knob), "1\n");
         assert!(j.entries().is_empty());
 

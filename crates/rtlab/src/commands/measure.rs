@@ -114,7 +114,15 @@ pub fn measure(
         campaign: None,
         samples_csv,
     };
-    let result = runner::execute(request, &context, &mut observer)?;
+    // A setting that cannot be applied refuses the run before it measures.
+    let result = runner::execute(request, &context, &mut observer).map_err(|e| {
+        match e.downcast::<runner::Refused>() {
+            Ok(refused) => {
+                anyhow::Error::new(InputError(format!("{refused}; nothing was measured")))
+            }
+            Err(e) => e,
+        }
+    })?;
     if let Some(status) = observer.status.take() {
         status.finish();
     }
