@@ -8,7 +8,10 @@ use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::Journal;
-use rtlab_core::result::{timestamp_now, CampaignRef, Effective, RunResult, RunStatus, RUN_SCHEMA};
+use rtlab_core::result::{
+    timestamp_now, CampaignRef, Effective, RunResult, RunStatus, Series, RUN_SCHEMA,
+};
+use rtlab_core::rivals::{RivalScan, Watched};
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_load::{Launcher, LoadSpec, RunningLoads};
 use rtlab_probe::net::Placement;
@@ -58,6 +61,11 @@ pub trait RunObserver {
     fn tick(&mut self, _run: &dyn ProbeRun) {}
     /// Called every [`CHECKPOINT`] with the result so far (status `running`).
     fn checkpoint(&mut self, _result: &RunResult) {}
+    /// A warning found while the probe measures (it is also in the
+    /// result); those found before are in the result given to `started`.
+    fn warning(&mut self, warning: &str) {
+        eprintln!("warning: {warning}");
+    }
 }
 
 /// An observer that observes nothing.
@@ -147,6 +155,17 @@ pub fn execute(
         };
     result.warnings.extend(run.warnings());
     result.series = run.snapshot();
+    // Other real-time threads that can take the probe's CPUs: looked for
+    // here, at every checkpoint and at the end, from this SCHED_OTHER
+    // thread (never from a measuring loop).
+    let online = CpuSet::online();
+    let mut rivals = RivalScan::new();
+    result.warnings.extend(rival_warnings(
+        &mut rivals,
+        &result.series,
+        &online,
+        "there when the probe started",
+    ));
     observer.started(&result, run.as_ref());
 
     let mut loads = loads;
@@ -169,6 +188,14 @@ pub fn execute(
         if last_checkpoint.elapsed() >= CHECKPOINT {
             result.series = run.snapshot();
             result.elapsed_ns = run.elapsed_ns();
+            let when = format!(
+                "found {} into the run",
+                rtlab_core::units::human_duration(result.elapsed_ns)
+            );
+            for warning in rival_warnings(&mut rivals, &result.series, &online, &when) {
+                observer.warning(&warning);
+                result.warnings.push(warning);
+            }
             observer.checkpoint(&result);
             last_checkpoint = Instant::now();
         }
@@ -178,6 +205,16 @@ pub fn execute(
     // last snapshot and fail the run.
     let snapshot = run.snapshot();
     let elapsed_ns = run.elapsed_ns();
+    // The last look: a run shorter than a checkpoint gets one too.
+    for warning in rival_warnings(
+        &mut rivals,
+        &snapshot,
+        &online,
+        "found at the end of the run",
+    ) {
+        observer.warning(&warning);
+        result.warnings.push(warning);
+    }
     let outcome = run.finish().unwrap_or_else(|e| ProbeOutcome {
         series: snapshot,
         elapsed_ns,
@@ -221,6 +258,22 @@ pub fn execute(
     restore(context, &mut result);
     timer::dedup_keep_order(&mut result.warnings);
     Ok(result)
+}
+
+/// Warnings for the real-time threads not seen before that can preempt
+/// the measuring threads of `series`; `when` says when they were found.
+fn rival_warnings(
+    rivals: &mut RivalScan,
+    series: &[Series],
+    online: &CpuSet,
+    when: &str,
+) -> Vec<String> {
+    let watched = Watched::of_series(series, online);
+    rivals
+        .new_rivals(&watched)
+        .iter()
+        .map(|rival| rival.warning(when))
+        .collect()
 }
 
 /// The result of `request` before it measures (status `running`).
