@@ -553,6 +553,13 @@ mod tests {
         assert_eq!(rivals[0].comm, "?[2J) (x?");
         let text = rivals[0].warning("now");
         assert!(!text.chars().any(char::is_control), "{text:?}");
+        // Nor a right-to-left override that would turn the line around on
+        // a terminal: the name is quoted as Rust's Debug does.
+        proc.thread(1999, 1999, 1, "a\u{202e}b".as_bytes(), 0, 1, 95, "0");
+        let rivals = proc.scan().scan(&[on("0", fifo(90))]);
+        let text = rivals[0].warning("now");
+        assert!(text.contains("\"a\\u{202e}b\""), "{text:?}");
+        fs::remove_dir_all(proc.0.path().join("1999")).unwrap();
         // A name that is not UTF-8 does not hide a thread.
         proc.thread(2001, 2001, 1, &[0xff, b'a'], 0, 1, 95, "0");
         let rivals = proc.scan().scan(&[on("0", fifo(90))]);
