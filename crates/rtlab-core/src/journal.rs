@@ -1660,6 +1660,19 @@ mod tests {
     }
 
     #[test]
+    fn an_owner_from_another_boot_is_dead() {
+        // This very process, as a journal written before a reboot that
+        // reused its pid and start time would record it.
+        let mut owner = Owner::this_process().unwrap();
+        assert!(owner.is_alive());
+        owner.boot_id = Some("00000000-0000-0000-0000-000000000000".into());
+        assert!(!owner.is_alive());
+        // A journal without a boot id falls back to pid and start time.
+        owner.boot_id = None;
+        assert!(owner.is_alive());
+    }
+
+    #[test]
     fn recover_stale_restores_a_zombie_owners_journal() {
         let tmp = TempDir::new().unwrap();
         let dir = state(&tmp);
