@@ -225,6 +225,13 @@ impl RunObserver for LiveObserver<'_> {
         self.status = LiveStatus::new(&run.series_names(), self.planned_ns, self.quiet);
     }
 
+    fn warning(&mut self, warning: &str) {
+        match &self.status {
+            Some(status) => status.println(&format!("warning: {warning}")),
+            None => eprintln!("warning: {warning}"),
+        }
+    }
+
     fn tick(&mut self, run: &dyn ProbeRun) {
         if let Some(status) = &self.status {
             status.update(&run.series_names(), &run.live(), run.elapsed_ns());
