@@ -443,8 +443,11 @@ impl ProcStat {
 }
 
 fn read_stat(pid: u32) -> io::Result<ProcStat> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    parse_stat(&stat).ok_or_else(|| {
+    // Read as bytes: the name (field 2) is whatever its process chose, or
+    // 15 bytes of it cut inside a character, and need not be UTF-8; a
+    // read that failed on it would make any process look alive.
+    let stat = fs::read(format!("/proc/{pid}/stat"))?;
+    parse_stat(&String::from_utf8_lossy(&stat)).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("cannot parse /proc/{pid}/stat"),
@@ -1657,6 +1660,43 @@ mod tests {
         assert!(!owner.is_alive(), "a zombie runs nothing any more");
         // A live process with the same kind of record is alive.
         assert!(Owner::this_process().unwrap().is_alive());
+    }
+
+    #[test]
+    fn a_reused_pid_with_a_name_that_is_not_utf8_is_not_the_owner() {
+        // Anyone can name a process (exec through a link, PR_SET_NAME) and
+        // the kernel cuts names at 15 bytes, even inside a character: a
+        // process that took a dead owner's pid with such a name must not
+        // pass for it, which would keep its journal from being restored
+        // and refuse every later change of its files.
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = TempDir::new().unwrap();
+        let link = tmp.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
+        std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+        let mut child = std::process::Command::new(&link).arg("60").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // Until it has exec'd under its new name.
+        let named = |stat: Vec<u8>| stat.windows(8).any(|w| w == b"(sl\xffeep)");
+        while !named(fs::read(format!("/proc/{pid}/stat")).unwrap()) {
+            assert!(std::time::Instant::now() < deadline, "{pid} never ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let starttime = read_starttime(pid);
+        let reused = Owner {
+            pid,
+            starttime: 1,
+            command: "rtlab measure timer".into(),
+            boot_id: boot_id(),
+        };
+        let alive = reused.is_alive();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            !alive,
+            "another process with the owner's pid is not the owner"
+        );
+        assert!(starttime.unwrap() > 1);
     }
 
     #[test]
