@@ -85,6 +85,88 @@ fn a_setting_held_by_another_rtlab_is_refused_before_measuring() {
         assert_eq!(read_sysctl(), held, "nothing changed");
     }
 
+    // A refused run leaves no file behind and does not empty one that was
+    // there: not `measure` (--json, --samples, --histfile), nor `exec
+    // periodic --baseline`, which opens its --json itself.
+    let kept = dir.path().join("kept.json");
+    let kept_csv = dir.path().join("kept.csv");
+    for file in [&kept, &kept_csv] {
+        std::fs::write(file, "{\"kept\": true}\n").unwrap();
+    }
+    let new = |name: &str| dir.path().join(name);
+    type Outputs<'a> = Vec<(&'a str, std::path::PathBuf)>;
+    let commands: [(&[&str], Outputs); 4] = [
+        (
+            &["measure", "timer", "--cpus", "0", "--loops", "10"],
+            vec![
+                ("--json", new("new.json")),
+                ("--samples", new("new.csv")),
+                ("--histfile", new("new.hist")),
+            ],
+        ),
+        (
+            &["measure", "timer", "--cpus", "0", "--loops", "10"],
+            vec![("--json", kept.clone()), ("--samples", kept_csv.clone())],
+        ),
+        (
+            &[
+                "exec",
+                "periodic",
+                "--baseline",
+                "fifo",
+                "--duration",
+                "100ms",
+            ],
+            vec![("--json", new("new.json"))],
+        ),
+        (
+            &[
+                "exec",
+                "periodic",
+                "--baseline",
+                "fifo",
+                "--duration",
+                "100ms",
+            ],
+            vec![("--json", kept.clone())],
+        ),
+    ];
+    for (args, files) in commands {
+        let mut command = common::rtlab(dir.path());
+        command
+            .args(args)
+            .args(["--quiet", "--no-store", "--sysctl"])
+            .arg(format!("vm.stat_interval={original}"));
+        for (flag, path) in &files {
+            command.arg(flag).arg(path);
+        }
+        let out = common::run(&mut command);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("nothing was measured"), "{stderr}");
+        for (flag, path) in &files {
+            if *path == kept || *path == kept_csv {
+                assert_eq!(
+                    std::fs::read_to_string(path).unwrap(),
+                    "{\"kept\": true}\n",
+                    "{args:?} {flag}: emptied by a refused run"
+                );
+            } else {
+                assert!(
+                    !path.exists(),
+                    "{args:?} {flag}: {} left by a refused run",
+                    path.display()
+                );
+            }
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+
     // A campaign: the cell that asks for it fails and says why, the other
     // cell measures.
     let file = dir.path().join("campaign.toml");
