@@ -268,12 +268,7 @@ fn rival_warnings(
     online: &CpuSet,
     when: &str,
 ) -> Vec<String> {
-    let watched = Watched::of_series(series, online);
-    rivals
-        .new_rivals(&watched)
-        .iter()
-        .map(|rival| rival.warning(when))
-        .collect()
+    rivals.new_warnings(&Watched::of_series(series, online), when)
 }
 
 /// The result of `request` before it measures (status `running`).

@@ -38,6 +38,12 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 /// `migration/0`.
 const QUIET_KERNEL_THREADS: [&str; 2] = ["migration/", "watchdog/"];
 
+/// At most this many rivals are warned about in one run, then one warning
+/// says there are more and the run stops looking: threads that come and go
+/// or change priority (each a warning of its own) must not grow a result
+/// and its terminal output without bound.
+pub const MAX_WARNED: usize = 20;
+
 /// How far up the parent chain a process is looked for among this
 /// process's descendants.
 const MAX_ANCESTRY: usize = 64;
@@ -207,6 +213,8 @@ pub struct RivalScan {
     own_pid: u32,
     /// Already reported: (tid, start time, policy, priority).
     seen: HashSet<(u32, u64, u32, u32)>,
+    /// [`MAX_WARNED`] warned about, and the last warning said so.
+    done: bool,
 }
 
 impl Default for RivalScan {
@@ -226,6 +234,7 @@ impl RivalScan {
             proc_root: proc_root.to_path_buf(),
             own_pid,
             seen: HashSet::new(),
+            done: false,
         }
     }
 
@@ -240,6 +249,32 @@ impl RivalScan {
                     .insert((r.tid, r.starttime, r.policy_raw(), r.priority))
             })
             .collect()
+    }
+
+    /// The warnings of the rivals of `watched` not warned about before,
+    /// `when` saying when they were found (see [`Rival::warning`]); at
+    /// most [`MAX_WARNED`] in all, then one saying there are more, then
+    /// none.
+    pub fn new_warnings(&mut self, watched: &[Watched], when: &str) -> Vec<String> {
+        if self.done {
+            return Vec::new();
+        }
+        let rivals = self.new_rivals(watched);
+        let room = MAX_WARNED.saturating_sub(self.seen.len() - rivals.len());
+        let mut warnings: Vec<String> = rivals
+            .iter()
+            .take(room)
+            .map(|rival| rival.warning(when))
+            .collect();
+        if self.seen.len() > MAX_WARNED {
+            self.done = true;
+            warnings.push(format!(
+                "more real-time threads than the {MAX_WARNED} above can preempt the measuring \
+threads ({} more {when}): not looked for any more in this run",
+                self.seen.len() - MAX_WARNED
+            ));
+        }
+        warnings
     }
 
     /// Every rival of `watched` now, by pid and tid.
@@ -581,6 +616,41 @@ mod tests {
         let again = scan.new_rivals(&watched);
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].priority, 99);
+    }
+
+    #[test]
+    fn warnings_stop_after_max_warned() {
+        let proc = FakeProc::new();
+        let watched = [on("0", fifo(90))];
+        let mut scan = proc.scan();
+        let spawn = |from: u32, count: u32| {
+            for tid in from..from + count {
+                proc.thread(tid, tid, 1, b"spin", 0, 1, 95, "0");
+            }
+        };
+        spawn(2000, 5);
+        assert_eq!(scan.new_warnings(&watched, "at the start").len(), 5);
+        // Threads that keep coming (or changing priority): the warnings
+        // end with one saying there are more, then stop.
+        spawn(3000, MAX_WARNED as u32);
+        let warnings = scan.new_warnings(&watched, "found 2s into the run");
+        assert_eq!(warnings.len(), MAX_WARNED - 5 + 1, "{warnings:#?}");
+        let last = warnings.last().unwrap();
+        assert!(
+            last.starts_with("more real-time threads than the 20 above")
+                && last.contains("(5 more found 2s into the run)"),
+            "{last}"
+        );
+        spawn(4000, 10);
+        assert!(scan.new_warnings(&watched, "at the end").is_empty());
+        // Exactly MAX_WARNED: no "more".
+        let proc = FakeProc::new();
+        for tid in 2000..2000 + MAX_WARNED as u32 {
+            proc.thread(tid, tid, 1, b"spin", 0, 1, 95, "0");
+        }
+        let warnings = proc.scan().new_warnings(&watched, "now");
+        assert_eq!(warnings.len(), MAX_WARNED);
+        assert!(warnings.iter().all(|w| w.starts_with("another")));
     }
 
     #[test]
