@@ -213,13 +213,19 @@ fn shown(v: &str) -> String {
     }
 }
 
-/// `text` without control characters (each shown as `?`), cut at 200
-/// characters: for text another process chose, such as its command line.
+/// `text` without control characters nor the invisible marks that turn
+/// text around on a terminal (bidi overrides, embeddings and isolates),
+/// each shown as `?`, cut at 200 characters: for text another process
+/// chose, such as its command line.
 fn printable(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     let mut out: String = text
         .chars()
         .take(200)
-        .map(|c| if c.is_control() { '?' } else { c })
+        .map(|c| if hidden(c) { '?' } else { c })
         .collect();
     if text.chars().nth(200).is_some() {
         out.push('…');
@@ -339,7 +345,8 @@ impl fmt::Display for Recovered {
         write!(
             f,
             "journal {journal} of dead rtlab pid {} ({}): ",
-            owner.pid, owner.command
+            owner.pid,
+            printable(&owner.command)
         )?;
         if self.removed {
             write!(
@@ -1823,6 +1830,49 @@ mod tests {
         assert!(matches!(err, JournalError::StaleConflict { .. }), "{err}");
         assert!(err.to_string().contains("rtlab restore"), "{err}");
         assert_eq!(content(&knob), "1\n");
+    }
+
+    #[test]
+    fn another_rtlabs_command_line_is_shown_without_controls() {
+        // The command line of the other rtlab is whatever its user typed
+        // (a --json path, say): no escape sequence nor a right-to-left
+        // override that turns the rest of the line around on a terminal.
+        let tmp = TempDir::new().unwrap();
+        let dir = state(&tmp);
+        let knob = target(&tmp, "knob", "1");
+        let parent = std::os::unix::process::parent_id();
+        let command = "rtlab measure timer --json \u{1b}[2Jx\u{202e}nosj.\u{2066}";
+        let live = Owner {
+            pid: parent,
+            starttime: read_starttime(parent).unwrap(),
+            command: command.into(),
+            boot_id: boot_id(),
+        };
+        let clean = |text: &str| {
+            !text.chars().any(|c| {
+                c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || c == '\u{2066}'
+            })
+        };
+        let other = fabricate(&dir, live, vec![file_entry(&knob, "1", "0")]);
+        let err = Journal::new(dir.clone()).set_file(&knob, "2").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("rtlab measure timer --json ?[2Jx?nosj.?"),
+            "{msg}"
+        );
+        assert!(clean(&msg), "{msg:?}");
+        // Nor in what `rtlab restore` says of a dead one's journal.
+        fs::remove_file(&other).unwrap();
+        let mut dead = dead_owner();
+        dead.command = command.into();
+        fabricate(&dir, dead, vec![file_entry(&knob, "1", "0")]);
+        let recovered = recover_stale(&dir);
+        let text = recovered[0].to_string();
+        assert!(
+            text.contains("(rtlab measure timer --json ?[2Jx?nosj.?)"),
+            "{text}"
+        );
+        assert!(clean(&text), "{text:?}");
     }
 
     #[test]
