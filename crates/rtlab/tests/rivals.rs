@@ -197,3 +197,78 @@ fn a_second_probe_on_the_same_cpu_names_the_first() {
     common::signal(&first, libc::SIGINT);
     assert_eq!(first.wait().unwrap().code(), Some(130));
 }
+
+/// In a campaign, a rival found while a run measures is printed then, once
+/// (not again with the run's other warnings when it is stored).
+#[test]
+fn a_campaign_prints_a_rival_found_during_a_run_once() {
+    use std::io::BufRead;
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("campaign.toml");
+    std::fs::write(
+        &file,
+        "name = \"rivals\"\nduration = \"10m\"\n\
+         [[probe]]\nkind = \"timer\"\ncpus = \"0\"\n\
+         [[load]]\nname = \"idle\"\nrun = []\n\
+         [[configuration]]\nname = \"rt\"\n",
+    )
+    .unwrap();
+    let mut child = common::rtlab(dir.path())
+        .args(["campaign", "run"])
+        .arg(&file)
+        .arg("--db")
+        .arg(dir.path().join("results.db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rtlab starts");
+    let (lines, seen) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            eprintln!("stderr: {line}");
+            let _ = lines.send(line);
+        }
+    });
+    // The run has begun: a rival that comes now is found during it (at
+    // the next checkpoint) unless the run starts late; either way it must
+    // be printed once.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !seen
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run starts")
+        .starts_with("run 1/1")
+    {
+        assert!(Instant::now() < deadline, "the run never started");
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let rival = Sleeper::start(Some(95));
+    let named = format!("(pid {}", rival.pid());
+    let mut all = Vec::new();
+    while Instant::now() < deadline {
+        match seen.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                let found = line.contains(&named);
+                all.push(line);
+                if found {
+                    break;
+                }
+            }
+            Err(_) => continue,
+        }
+    }
+    common::signal(&child, libc::SIGINT);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    reader.join().unwrap();
+    all.extend(seen.try_iter());
+    let warnings: Vec<&String> = all.iter().filter(|l| l.contains(&named)).collect();
+    assert_eq!(warnings.len(), 1, "{all:#?}");
+    assert!(
+        warnings[0].starts_with("warning: run 1: another real-time thread"),
+        "{}",
+        warnings[0]
+    );
+}
