@@ -342,8 +342,10 @@ threads ({} more {when}): not looked for any more in this run",
         {
             return None;
         }
-        let status = fs::read_to_string(dir.join("status")).ok()?;
-        let cpus = parse_allowed_cpus(&status)?;
+        // As bytes too: its Name line holds the name as the thread chose
+        // it (only '\n' and '\\' escaped), UTF-8 or not.
+        let status = fs::read(dir.join("status")).ok()?;
+        let cpus = parse_allowed_cpus(&String::from_utf8_lossy(&status))?;
         let mut shared = Vec::new();
         let mut outranked: Option<&SchedParams> = None;
         for w in victims {
@@ -493,11 +495,20 @@ mod tests {
             stat.extend_from_slice(comm);
             stat.extend_from_slice(format!(") {}\n", fields.join(" ")).as_bytes());
             fs::write(task.join("stat"), &stat).unwrap();
-            fs::write(
-                task.join("status"),
-                format!("Name:\tx\nCpus_allowed:\tf\nCpus_allowed_list:\t{cpus}\n"),
-            )
-            .unwrap();
+            // The kernel escapes only '\n' and '\\' in the status file's
+            // name: other bytes, not UTF-8 ones included, are there as such.
+            let mut status = b"Name:\t".to_vec();
+            for &byte in comm {
+                match byte {
+                    b'\n' => status.extend_from_slice(b"\\n"),
+                    b'\\' => status.extend_from_slice(b"\\\\"),
+                    byte => status.push(byte),
+                }
+            }
+            status.extend_from_slice(
+                format!("\nCpus_allowed:\tf\nCpus_allowed_list:\t{cpus}\n").as_bytes(),
+            );
+            fs::write(task.join("status"), status).unwrap();
             if pid == tid {
                 fs::write(process.join("stat"), &stat).unwrap();
             }

@@ -16,7 +16,12 @@ struct Sleeper(Child);
 
 impl Sleeper {
     fn start(priority: Option<i32>) -> Sleeper {
-        let child = Command::new("sleep")
+        Sleeper::start_as(Path::new("sleep"), priority)
+    }
+
+    /// Started as `program` (a link to `sleep`, whose name it takes).
+    fn start_as(program: &Path, priority: Option<i32>) -> Sleeper {
+        let child = Command::new(program)
             .arg("600")
             .stdin(Stdio::null())
             .spawn()
@@ -167,6 +172,34 @@ fn a_realtime_thread_that_appears_during_the_run_is_a_warning() {
     assert!(
         stderr.contains(&format!("warning: {}", found[0])),
         "{stderr}"
+    );
+}
+
+/// A thread named with bytes that are not UTF-8 (anyone can name theirs
+/// so) is found all the same: the kernel writes them as such in
+/// /proc/PID/task/TID/status too.
+#[test]
+fn a_rival_named_with_bytes_that_are_not_utf8_is_a_warning() {
+    use std::os::unix::ffi::OsStrExt;
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("sleep is installed");
+    std::os::unix::fs::symlink(sleep, &link).unwrap();
+    // Spawned once it has exec'd: named after the link.
+    let rival = Sleeper::start_as(&link, Some(95));
+    let stat = std::fs::read(format!("/proc/{}/stat", rival.pid())).unwrap();
+    assert!(stat.windows(8).any(|w| w == b"(sl\xffeep)"));
+    let (doc, _) = measure(dir.path(), &["timer", "--cpus", "0", "--loops", "10"]);
+    let found = rival_warnings(&doc, rival.pid());
+    assert_eq!(found.len(), 1, "{}", doc["warnings"]);
+    assert!(
+        found[0].contains("fifo 95 thread \"sl\u{fffd}eep\""),
+        "{}",
+        found[0]
     );
 }
 
