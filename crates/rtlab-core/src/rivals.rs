@@ -360,7 +360,7 @@ threads ({} more {when}): not looked for any more in this run",
             }
         }
         let outranked = outranked?;
-        if self.descends_from_us(stat.ppid) {
+        if self.descends_from_us(stat.ppid, stat.starttime) {
             return None;
         }
         Some(Rival {
@@ -376,8 +376,11 @@ threads ({} more {when}): not looked for any more in this run",
         })
     }
 
-    /// Whether the process with parent `ppid` is a descendant of ours.
-    fn descends_from_us(&self, mut ppid: u32) -> bool {
+    /// Whether the process with parent `ppid`, started at `starttime`, is
+    /// a descendant of ours. A parent starts before its children: a
+    /// "parent" that started later is another process that took the pid of
+    /// one that has exited since it was read, and the chain ends there.
+    fn descends_from_us(&self, mut ppid: u32, mut starttime: u64) -> bool {
         for _ in 0..MAX_ANCESTRY {
             if ppid == self.own_pid {
                 return true;
@@ -390,8 +393,10 @@ threads ({} more {when}): not looked for any more in this run",
                 .ok()
                 .and_then(|s| parse_stat(&String::from_utf8_lossy(&s)))
             {
-                Some(parent) => ppid = parent.ppid,
-                None => return false,
+                Some(parent) if parent.starttime <= starttime => {
+                    (ppid, starttime) = (parent.ppid, parent.starttime);
+                }
+                _ => return false,
             }
         }
         false
@@ -588,6 +593,23 @@ mod tests {
         proc.thread(50, 50, 2, b"irq/24-eth0", PF_KTHREAD, 1, 95, "0");
         let rivals = proc.scan().scan(&[on("0", fifo(90))]);
         assert_eq!(tids(&rivals), vec![50, 3003]);
+    }
+
+    #[test]
+    fn a_parent_pid_taken_by_a_child_of_ours_does_not_make_a_descendant() {
+        // 2000's parent 4000 has exited, and one of our children (a load
+        // just started) took its pid before 2000 was reparented: it
+        // started after 2000 (start times are tid × 10 here), so it is not
+        // 2000's parent.
+        let proc = FakeProc::new();
+        proc.thread(2000, 2000, 4000, b"spin", 0, 1, 95, "0");
+        proc.thread(4000, 4000, OWN, b"load", 0, 0, 0, "0");
+        let rivals = proc.scan().scan(&[on("0", fifo(90))]);
+        assert_eq!(tids(&rivals), vec![2000]);
+        // A child of ours that started before is its parent.
+        proc.thread(1500, 1500, OWN, b"load", 0, 0, 0, "0");
+        proc.thread(2000, 2000, 1500, b"spin", 0, 1, 95, "0");
+        assert!(proc.scan().scan(&[on("0", fifo(90))]).is_empty());
     }
 
     #[test]
