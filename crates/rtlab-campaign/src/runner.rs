@@ -8,7 +8,10 @@ use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::Journal;
-use rtlab_core::result::{timestamp_now, CampaignRef, RunResult, RunStatus, RUN_SCHEMA};
+use rtlab_core::result::{
+    timestamp_now, CampaignRef, Effective, RunResult, RunStatus, Series, RUN_SCHEMA,
+};
+use rtlab_core::rivals::{RivalScan, Watched};
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_load::{Launcher, LoadSpec, RunningLoads};
 use rtlab_probe::net::Placement;
@@ -58,11 +61,36 @@ pub trait RunObserver {
     fn tick(&mut self, _run: &dyn ProbeRun) {}
     /// Called every [`CHECKPOINT`] with the result so far (status `running`).
     fn checkpoint(&mut self, _result: &RunResult) {}
+    /// A warning found while the probe measures (it is also in the
+    /// result); those found before are in the result given to `started`.
+    fn warning(&mut self, warning: &str) {
+        eprintln!("warning: {warning}");
+    }
 }
 
 /// An observer that observes nothing.
 pub struct Unobserved;
 impl RunObserver for Unobserved {}
+
+/// A run refused before anything was measured: a setting it asks for
+/// cannot be applied (another live rtlab holds it, the kernel rejects the
+/// value, ...). Measuring anyway would record figures under a condition
+/// they were not measured under. Whatever the run had already changed is
+/// put back. `rtlab measure` exits 2 with the reason; a campaign stores
+/// `result` (status `failed`, the reason in its warnings) and goes on.
+#[derive(Debug)]
+pub struct Refused {
+    pub reason: String,
+    pub result: Box<RunResult>,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 fn lock(journal: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
     journal.lock().unwrap_or_else(|p| p.into_inner())
@@ -71,8 +99,9 @@ fn lock(journal: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
 /// Runs one measurement: system changes, process preparation, loads, the
 /// probe; then stops the loads and restores the system before returning.
 /// A run that could not measure (a load that would not start) comes back
-/// as `failed` with the reason in its warnings; only errors that leave no
-/// result at all are `Err`.
+/// as `failed` with the reason in its warnings; a sysctl that cannot be
+/// set is [`Refused`] (an `Err` that carries its failed result); other
+/// errors leave no result at all.
 pub fn execute(
     mut request: RunRequest,
     context: &RunContext,
@@ -81,36 +110,23 @@ pub fn execute(
     let mut warnings = Vec::new();
     let mut system_changes = Vec::new();
     for assignment in &request.sysctls {
-        match lock(&context.journal).set_sysctl(assignment) {
-            Ok(()) => system_changes.push(format!("sysctl {assignment}")),
-            Err(e) => warnings.push(format!("sysctl {assignment} not applied: {e}")),
+        let applied = lock(&context.journal).set_sysctl(assignment);
+        if let Err(e) = applied {
+            let reason = format!("sysctl {assignment} refused: {e}");
+            let result = new_result(&mut request, Effective::default(), Vec::new());
+            let result = fail_before_measuring(result, context, reason.clone());
+            return Err(anyhow::Error::new(Refused {
+                reason,
+                result: Box::new(result),
+            }));
         }
+        system_changes.push(format!("sysctl {assignment}"));
     }
     let process = PreparedProcess::prepare(&request.process, &mut lock(&context.journal));
     let mut effective = process.effective.clone();
     effective.system_changes.extend(system_changes);
     warnings.extend(process.warnings.iter().cloned());
-
-    let mut result = RunResult {
-        schema: RUN_SCHEMA.into(),
-        id: RunResult::new_id(),
-        probe: request.probe.kind().into(),
-        status: RunStatus::Running,
-        started_at: timestamp_now(),
-        ended_at: None,
-        elapsed_ns: 0,
-        command: std::mem::take(&mut request.command),
-        config: request.probe.config_json(),
-        effective,
-        environment: Environment::default(),
-        series: Vec::new(),
-        break_event: None,
-        loads: Vec::new(),
-        campaign: request.campaign.take(),
-        noise: None,
-        net: None,
-        warnings,
-    };
+    let mut result = new_result(&mut request, effective, warnings);
 
     // Loads first, so the probe measures under them from its first sample.
     let loads = match RunningLoads::start(&request.loads, &context.launcher) {
@@ -139,6 +155,17 @@ pub fn execute(
         };
     result.warnings.extend(run.warnings());
     result.series = run.snapshot();
+    // Other real-time threads that can take the probe's CPUs: looked for
+    // here, at every checkpoint and at the end, from this SCHED_OTHER
+    // thread (never from a measuring loop).
+    let online = CpuSet::online();
+    let mut rivals = RivalScan::new();
+    result.warnings.extend(rival_warnings(
+        &mut rivals,
+        &result.series,
+        &online,
+        "there when the probe started",
+    ));
     observer.started(&result, run.as_ref());
 
     let mut loads = loads;
@@ -161,6 +188,14 @@ pub fn execute(
         if last_checkpoint.elapsed() >= CHECKPOINT {
             result.series = run.snapshot();
             result.elapsed_ns = run.elapsed_ns();
+            let when = format!(
+                "found {} into the run",
+                rtlab_core::units::human_duration(result.elapsed_ns)
+            );
+            for warning in rival_warnings(&mut rivals, &result.series, &online, &when) {
+                observer.warning(&warning);
+                result.warnings.push(warning);
+            }
             observer.checkpoint(&result);
             last_checkpoint = Instant::now();
         }
@@ -170,6 +205,16 @@ pub fn execute(
     // last snapshot and fail the run.
     let snapshot = run.snapshot();
     let elapsed_ns = run.elapsed_ns();
+    // The last look: a run shorter than a checkpoint gets one too.
+    for warning in rival_warnings(
+        &mut rivals,
+        &snapshot,
+        &online,
+        "found at the end of the run",
+    ) {
+        observer.warning(&warning);
+        result.warnings.push(warning);
+    }
     let outcome = run.finish().unwrap_or_else(|e| ProbeOutcome {
         series: snapshot,
         elapsed_ns,
@@ -213,6 +258,41 @@ pub fn execute(
     restore(context, &mut result);
     timer::dedup_keep_order(&mut result.warnings);
     Ok(result)
+}
+
+/// Warnings for the real-time threads not seen before that can preempt
+/// the measuring threads of `series`; `when` says when they were found.
+fn rival_warnings(
+    rivals: &mut RivalScan,
+    series: &[Series],
+    online: &CpuSet,
+    when: &str,
+) -> Vec<String> {
+    rivals.new_warnings(&Watched::of_series(series, online), when)
+}
+
+/// The result of `request` before it measures (status `running`).
+fn new_result(request: &mut RunRequest, effective: Effective, warnings: Vec<String>) -> RunResult {
+    RunResult {
+        schema: RUN_SCHEMA.into(),
+        id: RunResult::new_id(),
+        probe: request.probe.kind().into(),
+        status: RunStatus::Running,
+        started_at: timestamp_now(),
+        ended_at: None,
+        elapsed_ns: 0,
+        command: std::mem::take(&mut request.command),
+        config: request.probe.config_json(),
+        effective,
+        environment: Environment::default(),
+        series: Vec::new(),
+        break_event: None,
+        loads: Vec::new(),
+        campaign: request.campaign.take(),
+        noise: None,
+        net: None,
+        warnings,
+    }
 }
 
 fn fail_before_measuring(mut result: RunResult, context: &RunContext, why: String) -> RunResult {
@@ -538,7 +618,11 @@ pub fn run_campaign(
         }
         observer.run_starting(planned, plan.runs.len(), remaining_ns);
         let request = request_for(planned, plan, &execution, command)?;
-        let result = execute(request, context, observer)?;
+        // A refused cell is stored as failed, with why; the others run.
+        let result = match execute(request, context, observer) {
+            Ok(result) => result,
+            Err(e) => *e.downcast::<Refused>()?.result,
+        };
         // Kept as a file when the store cannot take it (disk full): the
         // error names the file, and the campaign stops.
         store.save_or_keep(&result)?;

@@ -75,10 +75,16 @@ pub enum JournalError {
     #[error("journal {} already exists: only one Journal per process may use a state directory", path.display())]
     InUse { path: PathBuf },
 
-    #[error("{} is already changed by another rtlab (pid {pid}, journal {}); stop it or wait for it to finish", path.display(), journal.display())]
+    /// Refused even when `held` is the value asked for: the other rtlab
+    /// puts `old` back when it ends, which may be in the middle of this
+    /// run, and would then measure on without its setting.
+    #[error("{} is held at {} by another rtlab (pid {pid}: {command}, journal {}), which puts it back to {} when it ends; nothing was changed: wait for it to finish (or stop it), then run again", path.display(), shown(held), journal.display(), shown(old))]
     Conflict {
         path: PathBuf,
         pid: u32,
+        command: String,
+        held: String,
+        old: String,
         journal: PathBuf,
     },
 
@@ -207,6 +213,26 @@ fn shown(v: &str) -> String {
     }
 }
 
+/// `text` without control characters nor the invisible marks that turn
+/// text around on a terminal (bidi overrides, embeddings and isolates),
+/// each shown as `?`, cut at 200 characters: for text another process
+/// chose, such as its command line.
+fn printable(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let mut out: String = text
+        .chars()
+        .take(200)
+        .map(|c| if hidden(c) { '?' } else { c })
+        .collect();
+    if text.chars().nth(200).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// What happened to one entry on restore.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -319,7 +345,8 @@ impl fmt::Display for Recovered {
         write!(
             f,
             "journal {journal} of dead rtlab pid {} ({}): ",
-            owner.pid, owner.command
+            owner.pid,
+            printable(&owner.command)
         )?;
         if self.removed {
             write!(
@@ -371,16 +398,21 @@ impl Owner {
         })
     }
 
-    /// Alive iff /proc/<pid>/stat exists, its starttime matches and we are
-    /// in the same boot.
+    /// Alive iff /proc/<pid>/stat exists, its starttime matches, it is not
+    /// a zombie and we are in the same boot.
+    ///
+    /// A zombie (state `Z`, or `X` while it is being reaped) has exited:
+    /// its parent just has not collected its status yet, which may never
+    /// happen (a parent that does not reap). Nothing of it runs any more,
+    /// and its journal is as dead as one whose pid is gone.
     pub fn is_alive(&self) -> bool {
         if let (Some(theirs), Some(ours)) = (&self.boot_id, boot_id()) {
             if *theirs != ours {
                 return false;
             }
         }
-        match read_starttime(self.pid) {
-            Ok(starttime) => starttime == self.starttime,
+        match read_stat(self.pid) {
+            Ok(stat) => stat.starttime == self.starttime && !stat.has_exited(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => false,
             // The process exists but we cannot look at it: never restore
@@ -398,8 +430,31 @@ fn boot_id() -> Option<String> {
 }
 
 fn read_starttime(pid: u32) -> io::Result<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    parse_starttime(&stat).ok_or_else(|| {
+    read_stat(pid).map(|stat| stat.starttime)
+}
+
+/// What tells the owner of a journal from anything else with its pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProcStat {
+    /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
+    state: char,
+    /// Field 22, in clock ticks since boot.
+    starttime: u64,
+}
+
+impl ProcStat {
+    /// The process has exited: a zombie waiting for its parent, or dead.
+    fn has_exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+fn read_stat(pid: u32) -> io::Result<ProcStat> {
+    // Read as bytes: the name (field 2) is whatever its process chose, or
+    // 15 bytes of it cut inside a character, and need not be UTF-8; a
+    // read that failed on it would make any process look alive.
+    let stat = fs::read(format!("/proc/{pid}/stat"))?;
+    parse_stat(&String::from_utf8_lossy(&stat)).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("cannot parse /proc/{pid}/stat"),
@@ -407,11 +462,14 @@ fn read_starttime(pid: u32) -> io::Result<u64> {
     })
 }
 
-/// Field 22 of /proc/<pid>/stat. The comm field (2) may contain spaces and
-/// parens, so count from the last ')'.
-fn parse_starttime(stat: &str) -> Option<u64> {
+/// Fields 3 and 22 of /proc/<pid>/stat. The comm field (2) may contain
+/// spaces and parens, so count from the last ')'.
+fn parse_stat(stat: &str) -> Option<ProcStat> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let starttime = fields.nth(22 - 4)?.parse().ok()?;
+    Some(ProcStat { state, starttime })
 }
 
 fn euid() -> u32 {
@@ -1031,18 +1089,30 @@ impl Journal {
             let Ok(other) = read_journal(&journal) else {
                 continue;
             };
-            if other
+            let Some(entry) = other
                 .entries
                 .iter()
-                .any(|e| e.changed_file() == Some(target))
-            {
-                let (path, pid) = (target.to_path_buf(), other.owner.pid);
-                return Err(if other.owner.is_alive() {
-                    JournalError::Conflict { path, pid, journal }
-                } else {
-                    JournalError::StaleConflict { path, pid, journal }
-                });
+                .find(|e| e.changed_file() == Some(target))
+            else {
+                continue;
+            };
+            let (path, pid) = (target.to_path_buf(), other.owner.pid);
+            if !other.owner.is_alive() {
+                return Err(JournalError::StaleConflict { path, pid, journal });
             }
+            let (held, old) = match entry {
+                Entry::File { old, new, .. } => (new.clone(), old.clone()),
+                _ => (String::new(), String::new()),
+            };
+            return Err(JournalError::Conflict {
+                path,
+                pid,
+                // Its command line is the other process's to choose.
+                command: printable(&other.owner.command),
+                held,
+                old,
+                journal,
+            });
         }
         Ok(())
     }
@@ -1546,6 +1616,131 @@ mod tests {
         assert!(recover_stale(&dir).is_empty());
     }
 
+    /// A child that has exited and is not reaped yet (a zombie), reaped
+    /// when dropped.
+    struct Zombie(libc::pid_t);
+
+    impl Zombie {
+        fn new() -> Zombie {
+            // SAFETY: the child only calls _exit, which is async-signal-safe.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+            if pid == 0 {
+                // SAFETY: ends the child at once, without running anything
+                // of the parent's (no atexit, no destructors).
+                unsafe { libc::_exit(0) };
+            }
+            let zombie = Zombie(pid);
+            // Wait (without reaping) until it has exited.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while read_stat(pid as u32).ok().map(|s| s.state) != Some('Z') {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{pid} never became a zombie"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            zombie
+        }
+
+        fn owner(&self) -> Owner {
+            Owner {
+                pid: self.0 as u32,
+                starttime: read_starttime(self.0 as u32).unwrap(),
+                command: "rtlab measure timer".into(),
+                boot_id: boot_id(),
+            }
+        }
+    }
+
+    impl Drop for Zombie {
+        fn drop(&mut self) {
+            // SAFETY: reaps our own child; a null status pointer is allowed.
+            unsafe { libc::waitpid(self.0, std::ptr::null_mut(), 0) };
+        }
+    }
+
+    #[test]
+    fn a_zombie_owner_is_dead() {
+        let zombie = Zombie::new();
+        let owner = zombie.owner();
+        assert!(!owner.is_alive(), "a zombie runs nothing any more");
+        // A live process with the same kind of record is alive.
+        assert!(Owner::this_process().unwrap().is_alive());
+    }
+
+    #[test]
+    fn a_reused_pid_with_a_name_that_is_not_utf8_is_not_the_owner() {
+        // Anyone can name a process (exec through a link, PR_SET_NAME) and
+        // the kernel cuts names at 15 bytes, even inside a character: a
+        // process that took a dead owner's pid with such a name must not
+        // pass for it, which would keep its journal from being restored
+        // and refuse every later change of its files.
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = TempDir::new().unwrap();
+        let link = tmp.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
+        std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+        let mut child = std::process::Command::new(&link).arg("60").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // Until it has exec'd under its new name.
+        let named = |stat: Vec<u8>| stat.windows(8).any(|w| w == b"(sl\xffeep)");
+        while !named(fs::read(format!("/proc/{pid}/stat")).unwrap()) {
+            assert!(std::time::Instant::now() < deadline, "{pid} never ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let starttime = read_starttime(pid);
+        let reused = Owner {
+            pid,
+            starttime: 1,
+            command: "rtlab measure timer".into(),
+            boot_id: boot_id(),
+        };
+        let alive = reused.is_alive();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            !alive,
+            "another process with the owner's pid is not the owner"
+        );
+        assert!(starttime.unwrap() > 1);
+    }
+
+    #[test]
+    fn an_owner_from_another_boot_is_dead() {
+        // This very process, as a journal written before a reboot that
+        // reused its pid and start time would record it.
+        let mut owner = Owner::this_process().unwrap();
+        assert!(owner.is_alive());
+        owner.boot_id = Some("00000000-0000-0000-0000-000000000000".into());
+        assert!(!owner.is_alive());
+        // A journal without a boot id falls back to pid and start time.
+        owner.boot_id = None;
+        assert!(owner.is_alive());
+    }
+
+    #[test]
+    fn recover_stale_restores_a_zombie_owners_journal() {
+        let tmp = TempDir::new().unwrap();
+        let dir = state(&tmp);
+        let knob = target(&tmp, "knob", "0");
+        let zombie = Zombie::new();
+        let path = fabricate(&dir, zombie.owner(), vec![file_entry(&knob, "1", "0")]);
+
+        let recovered = recover_stale(&dir);
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        assert!(recovered[0].ok(), "{recovered:?}");
+        assert_eq!(content(&knob), "1\n");
+        assert!(!path.exists());
+
+        // Its value is stale, not held by a live rtlab: a new change is
+        // told to restore first, not to wait for it.
+        fabricate(&dir, zombie.owner(), vec![file_entry(&knob, "1", "0")]);
+        let err = Journal::new(dir.clone()).set_file(&knob, "2").unwrap_err();
+        assert!(matches!(err, JournalError::StaleConflict { .. }), "{err}");
+        drop(zombie);
+    }
+
     #[test]
     fn recover_stale_leaves_live_and_reports_corrupt() {
         let tmp = TempDir::new().unwrap();
@@ -1616,7 +1811,16 @@ mod tests {
         let mut j = Journal::new(dir.clone());
         let err = j.set_file(&knob, "2").unwrap_err();
         assert!(matches!(err, JournalError::Conflict { .. }), "{err}");
-        assert!(err.to_string().contains(&format!("pid {parent}")), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("pid {parent}: rtlab run")), "{msg}");
+        assert!(
+            msg.contains("is held at 0") && msg.contains("puts it back to 1 when it ends"),
+            "{msg}"
+        );
+        // The value the other one holds is refused too: it would be put
+        // back under this run when the other one ends.
+        let err = j.set_file(&knob, "0").unwrap_err();
+        assert!(matches!(err, JournalError::Conflict { .. }), "{err}");
         assert_eq!(content(&knob), "1\n");
         assert!(j.entries().is_empty());
 
@@ -1626,6 +1830,49 @@ mod tests {
         assert!(matches!(err, JournalError::StaleConflict { .. }), "{err}");
         assert!(err.to_string().contains("rtlab restore"), "{err}");
         assert_eq!(content(&knob), "1\n");
+    }
+
+    #[test]
+    fn another_rtlabs_command_line_is_shown_without_controls() {
+        // The command line of the other rtlab is whatever its user typed
+        // (a --json path, say): no escape sequence nor a right-to-left
+        // override that turns the rest of the line around on a terminal.
+        let tmp = TempDir::new().unwrap();
+        let dir = state(&tmp);
+        let knob = target(&tmp, "knob", "1");
+        let parent = std::os::unix::process::parent_id();
+        let command = "rtlab measure timer --json \u{1b}[2Jx\u{202e}nosj.\u{2066}";
+        let live = Owner {
+            pid: parent,
+            starttime: read_starttime(parent).unwrap(),
+            command: command.into(),
+            boot_id: boot_id(),
+        };
+        let clean = |text: &str| {
+            !text.chars().any(|c| {
+                c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || c == '\u{2066}'
+            })
+        };
+        let other = fabricate(&dir, live, vec![file_entry(&knob, "1", "0")]);
+        let err = Journal::new(dir.clone()).set_file(&knob, "2").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("rtlab measure timer --json ?[2Jx?nosj.?"),
+            "{msg}"
+        );
+        assert!(clean(&msg), "{msg:?}");
+        // Nor in what `rtlab restore` says of a dead one's journal.
+        fs::remove_file(&other).unwrap();
+        let mut dead = dead_owner();
+        dead.command = command.into();
+        fabricate(&dir, dead, vec![file_entry(&knob, "1", "0")]);
+        let recovered = recover_stale(&dir);
+        let text = recovered[0].to_string();
+        assert!(
+            text.contains("(rtlab measure timer --json ?[2Jx?nosj.?)"),
+            "{text}"
+        );
+        assert!(clean(&text), "{text:?}");
     }
 
     #[test]
@@ -1687,8 +1934,18 @@ mod tests {
     #[test]
     fn starttime_parsing() {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
-        assert_eq!(parse_starttime(stat), Some(98765));
-        assert_eq!(parse_starttime("42 (x"), None);
+        assert_eq!(
+            parse_stat(stat),
+            Some(ProcStat {
+                state: 'S',
+                starttime: 98765
+            })
+        );
+        assert_eq!(parse_stat("42 (x"), None);
+        assert_eq!(parse_stat("42 (x) Z 1"), None);
+        assert!(parse_stat(&stat.replace(" S ", " Z "))
+            .unwrap()
+            .has_exited());
         assert!(read_starttime(std::process::id()).unwrap() > 0);
         assert_eq!(owner_from_name("journal-12-345.json"), Some((12, 345)));
         assert_eq!(owner_from_name("journal-12-345.json.tmp"), Some((12, 345)));

@@ -8,6 +8,7 @@ pub mod journal;
 pub mod pmqos;
 pub mod record;
 pub mod result;
+pub mod rivals;
 pub mod sched;
 pub mod text;
 pub mod units;

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 pub struct LiveStatus {
     overall: ProgressBar,
     lines: Vec<ProgressBar>,
-    _multi: MultiProgress,
+    multi: MultiProgress,
 }
 
 impl LiveStatus {
@@ -34,7 +34,7 @@ impl LiveStatus {
         Some(LiveStatus {
             overall,
             lines,
-            _multi: multi,
+            multi,
         })
     }
 
@@ -54,6 +54,14 @@ impl LiveStatus {
                 Micros(s.mean_ns),
                 Micros(s.max_ns)
             ));
+        }
+    }
+
+    /// Prints `line` on stderr above the status, which a plain `eprintln!`
+    /// would have the next redraw erase.
+    pub fn println(&self, line: &str) {
+        if self.multi.println(line).is_err() {
+            eprintln!("{line}");
         }
     }
 

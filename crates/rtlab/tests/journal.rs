@@ -1,7 +1,8 @@
 //! Nothing rtlab changes outlives it: a sysctl changed for a run is back
 //! after a normal exit, after SIGTERM, and after SIGKILL + `rtlab restore`;
-//! so is a SysV semaphore set of the switch probe; an interrupted run
-//! still leaves a valid result file.
+//! so is a SysV semaphore set of the switch probe, also when the killed
+//! rtlab is a zombie nobody reaped; an interrupted run still leaves a
+//! valid result file.
 
 mod common;
 
@@ -180,6 +181,67 @@ fn a_sysv_set_left_by_a_killed_switch_run_is_removed_by_restore() {
     assert!(!private_sysv_sets().contains(&semid));
     let out = common::run(common::rtlab(&state).arg("restore"));
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
+}
+
+/// An rtlab killed by SIGKILL whose parent has not reaped it yet (here:
+/// the test, until the end) is a zombie: it still has a /proc entry with
+/// its pid and start time, but nothing of it runs any more. `rtlab
+/// restore` treats its journal as dead and restores it.
+#[test]
+fn the_journal_of_a_killed_unreaped_rtlab_is_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let json = dir.path().join("run.json");
+    // SCHED_OTHER and a SysV set: no privilege needed.
+    let mut child = common::rtlab(&state)
+        .args(["measure", "switch", "--mechanism", "sysv-sem"])
+        .args(["--policy", "other", "--duration", "5m", "--rate", "1khz"])
+        .args(["--no-store", "--quiet", "--json"])
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("rtlab starts");
+    common::wait_until_running(&json, &mut child);
+    let semid = journaled_sysv_set(&state);
+    let pid = child.id();
+    child.kill().unwrap();
+    // Not reaped: wait until the kernel shows it as a zombie.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while process_state(pid) != Some('Z') {
+        assert!(
+            Instant::now() < deadline,
+            "rtlab {pid} never became a zombie"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        private_sysv_sets().contains(&semid),
+        "the kill leaves set {semid}"
+    );
+
+    let out = common::run(common::rtlab(&state).args(["restore", "--json"]));
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recovered = &report["recovered"][0];
+    assert_eq!(recovered["owner"]["pid"], pid, "{report}");
+    assert!(
+        recovered["restored"]
+            .to_string()
+            .contains("\"status\":\"removed\""),
+        "{report}"
+    );
+    assert!(
+        !private_sysv_sets().contains(&semid),
+        "removed by rtlab restore"
+    );
+    assert_eq!(process_state(pid), Some('Z'), "still a zombie meanwhile");
+    child.wait().unwrap();
+}
+
+/// Field 3 of /proc/PID/stat (R, S, Z, ...), None once the pid is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
 /// SysV semaphore sets of the kind the switch probe creates (IPC_PRIVATE,

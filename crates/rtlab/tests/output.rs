@@ -16,6 +16,11 @@ fn shape(line: &str) -> String {
 fn json_samples_and_histfile_agree() {
     let dir = tempfile::tempdir().unwrap();
     let (hist, csv) = (dir.path().join("h.txt"), dir.path().join("s.csv"));
+    // Files that were there are replaced, not written over: nothing of
+    // what they held is left after the run's output.
+    for file in [&hist, &csv] {
+        std::fs::write(file, "old,0,0\n".repeat(100_000)).unwrap();
+    }
     let out = common::run(
         common::rtlab(dir.path())
             .args([
@@ -205,4 +210,34 @@ fn policies_and_distance_are_applied() {
         series["samples"].as_u64().unwrap() + series["missed"].as_u64().unwrap(),
         100
     );
+}
+
+#[test]
+fn samples_go_through_a_pipe() {
+    // `--samples >(gzip > s.csv.gz)` hands rtlab a pipe, which has no
+    // length to empty.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("samples.fifo");
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string and a mode.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["measure", "timer", "--cpus", "0", "--loops", "50"])
+            .args(["--quiet", "--no-store", "--samples"])
+            .arg(&fifo),
+    );
+    let text = reader.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("cpu,t_ns,latency_ns"));
+    assert_eq!(lines.count(), 50);
 }

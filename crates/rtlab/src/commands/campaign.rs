@@ -352,6 +352,10 @@ struct Progress {
     budget: Option<Budget>,
     /// Rewritten after every run, as the JSON is.
     junit: Option<PathBuf>,
+    /// The index of the current run in the plan.
+    run_index: usize,
+    /// Warnings of the current run already printed while it measured.
+    printed: Vec<String>,
 }
 
 impl Progress {
@@ -385,6 +389,18 @@ impl Progress {
             results: Vec::new(),
             budget: None,
             junit: None,
+            run_index: 0,
+            printed: Vec::new(),
+        }
+    }
+
+    /// `warning: run N: …`, above the bar when there is one (a plain line
+    /// would be erased by its next redraw).
+    fn print_warning(&self, index: usize, warning: &str) {
+        let text = format!("warning: run {index}: {warning}");
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
         }
     }
 
@@ -396,6 +412,20 @@ impl Progress {
 }
 
 impl RunObserver for Progress {
+    /// The warnings known when the probe starts, and each one found while
+    /// it measures, are printed then, and not again with the others when
+    /// the run is stored.
+    fn started(&mut self, result: &RunResult, _run: &dyn ProbeRun) {
+        for warning in &result.warnings {
+            self.warning(warning);
+        }
+    }
+
+    fn warning(&mut self, warning: &str) {
+        self.print_warning(self.run_index, warning);
+        self.printed.push(warning.to_string());
+    }
+
     fn tick(&mut self, run: &dyn ProbeRun) {
         if let Some(bar) = &self.bar {
             let live = run.live();
@@ -409,6 +439,8 @@ impl RunObserver for Progress {
 impl CampaignObserver for Progress {
     fn run_starting(&mut self, planned: &PlannedRun, total: usize, remaining_ns: u64) {
         self.current = format!("run {}/{total}: {}", planned.index, self.cell(planned));
+        self.run_index = planned.index;
+        self.printed.clear();
         self.done_ns = self.eta_ns.saturating_sub(remaining_ns);
         match &self.bar {
             Some(bar) => bar.set_message(self.current.clone()),
@@ -451,11 +483,13 @@ impl CampaignObserver for Progress {
             None if !self.quiet => eprintln!("{line}"),
             None => {}
         }
+        let mut printed = std::mem::take(&mut self.printed);
         for warning in &result.warnings {
-            let text = format!("warning: run {}: {warning}", planned.index);
-            match &self.bar {
-                Some(bar) => bar.println(text),
-                None => eprintln!("{text}"),
+            match printed.iter().position(|p| p == warning) {
+                Some(i) => {
+                    printed.swap_remove(i);
+                }
+                None => self.print_warning(planned.index, warning),
             }
         }
         self.results.push(result.clone());

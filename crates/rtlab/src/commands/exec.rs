@@ -201,9 +201,11 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     );
     budget::check(&args.run.budget, spec, &others)?;
     let json_path = args.run.json.as_deref();
-    if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
-        create_output(path, "--json")?;
-    }
+    // Removed again if nothing is written to it (a refused run).
+    let _json_output = match json_path.filter(|p| *p != Path::new("-")) {
+        Some(path) => Some(create_output(path, "--json")?),
+        None => None,
+    };
     let mut human = human_out(json_path);
     let mut baseline = config.clone();
     baseline.mode = Mode::Fifo;
@@ -350,9 +352,11 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
     );
     budget::check(&args.run.budget, spec, &others)?;
     let json_path = args.run.json.as_deref();
-    if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
-        create_output(path, "--json")?;
-    }
+    // Removed again if nothing is written to it (a refused run).
+    let _json_output = match json_path.filter(|p| *p != Path::new("-")) {
+        Some(path) => Some(create_output(path, "--json")?),
+        None => None,
+    };
     let mut human = human_out(json_path);
     let total = cells.len();
     if !args.run.quiet {

@@ -20,9 +20,13 @@ use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
 use rtlab_store::Store;
-use std::io::Write;
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A finished measurement, before its exit code is decided.
 pub struct Measured {
@@ -36,15 +40,121 @@ pub struct Measured {
     pub budget: Option<Evaluation>,
 }
 
-/// Opens an output file before measuring, so a bad path fails in the first
-/// second and not after a ten-minute run.
-pub fn create_output(path: &Path, what: &str) -> anyhow::Result<std::fs::File> {
-    std::fs::File::create(path).map_err(|e| {
+/// An output file opened before measuring, so a bad path fails in the
+/// first second and not after a ten-minute run.
+///
+/// Nothing is emptied yet: a run refused before it measures (a --sysctl
+/// another rtlab holds) or a command that fails before it writes leaves a
+/// file that was there as it was, and the file created here is removed
+/// again when the `Output` is dropped without [`Output::keep`], if it is
+/// still the empty file created (nothing was written or renamed over it).
+pub struct Output {
+    path: PathBuf,
+    file: File,
+    created: bool,
+    kept: bool,
+    /// Set once the writer of [`Output::writer`] has emptied the file.
+    emptied: Option<Arc<AtomicBool>>,
+}
+
+/// Opens `path` (named `what` in errors) as an [`Output`].
+pub fn create_output(path: &Path, what: &str) -> anyhow::Result<Output> {
+    let write = || OpenOptions::new().write(true).clone();
+    let opened = match write().create_new(true).open(path) {
+        Ok(file) => Ok((file, true)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            match write().open(path) {
+                // A link to a file not there yet: created through it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    write().create(true).open(path).map(|f| (f, false))
+                }
+                opened => opened.map(|f| (f, false)),
+            }
+        }
+        Err(e) => Err(e),
+    };
+    let (file, created) = opened.map_err(|e| {
         anyhow::Error::new(InputError(format!(
             "{what} {}: cannot create: {e}",
             path.display()
         )))
+    })?;
+    Ok(Output {
+        path: path.to_path_buf(),
+        file,
+        created,
+        kept: false,
+        emptied: None,
     })
+}
+
+impl Output {
+    /// A writer into the file that empties it at its first write (a pipe
+    /// or a device is written as it is).
+    pub fn writer(&mut self) -> io::Result<Box<dyn Write + Send>> {
+        let emptied = Arc::new(AtomicBool::new(false));
+        self.emptied = Some(Arc::clone(&emptied));
+        Ok(Box::new(EmptiedAtFirstWrite {
+            file: self.file.try_clone()?,
+            emptied,
+        }))
+    }
+
+    /// The command went on to write it: never removed. A file given to
+    /// [`Output::writer`] that nothing was written to is emptied (the run
+    /// measured, so what it held is not this run's).
+    pub fn keep(mut self) -> io::Result<()> {
+        self.kept = true;
+        match &self.emptied {
+            Some(emptied) if !emptied.load(Ordering::SeqCst) => empty(&self.file),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if self.kept || !self.created {
+            return;
+        }
+        // Only the empty file created here: not one written since, nor
+        // whatever was renamed over it.
+        let (Ok(ours), Ok(there)) = (self.file.metadata(), std::fs::symlink_metadata(&self.path))
+        else {
+            return;
+        };
+        if ours.dev() == there.dev() && ours.ino() == there.ino() && there.len() == 0 {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Empties a regular file (a pipe or a device has nothing to empty).
+fn empty(file: &File) -> io::Result<()> {
+    if file.metadata()?.is_file() {
+        file.set_len(0)?;
+    }
+    Ok(())
+}
+
+/// See [`Output::writer`].
+struct EmptiedAtFirstWrite {
+    file: File,
+    emptied: Arc<AtomicBool>,
+}
+
+impl Write for EmptiedAtFirstWrite {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if !self.emptied.load(Ordering::SeqCst) {
+            empty(&self.file)?;
+            self.emptied.store(true, Ordering::SeqCst);
+        }
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Runs `probe` with the shared flags of `args`; `extra_outputs` are
@@ -81,18 +191,23 @@ pub fn measure(
         Box::new(std::io::stdout())
     };
     let json_file = json_path.filter(|p| *p != Path::new("-"));
+    let mut outputs = Vec::new();
     for (path, what) in extra_outputs
         .iter()
         .copied()
         .chain(json_file.map(|p| (p, "--json")))
     {
-        create_output(path, what)?;
+        outputs.push(create_output(path, what)?);
     }
     let samples_csv: Option<Box<dyn Write + Send>> = match &args.samples {
-        Some(path) => Some(Box::new(std::io::BufWriter::with_capacity(
-            1 << 20,
-            create_output(path, "--samples")?,
-        ))),
+        Some(path) => {
+            let mut output = create_output(path, "--samples")?;
+            let writer = output
+                .writer()
+                .map_err(|e| InputError(format!("--samples {}: {e}", path.display())))?;
+            outputs.push(output);
+            Some(Box::new(std::io::BufWriter::with_capacity(1 << 20, writer)))
+        }
         None => None,
     };
     let mut store = open_store(args)?;
@@ -116,7 +231,23 @@ pub fn measure(
         campaign: None,
         samples_csv,
     };
-    let result = runner::execute(request, &context, &mut observer)?;
+    // A setting that cannot be applied refuses the run before it measures.
+    let result = runner::execute(request, &context, &mut observer).map_err(|e| {
+        match e.downcast::<runner::Refused>() {
+            Ok(refused) => {
+                anyhow::Error::new(InputError(format!("{refused}; nothing was measured")))
+            }
+            Err(e) => e,
+        }
+    })?;
+    // Measured: the outputs are this run's now (a file that cannot be
+    // emptied must not cost the result).
+    for output in outputs {
+        let path = output.path.clone();
+        if let Err(e) = output.keep() {
+            eprintln!("warning: emptying {}: {e}", path.display());
+        }
+    }
     if let Some(status) = observer.status.take() {
         status.finish();
     }
@@ -253,6 +384,13 @@ impl RunObserver for LiveObserver<'_> {
         }
         self.checkpoint(result);
         self.status = LiveStatus::new(&run.series_names(), self.planned_ns, self.quiet);
+    }
+
+    fn warning(&mut self, warning: &str) {
+        match &self.status {
+            Some(status) => status.println(&format!("warning: {warning}")),
+            None => eprintln!("warning: {warning}"),
+        }
     }
 
     fn tick(&mut self, run: &dyn ProbeRun) {
