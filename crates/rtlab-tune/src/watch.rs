@@ -107,12 +107,15 @@ pub fn watch(
     // another program, or renamed itself) gets its old settings back.
     // (with the process each belongs to)
     let mut promoted: HashMap<ThreadId, i32> = HashMap::new();
+    // The threads already reported as skipped.
+    let mut skipped: HashSet<ThreadId> = HashSet::new();
     let mut step = |rules: &[Rule], input: Input, report: &mut dyn FnMut(WatchEvent)| {
         let tasks = match input {
             Input::Scan(tasks) => {
                 // Forget threads that have ended.
                 let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
                 promoted.retain(|id, _| alive.contains(id));
+                skipped.retain(|id| alive.contains(id));
                 tasks
             }
             Input::Events(events) => fresh_threads(events, rules, &promoted),
@@ -126,7 +129,22 @@ pub fn watch(
             .cloned()
             .collect();
         let mut results = promote::apply(rules, tasks, &txn);
+        // A thread this watch promoted whose process it can no longer vouch
+        // for (it ran a file another user could write) gets its old
+        // settings back, as one no rule matches does.
+        let unvouched: Vec<task::Task> = results
+            .iter()
+            .filter(|a| matches!(a.outcome, promote::Outcome::Skipped { .. }))
+            .filter_map(|a| {
+                tasks
+                    .iter()
+                    .find(|t| t.tid == a.tid && t.starttime == a.starttime)
+            })
+            .filter(|t| promoted.contains_key(&t.id()))
+            .cloned()
+            .collect();
         results.extend(promote::revert(&unmatched, &txn));
+        results.extend(promote::revert(&unvouched, &txn));
         for a in results {
             let id = ThreadId {
                 tid: a.tid,
@@ -135,6 +153,9 @@ pub fn watch(
             match a.outcome {
                 // A thread that already holds is not news.
                 promote::Outcome::Held { .. } | promote::Outcome::Vanished => continue,
+                // Said once per thread, not at every rescan.
+                promote::Outcome::Skipped { .. } if !skipped.insert(id) => continue,
+                promote::Outcome::Skipped { .. } => {}
                 promote::Outcome::Changed { .. } if a.rule.is_some() => {
                     promoted.insert(id, a.pid);
                     changed += 1;

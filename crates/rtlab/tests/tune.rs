@@ -436,6 +436,278 @@ fn as_root_a_rules_file_others_could_write_is_refused() {
     );
 }
 
+#[test]
+fn as_root_a_symlinked_rules_file_in_a_directory_others_may_write_is_refused() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write_rules(dir.path(), "[[rule]]\nmatch = \"x\"\npolicy = \"other\"\n");
+    // The target is safe; the link is in a directory anyone may write, so
+    // anyone may point it elsewhere.
+    let open = dir.path().join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let link = open.join("rules.toml");
+    std::os::unix::fs::symlink(&rules, &link).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", link.to_str().unwrap()],
+        &["open", "mode 777", "could be replaced"],
+    );
+    // Sticky, as /tmp is: a link another user owns may be replaced by them.
+    let sticky = dir.path().join("sticky");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let theirs = sticky.join("rules.toml");
+    std::os::unix::fs::symlink(&rules, &theirs).unwrap();
+    std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", theirs.to_str().unwrap()],
+        &["uid 65534", "could be replaced"],
+    );
+    // Root's link there, to root's file, is as safe as the file.
+    let state = tempfile::tempdir().unwrap();
+    let ours = sticky.join("ours.toml");
+    std::os::unix::fs::symlink(&rules, &ours).unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--dry-run",
+        "--rules",
+        ours.to_str().unwrap(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sleep_path() -> PathBuf {
+    ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("sleep is installed")
+}
+
+/// `prog 300` run as `uid` (and its group), killed when dropped.
+fn start_as(uid: u32, prog: &Path) -> Proc {
+    use std::os::unix::process::CommandExt;
+    Proc(
+        Command::new(prog)
+            .arg("300")
+            .uid(uid)
+            .gid(uid)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Issue 16 item 1: any user names a process after a rule's pattern; a
+/// rule that names only the name must not promote it.
+#[test]
+fn a_rule_by_name_promotes_no_other_users_process_unless_it_says_so() {
+    require_root!();
+    const NOBODY: u32 = 65534;
+    let state = tempfile::tempdir().unwrap();
+    let name = unique_name("n");
+    // Another user's copy of sleep, in a directory of theirs.
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let theirs = home.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    let copy = theirs.join(&name);
+    fs::copy(sleep_path(), &copy).unwrap();
+    std::os::unix::fs::chown(&copy, Some(NOBODY), Some(NOBODY)).unwrap();
+    let victim = start_as(NOBODY, &copy);
+    // Root running a file in that user's directory: they could have
+    // written it.
+    let planted = start_as(0, &copy);
+    let (victim_pid, planted_pid) = (victim.id() as i32, planted.id() as i32);
+    wait_until("both to run the copy", || {
+        [victim_pid, planted_pid].iter().all(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+        })
+    });
+
+    let rules = write_rules(
+        state.path(),
+        &format!("[[rule]]\nmatch = \"{name}\"\npolicy = \"fifo\"\npriority = 23\n"),
+    );
+    let rules_arg = rules.to_str().unwrap();
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules_arg, "--json"]));
+    let doc = json_of(&out);
+    assert!(out.status.success(), "{doc}");
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(0), Some(2)),
+        "{doc}"
+    );
+    let reason_of = |doc: &serde_json::Value, pid: i32| -> String {
+        doc["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["pid"] == pid)
+            .unwrap_or_else(|| panic!("{pid} not reported: {doc}"))["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let reason = reason_of(&doc, victim_pid);
+    assert!(
+        reason.contains("uid 65534") && reason.contains("allow_any_user"),
+        "{reason}"
+    );
+    let reason = reason_of(&doc, planted_pid);
+    assert!(reason.contains("could have written"), "{reason}");
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+    assert_eq!(policy_of(planted_pid).0, Policy::Other);
+    // In words, too.
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules_arg]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("skipped  {victim_pid} {name}: runs as uid 65534")),
+        "{text}"
+    );
+
+    // tune set: the same rule; nothing promoted is exit 1.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--policy",
+        "fifo",
+        "--priority",
+        "23",
+        "--json",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["skipped"], 2);
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+
+    // Vouching for the user promotes theirs only.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--user",
+        "65534",
+        "--policy",
+        "fifo",
+        "--priority",
+        "23",
+        "--json",
+    ]));
+    assert!(out.status.success());
+    assert_eq!(policy_of(victim_pid), (Policy::Fifo, 23));
+    assert_eq!(policy_of(planted_pid).0, Policy::Other);
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+
+    // The explicit override promotes both.
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\nallow_any_user = true\npolicy = \"fifo\"\npriority = 23\n"
+        ),
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 2, "{}", json_of(&out));
+    assert_eq!(policy_of(victim_pid), (Policy::Fifo, 23));
+    assert_eq!(policy_of(planted_pid), (Policy::Fifo, 23));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+    stop(victim);
+    stop(planted);
+}
+
+#[test]
+fn an_exe_rule_promotes_roots_process_and_refuses_a_file_others_can_write() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("e");
+    let child = program.start();
+    let pid = child.id() as i32;
+    let exe = fs::canonicalize(sleep_path()).unwrap();
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\nexe = \"{}\"\npolicy = \"fifo\"\npriority = 22\n",
+            program.name,
+            exe.display()
+        ),
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 1, "{}", json_of(&out));
+    assert_eq!(policy_of(pid), (Policy::Fifo, 22));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+
+    // Another executable than the rule's: skipped, with why.
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\nexe = \"/etc/passwd\"\npolicy = \"fifo\"\npriority = 22\n",
+            program.name
+        ),
+    );
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules.to_str().unwrap()]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not /etc/passwd (exe)"), "{text}");
+    assert_eq!(policy_of(pid).0, Policy::Other);
+
+    // A file another user may write cannot be named at all.
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("alarmd");
+    fs::copy(sleep_path(), &theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"alarmd\"\nexe = \"{}\"\npolicy = \"fifo\"\npriority = 22\n",
+            theirs.display()
+        ),
+    );
+    assert_refused(
+        &["tune", "apply", "--rules", rules.to_str().unwrap()],
+        &["rules.toml:3", "field `exe`", "owned by uid 65534"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "set",
+            "alarmd",
+            "--exe",
+            theirs.to_str().unwrap(),
+            "--policy",
+            "fifo",
+            "--priority",
+            "5",
+        ],
+        &["--exe", "owned by uid 65534"],
+    );
+    stop(child);
+}
+
 /// Starts `rtlab tune watch` with JSON events on stdout, read by a thread.
 struct Watcher {
     child: Child,

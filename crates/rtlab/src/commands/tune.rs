@@ -111,6 +111,7 @@ fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
         process,
         threads: None,
         kernel: true,
+        vouch: Default::default(),
     });
     let tasks: Vec<Task> = task::scan()
         .context("cannot read /proc")?
@@ -273,6 +274,21 @@ pub struct SetArgs {
     /// Allow matching kernel threads.
     #[arg(long)]
     kernel: bool,
+    /// Only processes running this executable (root's, and writable by no
+    /// one else along its path).
+    #[arg(long, value_name = "PATH")]
+    exe: Option<String>,
+    /// Only processes whose real and effective user is USER (name or uid).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Only processes of this systemd unit (e.g. alarmd.service).
+    #[arg(long, value_name = "UNIT")]
+    unit: Option<String>,
+    /// Promote matching processes of any user, whatever file they run
+    /// (without --exe/--user/--unit, only root's processes running a file
+    /// only root can change are promoted: anyone can choose a name).
+    #[arg(long)]
+    allow_any_user: bool,
     #[command(flatten)]
     promotion: PromotionArgs,
     /// Show what would change, change nothing.
@@ -298,12 +314,23 @@ fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
         },
         None => None,
     };
+    let vouch = match rtlab_tune::identity::Vouch::new(
+        args.exe.as_deref(),
+        args.user.as_deref(),
+        args.unit.as_deref(),
+        None,
+        args.allow_any_user,
+    ) {
+        Ok(vouch) => vouch,
+        Err((field, message)) => bad_input!("--{field}: {message}"),
+    };
     let rule = Rule {
         label: args.pattern.clone(),
         selector: Selector {
             process,
             threads,
             kernel: args.kernel,
+            vouch,
         },
         promotion: args.promotion.promotion()?,
         origin: None,
@@ -354,7 +381,11 @@ fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     report_applied("set", &results, args.dry_run, args.json, skipped_kernel)?;
-    if results.is_empty() {
+    // Only skipped processes: nothing the user asked for was promoted.
+    if results
+        .iter()
+        .all(|a| matches!(a.outcome, Outcome::Skipped { .. }))
+    {
         return Ok(ExitCode::from(1));
     }
     Ok(applied_exit(&results))
@@ -378,25 +409,30 @@ fn preview(rules: &[Rule], tasks: &[Task]) -> Vec<Applied> {
         .enumerate()
         .flat_map(|(index, status)| {
             let label = status.label.clone();
-            status.threads.into_iter().map(move |t| Applied {
-                rule: Some(index),
-                label: label.clone(),
-                pid: t.pid,
-                tid: t.tid,
-                starttime: t.starttime,
-                name: t.name,
-                process_name: t.process_name,
-                outcome: if t.holds {
-                    Outcome::Held {
-                        settings: t.settings,
-                    }
-                } else {
-                    Outcome::Changed {
-                        old: t.settings,
-                        new: t.target,
-                    }
-                },
-            })
+            let skipped = status.skipped;
+            status
+                .threads
+                .into_iter()
+                .map(move |t| Applied {
+                    rule: Some(index),
+                    label: label.clone(),
+                    pid: t.pid,
+                    tid: t.tid,
+                    starttime: t.starttime,
+                    name: t.name,
+                    process_name: t.process_name,
+                    outcome: if t.holds {
+                        Outcome::Held {
+                            settings: t.settings,
+                        }
+                    } else {
+                        Outcome::Changed {
+                            old: t.settings,
+                            new: t.target,
+                        }
+                    },
+                })
+                .chain(skipped)
         })
         .collect()
 }
@@ -413,6 +449,7 @@ fn report_applied(
     let held = count(|o| matches!(o, Outcome::Held { .. }));
     let failed = count(|o| matches!(o, Outcome::Failed { .. }));
     let vanished = count(|o| matches!(o, Outcome::Vanished));
+    let skipped = count(|o| matches!(o, Outcome::Skipped { .. }));
     if json {
         let doc = json!({
             "schema": format!("rtlab.tune-{verb}/1"),
@@ -422,6 +459,7 @@ fn report_applied(
             "held": held,
             "failed": failed,
             "vanished": vanished,
+            "skipped": skipped,
             "kernel_threads_skipped": skipped_kernel,
         });
         out!("{}", serde_json::to_string_pretty(&doc)?);
@@ -439,13 +477,14 @@ fn report_applied(
         );
     }
     out!(
-        "{} thread(s): {} {}, {} already held, {} failed, {} ended first{}",
+        "{} thread(s): {} {}, {} already held, {} failed, {} ended first, {} skipped{}",
         results.len(),
         changed,
         if dry_run { "would change" } else { "changed" },
         held,
         failed,
         vanished,
+        skipped,
         if dry_run {
             " (dry run: nothing changed)"
         } else {
@@ -661,6 +700,9 @@ fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             out!("rule '{}' ({}): {verdict}", s.label, s.promotion);
             for t in s.threads.iter().filter(|t| !t.holds) {
                 out!("  {}/{} {}: {}", t.pid, t.tid, t.name, t.settings);
+            }
+            for a in &s.skipped {
+                out!("  {a}");
             }
         }
     }
