@@ -123,9 +123,16 @@ pub enum ChangeError {
         left_at: Option<Box<Settings>>,
     },
     /// The thread ended while being changed and its id now names another
-    /// thread, which the change may have reached.
-    #[error("thread {tid} ended during the change and its id now names another thread, which may have been given {new}: check it with `rtlab tune show`")]
-    EndedDuring { tid: i32, new: Box<Settings> },
+    /// thread (start time `starttime`), which the change may have reached;
+    /// `taken_back` when that one was seen to have it and was put back to
+    /// SCHED_OTHER.
+    #[error("thread {tid} ended during the change and its id now names another thread (start time {starttime}), {}", if *taken_back { "which the change reached: it was taken back to SCHED_OTHER".to_string() } else { format!("which may have been given {new}: check it with `rtlab tune show`") })]
+    EndedDuring {
+        tid: i32,
+        starttime: u64,
+        taken_back: bool,
+        new: Box<Settings>,
+    },
     #[error("cannot read thread {tid}: {source}")]
     Unreadable { tid: i32, source: io::Error },
     #[error("cannot write {path}: {source}")]
@@ -477,15 +484,74 @@ enum Fate {
     Keep(Option<Settings>),
 }
 
+/// Where a test stops a change to swap the thread under it (see tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Stage {
+    /// After the record is durable, before the identity check.
+    Recorded,
+    /// After the identity check, before the system call.
+    Checked,
+}
+
+#[cfg(test)]
+type Hook = Box<dyn FnMut(Stage, &Task)>;
+
+#[cfg(test)]
+thread_local! {
+    /// The test seam: called at each [`Stage`] of a change made on this
+    /// thread. Compiled only into the crate's own tests.
+    pub(crate) static HOOK: std::cell::RefCell<Option<Hook>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(test)]
+fn hook(stage: Stage, task: &Task) {
+    HOOK.with(|h| {
+        if let Some(f) = h.borrow_mut().as_mut() {
+            f(stage, task)
+        }
+    });
+}
+
+#[cfg(not(test))]
+fn hook(_: Stage, _: &Task) {}
+
 /// Makes one recorded change and judges it.
+///
+/// The kernel changes a thread by id, and ids are reused. Recording the
+/// change takes fsyncs (tens of ms on a busy disk), so the thread's identity
+/// is checked again immediately before the change, not only when it was
+/// planned: a thread that ended meanwhile is left unchanged, whatever now
+/// holds its id. A window remains between that check and the system call.
+/// It is closed from the other side: a pidfd opened *before* the check
+/// (and seen by the check to name the thread of the recorded start time)
+/// cannot be re-pointed, so if it still shows the thread alive after the
+/// call, the thread lived through the call and its id could not have been
+/// given to anyone else: the change reached it. If it shows the thread
+/// ended (or, without pidfds, the start time at the id changed), the
+/// change may have reached a newcomer at the id. That newcomer is taken
+/// back to SCHED_OTHER when it provably started inside the window (its
+/// start time is not before the check) and has exactly the scheduling
+/// this change gave: the safe direction for a process that was never meant
+/// to be real-time; anything else is reported, not touched.
 fn make_change(
     task: &Task,
     old: Settings,
     new: Settings,
 ) -> (Result<ThreadOutcome, ChangeError>, Fate) {
+    hook(Stage::Recorded, task);
+    let pin = Pin::open(task);
+    let checked_at = boot_ticks();
+    if task::starttime_of(task.tid) != Some(task.starttime) || pin.as_ref().is_some_and(Pin::ended)
+    {
+        return (Err(ChangeError::Vanished), Fate::Drop);
+    }
+    hook(Stage::Checked, task);
     let made = new.write(task.tid);
+    let still_ours = pin.as_ref().is_none_or(|p| !p.ended());
     match task::starttime_of(task.tid) {
-        Some(start) if start == task.starttime => {}
+        Some(start) if start == task.starttime && still_ours => {}
         // Ended: a change made reached it before it went (nothing is left
         // to restore either way).
         None => {
@@ -495,13 +561,18 @@ fn make_change(
             };
             return (outcome, Fate::Drop);
         }
+        // Ended but not yet reaped (a zombie keeps its id): nothing to
+        // restore, and no one else can have the id.
+        Some(start) if start == task.starttime => return (Err(ChangeError::Vanished), Fate::Drop),
         // The id names another thread now, which a successful write may
-        // have reached: say so (nothing recorded can restore it).
-        Some(_) => {
+        // have reached.
+        Some(other) => {
             let error = match made {
                 Err(_) => ChangeError::Vanished,
                 Ok(()) => ChangeError::EndedDuring {
                     tid: task.tid,
+                    starttime: other,
+                    taken_back: take_back_newcomer(task.tid, other, checked_at, &new),
                     new: Box::new(new),
                 },
             };
@@ -548,6 +619,86 @@ fn make_change(
             )
         }
     }
+}
+
+/// A pidfd on the thread a change is for: it keeps naming that thread
+/// (never a newcomer at its id) and shows when it has ended.
+struct Pin(std::os::fd::OwnedFd);
+
+/// pidfd_open's flag for a thread that is not its process's leader
+/// (Linux 6.9; PIDFD_THREAD = O_EXCL).
+const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+
+impl Pin {
+    /// None where the kernel has no pidfds for it (before 5.3, or a
+    /// non-leader thread before 6.9): the start time checks remain.
+    fn open(task: &Task) -> Option<Pin> {
+        let flags = if task.tid == task.pid {
+            0
+        } else {
+            PIDFD_THREAD
+        };
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, task.tid, flags) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd was just returned to us and is owned by no one else.
+        Some(Pin(unsafe {
+            std::os::fd::FromRawFd::from_raw_fd(fd as std::os::fd::RawFd)
+        }))
+    }
+
+    /// The thread has ended (a pidfd polls readable once it exits).
+    fn ended(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        n > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP) != 0
+    }
+}
+
+/// Now, in the clock ticks of /proc/PID/stat's start time (boot time).
+fn boot_ticks() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ts.tv_sec as u64 * hz + ts.tv_nsec as u64 * hz / 1_000_000_000
+}
+
+/// After a change that may have reached thread `tid`'s newcomer (start
+/// time `starttime`): takes it back to SCHED_OTHER if it started no
+/// earlier than the identity check (`checked_at`; one tick earlier, as
+/// start times are rounded down) and has exactly the scheduling `new`
+/// gave. Whether it did.
+fn take_back_newcomer(tid: i32, starttime: u64, checked_at: u64, new: &Settings) -> bool {
+    if starttime + 1 < checked_at {
+        return false;
+    }
+    let Ok(now) = Settings::read(tid) else {
+        return false;
+    };
+    if (now.policy, now.priority, now.deadline) != (new.policy, new.priority, new.deadline)
+        || !now.policy.is_realtime()
+    {
+        return false;
+    }
+    let plain = Settings {
+        policy: rtlab_core::sched::Policy::Other,
+        priority: 0,
+        deadline: None,
+        ..now
+    };
+    plain.write(tid).is_ok() && task::starttime_of(tid) == Some(starttime)
 }
 
 /// A thread's settings; a thread that ended reads as `Vanished`.
@@ -853,6 +1004,122 @@ mod tests {
         let log = ChangeLog::at(dir.path());
         let e = log.begin("x").err().unwrap().to_string();
         assert!(e.contains(FILE_NAME) && e.contains("move it aside"), "{e}");
+    }
+
+    /// A child killed when dropped: a failing test leaves nothing behind.
+    struct Kid(std::process::Child);
+
+    impl Drop for Kid {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn sleeper() -> Kid {
+        Kid(std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap())
+    }
+
+    /// `sleep 300` at pid `pid` (free now), by setting the kernel's last
+    /// pid just below it; others may take it first, so it tries again.
+    fn sleeper_at(pid: i32) -> Option<Kid> {
+        for _ in 0..500 {
+            fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
+            let kid = sleeper();
+            if kid.0.id() as i32 == pid {
+                return Some(kid);
+            }
+        }
+        None
+    }
+
+    fn policy_of(pid: i32) -> rtlab_core::sched::Policy {
+        Settings::read(pid).unwrap().policy
+    }
+
+    /// Issue 16 item 2: the thread a change was recorded for ends and its
+    /// id is reused by another process at `stage`; the newcomer must not
+    /// keep real-time priority, and the outcome must say what happened.
+    fn swap_at(stage: Stage) -> Option<(Result<ThreadOutcome, ChangeError>, i32, Kid)> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: making another process real-time and choosing pids need root");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let target = std::cell::RefCell::new(Some(sleeper()));
+        let pid = target.borrow().as_ref().unwrap().0.id() as i32;
+        let task = crate::task::thread(pid, pid, crate::task::Detail::Full).unwrap();
+        let newcomer: std::rc::Rc<std::cell::RefCell<Option<Kid>>> = Default::default();
+        let slot = std::rc::Rc::clone(&newcomer);
+        let target_slot = std::rc::Rc::new(target);
+        let killer = std::rc::Rc::clone(&target_slot);
+        HOOK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |at, t| {
+                if at == stage && t.tid == pid {
+                    drop(killer.borrow_mut().take()); // killed and reaped
+                    *slot.borrow_mut() = sleeper_at(pid);
+                }
+            }))
+        });
+        let txn = log.begin("test").unwrap();
+        let outcome = txn.change_thread(&task, |current| Settings {
+            policy: rtlab_core::sched::Policy::Fifo,
+            priority: 3,
+            ..current.clone()
+        });
+        HOOK.with(|h| h.borrow_mut().take());
+        let Some(kid) = newcomer.borrow_mut().take() else {
+            eprintln!("skipped: cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
+            return None;
+        };
+        assert!(
+            log.entries().unwrap().is_empty(),
+            "nothing to undo is left in the record"
+        );
+        Some((outcome, pid, kid))
+    }
+
+    #[test]
+    fn a_thread_that_ends_while_its_change_is_recorded_is_not_changed() {
+        let Some((outcome, pid, kid)) = swap_at(Stage::Recorded) else {
+            return;
+        };
+        assert_eq!(
+            policy_of(pid),
+            rtlab_core::sched::Policy::Other,
+            "the newcomer at the reused pid was promoted"
+        );
+        assert!(matches!(outcome, Err(ChangeError::Vanished)), "{outcome:?}");
+        drop(kid);
+    }
+
+    #[test]
+    fn a_change_that_lands_on_a_newcomer_is_taken_back_and_reported() {
+        let Some((outcome, pid, kid)) = swap_at(Stage::Checked) else {
+            return;
+        };
+        assert_eq!(
+            policy_of(pid),
+            rtlab_core::sched::Policy::Other,
+            "the newcomer at the reused pid kept the promotion"
+        );
+        match outcome {
+            Err(
+                e @ ChangeError::EndedDuring {
+                    taken_back: true, ..
+                },
+            ) => {
+                let text = e.to_string();
+                assert!(text.contains("taken back to SCHED_OTHER"), "{text}");
+            }
+            other => panic!("not reported as reaching another thread: {other:?}"),
+        }
+        drop(kid);
     }
 
     #[test]
