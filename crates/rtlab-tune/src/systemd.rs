@@ -456,6 +456,47 @@ pub fn quote_exec_arg(arg: &str) -> String {
     out
 }
 
+/// Where the watch unit's `PrivateTmp=yes` puts an empty directory of the
+/// unit's own: a binary under one would not exist for the service.
+const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// How to put rtlab where a root service may run it.
+const INSTALL_HINT: &str = "install rtlab where only root can write, e.g. \
+    `cargo install --path crates/rtlab --root /usr/local`, and run \
+    `/usr/local/bin/rtlab tune systemd --watch-unit` from there";
+
+/// Refuses a binary the watch unit must not run: the unit runs it as root
+/// with real-time power over every process, so whoever can change the file
+/// (or a directory on its path, or a symlink to it) would run code as root;
+/// and with `PrivateTmp=yes` a path under /tmp, /var/tmp or /dev/shm names
+/// an empty private directory inside the unit, so the service could not
+/// start.
+pub fn check_watch_binary(rtlab_exe: &Path) -> Result<(), SystemdError> {
+    let err = |reason: String| SystemdError::ExecPath {
+        what: "the rtlab executable",
+        path: rtlab_exe.to_string_lossy().escape_debug().to_string(),
+        reason,
+    };
+    let resolved =
+        std::fs::canonicalize(rtlab_exe).map_err(|e| err(format!("cannot resolve it ({e})")))?;
+    if let Some(dir) = PRIVATE_DIRS
+        .iter()
+        .find(|d| rtlab_exe.starts_with(d) || resolved.starts_with(d))
+    {
+        return Err(err(format!(
+            "it lies under {dir}, which the unit's PrivateTmp=yes replaces with an empty \
+             directory of its own (the service would not find it), and which every user may \
+             write to; {INSTALL_HINT}"
+        )));
+    }
+    crate::trust::check_root_only(rtlab_exe, None).map_err(|reason| {
+        err(format!(
+            "it {reason}; the unit runs it as root, so whoever can change it would run code \
+             as root; {INSTALL_HINT}"
+        ))
+    })
+}
+
 /// The unit that runs `rtlab tune watch` (with `--rules FILE` when given)
 /// from `rtlab_exe`, the absolute path of the running rtlab. Both paths must
 /// be absolute and UTF-8; systemd forbids quotes and backslashes in the

@@ -1167,6 +1167,34 @@ fn the_watch_unit_verifies() {
     );
 }
 
+/// Issue 16 item 16: an rtlab run from /tmp would write a unit whose
+/// ExecStart names a file the unit's PrivateTmp=yes hides (and that every
+/// user could reach): refused, and nothing is written.
+#[test]
+fn the_watch_unit_refuses_an_rtlab_under_tmp() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let copy = dir.path().join("rtlab");
+    if fs::hard_link(env!("CARGO_BIN_EXE_rtlab"), &copy).is_err() {
+        fs::copy(env!("CARGO_BIN_EXE_rtlab"), &copy).unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    let out = run(Command::new(&copy)
+        .env("RTLAB_STATE_DIR", state.path())
+        .args(["tune", "systemd", "--watch-unit", "--unit-dir"])
+        .arg(units.path()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("PrivateTmp") && stderr.contains("cargo install --path crates/rtlab"),
+        "{stderr}"
+    );
+    assert!(
+        fs::read_dir(units.path()).unwrap().next().is_none(),
+        "a unit was written"
+    );
+}
+
 #[test]
 fn check_reports_findings_with_severity_and_fix() {
     let state = tempfile::tempdir().unwrap();
