@@ -1195,6 +1195,110 @@ fn the_watch_unit_refuses_an_rtlab_under_tmp() {
     );
 }
 
+/// `program` run under the process name `name` (a symlink to it in `dir`),
+/// pinned to `cpu` before anything can promote it.
+fn start_pinned(dir: &Path, name: &str, program: &Path, args: &[&str], cpu: usize) -> Proc {
+    std::os::unix::fs::symlink(program, dir.join(name)).unwrap();
+    let child = Proc(
+        Command::new(dir.join(name))
+            .args(args)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    rtlab_core::sched::set_thread_affinity(child.id() as i32, &CpuSet::from_cpus(vec![cpu]))
+        .unwrap();
+    child
+}
+
+/// Issue 16 item 5: a promoted FIFO thread that never sleeps is demoted by
+/// `watch --runaway-limit`, with an event; one that sleeps now and then,
+/// though it runs most of the time, is left alone. Both are pinned to one
+/// CPU, and the kernel's RT throttling stays on, so the machine keeps a
+/// CPU and 5% of the other.
+#[test]
+fn watch_demotes_a_runaway_thread_and_spares_one_that_sleeps() {
+    require_root!();
+    let cpu = CpuSet::online().iter().last().unwrap_or(0);
+    if fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").is_ok_and(|v| v.trim() == "-1") {
+        skip("RT throttling is off: a spinning FIFO test thread could hang this machine");
+        return;
+    }
+    let Some(python) = python() else {
+        skip("python3 is needed for the thread that sleeps");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let (spinner_name, sleeper_name) = (unique_name("sp"), unique_name("sl"));
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{spinner_name}\"\npolicy = \"fifo\"\npriority = 10\n\
+             [[rule]]\nmatch = \"{sleeper_name}\"\npolicy = \"fifo\"\npriority = 10\n"
+        ),
+    );
+    let watcher = Watcher::start(
+        state.path(),
+        &rules,
+        &["--poll", "--interval", "100ms", "--runaway-limit", "500ms"],
+    );
+
+    // Runs 45 ms, sleeps 5 ms: 90% of its CPU, but it blocks.
+    let sleeper = start_pinned(
+        dir.path(),
+        &sleeper_name,
+        &python,
+        &[
+            "-c",
+            "import time\nwhile True:\n    t = time.monotonic()\n    \
+             while time.monotonic() - t < 0.045: pass\n    time.sleep(0.005)\n",
+        ],
+        cpu,
+    );
+    let sleeper_pid = sleeper.id() as i32;
+    wait_for_policy(sleeper_pid, Policy::Fifo);
+    // Six limits' worth of samples.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        policy_of(sleeper_pid).0,
+        Policy::Fifo,
+        "a thread that sleeps was demoted"
+    );
+    stop(sleeper);
+
+    let sh = fs::canonicalize("/bin/sh").unwrap();
+    let spinner = start_pinned(
+        dir.path(),
+        &spinner_name,
+        &sh,
+        &["-c", "while :; do :; done"],
+        cpu,
+    );
+    let spinner_pid = spinner.id() as i32;
+    let event = watcher.next_event("runaway");
+    eprintln!("runaway event: {event}");
+    assert_eq!(event["pid"], spinner_pid, "{event}");
+    assert_eq!(event["result"], "changed", "{event}");
+    assert_eq!(event["new"]["policy"], "other", "{event}");
+    assert!(event["cpu_ms"].as_u64().unwrap() * 4 >= event["wall_ms"].as_u64().unwrap() * 3);
+    assert_eq!(policy_of(spinner_pid).0, Policy::Other);
+    // It stays demoted: later scans do not promote it again.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(policy_of(spinner_pid).0, Policy::Other);
+    let events = watcher.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "runaway" && e["pid"] == sleeper_pid),
+        "{events:?}"
+    );
+    stop(spinner);
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
+}
+
 #[test]
 fn check_reports_findings_with_severity_and_fix() {
     let state = tempfile::tempdir().unwrap();

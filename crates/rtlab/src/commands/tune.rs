@@ -570,7 +570,8 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
 
 It applies the rules to everything running, then to each thread as it starts,
 renames itself or runs a new program, using the kernel's process events (root),
-or by rescanning /proc every --interval without them. Every change is recorded
+or by rescanning /proc every --interval without them. With --runaway-limit it
+demotes a thread it promoted that runs that long without sleeping. Every change is recorded
 for `rtlab tune undo`; stopping the watch changes nothing back. SIGHUP re-reads
 the rules file (a bad file keeps the rules in force).")]
 pub struct WatchArgs {
@@ -586,6 +587,11 @@ pub struct WatchArgs {
     /// threads someone demoted).
     #[arg(long, default_value = "10s", value_parser = crate::input::positive_duration, value_name = "DURATION")]
     rescan: u64,
+    /// Demote to SCHED_OTHER a thread this watch promoted that runs this
+    /// long without once sleeping (a runaway loop), e.g. 2s. Off by
+    /// default: a deliberate busy-poller would be demoted too.
+    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
+    runaway_limit: Option<u64>,
     /// One JSON object per line per event.
     #[arg(long)]
     json: bool,
@@ -612,6 +618,7 @@ fn watch_rules(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         poll_interval: std::time::Duration::from_nanos(args.interval),
         rescan_interval: std::time::Duration::from_nanos(args.rescan),
         poll_only: args.poll,
+        runaway_limit: args.runaway_limit.map(std::time::Duration::from_nanos),
     };
     let json = args.json;
     let rules_path = args.rules.rules.display().to_string();
@@ -649,6 +656,27 @@ fn print_watch_event(event: &WatchEvent, json: bool, rules: &str) -> std::io::Re
             }
         }
         WatchEvent::Applied(a) => out!("{a}"),
+        WatchEvent::Runaway {
+            cpu_ms,
+            wall_ms,
+            applied,
+        } => {
+            let who = format!("{}/{} {}", applied.pid, applied.tid, applied.name);
+            match &applied.outcome {
+                Outcome::Changed { old, new } => out!(
+                    "runaway  {who}: ran {cpu_ms} ms of the last {wall_ms} ms without sleeping; \
+                     demoted: {old} -> {new}"
+                ),
+                other => out!(
+                    "runaway  {who}: ran {cpu_ms} ms of the last {wall_ms} ms without sleeping; \
+                     could not demote it: {}",
+                    match other {
+                        Outcome::Failed { error, .. } => error.clone(),
+                        _ => "it already had normal scheduling".into(),
+                    }
+                ),
+            }
+        }
         WatchEvent::Reloaded { rules } => out!("reloaded: {rules} rule(s)"),
         WatchEvent::ReloadFailed { error } => {
             eprintln!("reload refused, the previous rules stay in force: {error}")
