@@ -124,6 +124,7 @@ pub fn watch(
                     let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
                     state.promoted.retain(|id, _| alive.contains(id));
                     state.skipped.retain(|id| alive.contains(id));
+                    state.held.retain(|id, _| alive.contains(id));
                     state.runaways.retain(|id| alive.contains(id));
                     tasks
                 }
@@ -167,8 +168,15 @@ pub fn watch(
                     starttime: a.starttime,
                 };
                 match a.outcome {
-                    // A thread that already holds is not news.
-                    promote::Outcome::Held { .. } | promote::Outcome::Vanished => continue,
+                    // A thread that already holds is not news (but the runaway
+                    // limit watches it: a restarted watch finds its threads so).
+                    promote::Outcome::Held { .. } => {
+                        if a.rule.is_some() {
+                            state.held.insert(id, a.pid);
+                        }
+                        continue;
+                    }
+                    promote::Outcome::Vanished => continue,
                     // Said once per thread, not at every rescan.
                     promote::Outcome::Skipped { .. } if !state.skipped.insert(id) => continue,
                     promote::Outcome::Skipped { .. } => {}
@@ -258,11 +266,16 @@ struct State {
     promoted: HashMap<ThreadId, i32>,
     /// The threads already reported as skipped.
     skipped: HashSet<ThreadId>,
+    /// Threads a rule matched that already had its settings.
+    held: HashMap<ThreadId, i32>,
     /// The runaways demoted: never promoted again by this watch.
     runaways: HashSet<ThreadId>,
 }
 
 /// A thread that runs on without sleeping: `tune watch --runaway-limit`.
+/// The threads watched are the real-time ones a rule matched: those this
+/// watch promoted and those that already had their rule's settings (a
+/// restarted watch finds its earlier promotions so).
 ///
 /// rtkit's canary is a thread of rtkit's own at a low real-time priority
 /// that should get to run every so often: when it starves, some real-time
@@ -303,10 +316,15 @@ impl Canary {
     fn sample(&mut self, state: &mut State, txn: &crate::changes::Txn) -> Vec<WatchEvent> {
         let now = Instant::now();
         self.next = now + self.every;
-        self.windows.retain(|id, _| state.promoted.contains_key(id));
+        self.windows
+            .retain(|id, _| state.promoted.contains_key(id) || state.held.contains_key(id));
         let mut events = Vec::new();
-        let threads: Vec<(ThreadId, i32)> =
-            state.promoted.iter().map(|(id, pid)| (*id, *pid)).collect();
+        let threads: Vec<(ThreadId, i32)> = state
+            .promoted
+            .iter()
+            .chain(state.held.iter())
+            .map(|(id, pid)| (*id, *pid))
+            .collect();
         for (id, pid) in threads {
             let Some((cpu_ns, voluntary)) = run_counters(pid, id) else {
                 self.windows.remove(&id);
@@ -330,7 +348,11 @@ impl Canary {
                 continue;
             }
             let ran = cpu_ns.saturating_sub(window.cpu_ns);
-            if (ran as u128) * 4 < wall.as_nanos() * 3 {
+            // Only a real-time thread can hog a CPU (a rule may give
+            // SCHED_OTHER or SCHED_BATCH too).
+            let realtime = rtlab_core::sched::thread_sched(id.tid)
+                .is_ok_and(|s| s.params.policy.is_realtime());
+            if !realtime || (ran as u128) * 4 < wall.as_nanos() * 3 {
                 // Not sleeping, but not running either (preempted): start over.
                 *window = Window {
                     since: now,
@@ -387,6 +409,7 @@ fn demote(
         ..current.clone()
     });
     state.promoted.remove(&id);
+    state.held.remove(&id);
     state.runaways.insert(id);
     let outcome = match result {
         Ok(crate::changes::ThreadOutcome::Changed { old, new }) => {

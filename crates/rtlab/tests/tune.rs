@@ -1198,7 +1198,9 @@ fn the_watch_unit_refuses_an_rtlab_under_tmp() {
 /// `program` run under the process name `name` (a symlink to it in `dir`),
 /// pinned to `cpu` before anything can promote it.
 fn start_pinned(dir: &Path, name: &str, program: &Path, args: &[&str], cpu: usize) -> Proc {
-    std::os::unix::fs::symlink(program, dir.join(name)).unwrap();
+    if !dir.join(name).exists() {
+        std::os::unix::fs::symlink(program, dir.join(name)).unwrap();
+    }
     let child = Proc(
         Command::new(dir.join(name))
             .args(args)
@@ -1286,6 +1288,26 @@ fn watch_demotes_a_runaway_thread_and_spares_one_that_sleeps() {
     // It stays demoted: later scans do not promote it again.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(policy_of(spinner_pid).0, Policy::Other);
+    stop(spinner);
+
+    // One that already had its rule's settings (promoted before this watch
+    // started, say) is watched too.
+    // Pinned and FIFO 10 from its first instruction (taskset and chrt
+    // exec it), so the watch never changes it: it only finds it held.
+    let held = Proc(
+        Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "chrt", "-f", "10"])
+            .arg(dir.path().join(&spinner_name))
+            .args(["-c", "while :; do :; done"])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let held_pid = held.id() as i32;
+    let event = watcher.next_event("runaway");
+    assert_eq!(event["pid"], held_pid, "{event}");
+    assert_eq!(policy_of(held_pid).0, Policy::Other);
+    stop(held);
     let events = watcher.stop();
     assert!(
         !events
@@ -1293,7 +1315,6 @@ fn watch_demotes_a_runaway_thread_and_spares_one_that_sleeps() {
             .any(|e| e["event"] == "runaway" && e["pid"] == sleeper_pid),
         "{events:?}"
     );
-    stop(spinner);
     assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
         .status
         .success());
