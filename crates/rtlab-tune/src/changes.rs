@@ -429,11 +429,28 @@ impl Txn<'_> {
         if now != new {
             return Ok(None);
         }
-        if let Err(error) = old.write(task.tid) {
-            return Err(ChangeError::Refused {
-                error: Box::new(error),
-                left_at: Settings::read(task.tid).ok().map(Box::new),
-            });
+        match write_to(task.pid, task.tid, task.starttime, &old) {
+            Ok(()) => {}
+            Err(Missed::Refused(error)) => {
+                return Err(ChangeError::Refused {
+                    error: Box::new(error),
+                    left_at: Settings::read(task.tid).ok().map(Box::new),
+                })
+            }
+            Err(Missed::Gone) => return Err(ChangeError::Vanished),
+            Err(Missed::Reached {
+                starttime,
+                taken_back,
+            }) => {
+                record.entries.remove(index);
+                self.log.write(&record)?;
+                return Err(ChangeError::EndedDuring {
+                    tid: task.tid,
+                    starttime,
+                    taken_back,
+                    new: Box::new(old),
+                });
+            }
         }
         record.entries.remove(index);
         self.log.write(&record)?;
@@ -495,7 +512,7 @@ pub(crate) enum Stage {
 }
 
 #[cfg(test)]
-type Hook = Box<dyn FnMut(Stage, &Task)>;
+type Hook = Box<dyn FnMut(Stage, i32)>;
 
 #[cfg(test)]
 thread_local! {
@@ -506,16 +523,16 @@ thread_local! {
 }
 
 #[cfg(test)]
-fn hook(stage: Stage, task: &Task) {
+fn hook(stage: Stage, tid: i32) {
     HOOK.with(|h| {
         if let Some(f) = h.borrow_mut().as_mut() {
-            f(stage, task)
+            f(stage, tid)
         }
     });
 }
 
 #[cfg(not(test))]
-fn hook(_: Stage, _: &Task) {}
+fn hook(_: Stage, _: i32) {}
 
 /// Makes one recorded change and judges it.
 ///
@@ -540,14 +557,14 @@ fn make_change(
     old: Settings,
     new: Settings,
 ) -> (Result<ThreadOutcome, ChangeError>, Fate) {
-    hook(Stage::Recorded, task);
+    hook(Stage::Recorded, task.tid);
     let pin = Pin::open(task);
     let checked_at = boot_ticks();
     if task::starttime_of(task.tid) != Some(task.starttime) || pin.as_ref().is_some_and(Pin::ended)
     {
         return (Err(ChangeError::Vanished), Fate::Drop);
     }
-    hook(Stage::Checked, task);
+    hook(Stage::Checked, task.tid);
     let made = new.write(task.tid);
     let still_ours = pin.as_ref().is_none_or(|p| !p.ended());
     match task::starttime_of(task.tid) {
@@ -633,13 +650,13 @@ impl Pin {
     /// None where the kernel has no pidfds for it (before 5.3, or a
     /// non-leader thread before 6.9): the start time checks remain.
     fn open(task: &Task) -> Option<Pin> {
-        let flags = if task.tid == task.pid {
-            0
-        } else {
-            PIDFD_THREAD
-        };
+        Pin::open_ids(task.pid, task.tid)
+    }
+
+    fn open_ids(pid: i32, tid: i32) -> Option<Pin> {
+        let flags = if tid == pid { 0 } else { PIDFD_THREAD };
         // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, task.tid, flags) };
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, flags) };
         if fd < 0 {
             return None;
         }
@@ -659,6 +676,61 @@ impl Pin {
         // SAFETY: one valid pollfd, no wait.
         let n = unsafe { libc::poll(&mut pfd, 1, 0) };
         n > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP) != 0
+    }
+}
+
+/// Why [`write_to`] did not (only) change the thread it was for.
+enum Missed {
+    /// It has ended; nothing was changed.
+    Gone,
+    /// The kernel refused.
+    Refused(crate::task::WriteError),
+    /// It ended during the write and its id names a newcomer now, which
+    /// the write may have reached (`taken_back` as in [`make_change`]).
+    Reached { starttime: u64, taken_back: bool },
+}
+
+/// Writes `settings` to thread `tid` of process `pid` only if it is still
+/// the thread that started at `starttime`, with the checks of
+/// [`make_change`] immediately before and after the system calls: for
+/// undo and for taking a change back, which have no record to write first
+/// but the same window between the check and the call.
+fn write_to(pid: i32, tid: i32, starttime: u64, settings: &Settings) -> Result<(), Missed> {
+    let pin = Pin::open_ids(pid, tid);
+    let checked_at = boot_ticks();
+    if task::starttime_of(tid) != Some(starttime) || pin.as_ref().is_some_and(Pin::ended) {
+        return Err(Missed::Gone);
+    }
+    hook(Stage::Checked, tid);
+    let made = settings.write(tid);
+    let still_ours = pin.as_ref().is_none_or(|p| !p.ended());
+    match (task::starttime_of(tid), made) {
+        (Some(now), Ok(())) if now == starttime && still_ours => Ok(()),
+        (Some(now), Err(e)) if now == starttime && still_ours => Err(Missed::Refused(e)),
+        (Some(now), Ok(())) if now != starttime => Err(Missed::Reached {
+            starttime: now,
+            taken_back: take_back_newcomer(tid, now, checked_at, settings),
+        }),
+        _ => Err(Missed::Gone),
+    }
+}
+
+impl Missed {
+    fn describe(&self, tid: i32, settings: &Settings) -> String {
+        match self {
+            Missed::Gone => "the thread ended".into(),
+            Missed::Refused(e) => e.to_string(),
+            Missed::Reached {
+                starttime,
+                taken_back,
+            } => ChangeError::EndedDuring {
+                tid,
+                starttime: *starttime,
+                taken_back: *taken_back,
+                new: Box::new(settings.clone()),
+            }
+            .to_string(),
+        }
     }
 }
 
@@ -827,6 +899,7 @@ impl ChangeLog {
 fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) -> UndoOutcome {
     match &entry.change {
         Change::Thread {
+            pid,
             tid,
             starttime,
             old,
@@ -854,11 +927,12 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
             if dry_run {
                 return UndoOutcome::Restored;
             }
-            match old.write(*tid) {
+            match write_to(*pid, *tid, *starttime, old) {
                 Ok(()) => UndoOutcome::Restored,
-                Err(e) if e.errno() == Some(libc::ESRCH) => UndoOutcome::Gone,
-                Err(e) => UndoOutcome::Failed {
-                    error: e.to_string(),
+                Err(Missed::Gone) => UndoOutcome::Gone,
+                Err(Missed::Refused(e)) if e.errno() == Some(libc::ESRCH) => UndoOutcome::Gone,
+                Err(missed) => UndoOutcome::Failed {
+                    error: missed.describe(*tid, old),
                 },
             }
         }
@@ -1059,8 +1133,8 @@ mod tests {
         let target_slot = std::rc::Rc::new(target);
         let killer = std::rc::Rc::clone(&target_slot);
         HOOK.with(|h| {
-            *h.borrow_mut() = Some(Box::new(move |at, t| {
-                if at == stage && t.tid == pid {
+            *h.borrow_mut() = Some(Box::new(move |at, tid| {
+                if at == stage && tid == pid {
                     drop(killer.borrow_mut().take()); // killed and reaped
                     *slot.borrow_mut() = sleeper_at(pid);
                 }
@@ -1118,6 +1192,67 @@ mod tests {
                 assert!(text.contains("taken back to SCHED_OTHER"), "{text}");
             }
             other => panic!("not reported as reaching another thread: {other:?}"),
+        }
+        drop(kid);
+    }
+
+    /// Undo writes too: a thread demoted from FIFO (as `watch
+    /// --runaway-limit` does) ends between undo's check and its write, and
+    /// a newcomer takes its pid: the newcomer must not be left FIFO.
+    #[test]
+    fn an_undo_that_lands_on_a_newcomer_is_taken_back_and_reported() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: making another process real-time and choosing pids need root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let target = std::rc::Rc::new(std::cell::RefCell::new(Some(sleeper())));
+        let pid = target.borrow().as_ref().unwrap().0.id() as i32;
+        let fifo = |current: &Settings| Settings {
+            policy: rtlab_core::sched::Policy::Fifo,
+            priority: 3,
+            ..current.clone()
+        };
+        fifo(&Settings::read(pid).unwrap()).write(pid).unwrap();
+        let task = crate::task::thread(pid, pid, crate::task::Detail::Full).unwrap();
+        let txn = log.begin("demote").unwrap();
+        let demoted = txn
+            .change_thread(&task, |current| Settings {
+                policy: rtlab_core::sched::Policy::Other,
+                priority: 0,
+                ..current.clone()
+            })
+            .unwrap();
+        assert!(matches!(demoted, ThreadOutcome::Changed { .. }));
+
+        let newcomer: std::rc::Rc<std::cell::RefCell<Option<Kid>>> = Default::default();
+        let (slot, killer) = (std::rc::Rc::clone(&newcomer), std::rc::Rc::clone(&target));
+        HOOK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |at, tid| {
+                if at == Stage::Checked && tid == pid {
+                    drop(killer.borrow_mut().take());
+                    *slot.borrow_mut() = sleeper_at(pid);
+                }
+            }))
+        });
+        let undone = log.undo(UndoScope::All, false, false).unwrap();
+        HOOK.with(|h| h.borrow_mut().take());
+        let Some(kid) = newcomer.borrow_mut().take() else {
+            eprintln!("skipped: cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
+            return;
+        };
+        assert_eq!(
+            policy_of(pid),
+            rtlab_core::sched::Policy::Other,
+            "undo left the newcomer at the reused pid real-time"
+        );
+        match &undone[0].outcome {
+            UndoOutcome::Failed { error } => {
+                assert!(error.contains("taken back to SCHED_OTHER"), "{error}")
+            }
+            other => panic!("not reported: {other:?}"),
         }
         drop(kid);
     }
