@@ -608,6 +608,38 @@ fn a_rule_by_name_promotes_no_other_users_process_unless_it_says_so() {
         .success());
     assert_eq!(policy_of(victim_pid).0, Policy::Other);
 
+    // So does the explicit override of tune set.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--allow-any-user",
+        "--policy",
+        "fifo",
+        "--priority",
+        "23",
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 2, "{}", json_of(&out));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+
+    // watch skips it too, and says so once.
+    let watcher = Watcher::start(state.path(), &rules, &["--poll", "--interval", "50ms"]);
+    let skipped = watcher.next_event("applied");
+    assert_eq!(skipped["result"], "skipped", "{skipped}");
+    std::thread::sleep(Duration::from_millis(300));
+    let events = watcher.stop();
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+    assert_eq!(policy_of(planted_pid).0, Policy::Other);
+    let more_skips = events
+        .iter()
+        .filter(|e| e["event"] == "applied" && e["result"] == "skipped")
+        .count();
+    assert_eq!(more_skips, 1, "each is reported once: {events:?}");
+
     // The explicit override promotes both.
     let rules = write_rules(
         state.path(),
