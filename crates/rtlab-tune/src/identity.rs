@@ -23,7 +23,7 @@ use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -352,8 +352,6 @@ fn readlink_at(dir: &File, name: &str) -> io::Result<PathBuf> {
     buf.truncate(n as usize);
     Ok(PathBuf::from(std::ffi::OsString::from_vec(buf)))
 }
-
-use std::os::unix::ffi::OsStringExt;
 
 /// Field 22 of a stat line.
 fn starttime(stat: &str) -> Option<u64> {

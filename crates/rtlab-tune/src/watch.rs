@@ -206,6 +206,8 @@ pub fn watch(
             match source.load() {
                 Ok(new_rules) => {
                     rules = new_rules;
+                    // The next scan finds again which threads the rules hold.
+                    state.held.clear();
                     report(WatchEvent::Reloaded { rules: rules.len() });
                     next_scan = Instant::now();
                 }
