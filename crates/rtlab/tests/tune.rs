@@ -665,6 +665,43 @@ fn a_rule_by_name_promotes_no_other_users_process_unless_it_says_so() {
     stop(planted);
 }
 
+/// Run by a user, rtlab can change only that user's processes: a rule by
+/// name still applies to them (SCHED_BATCH needs no privilege).
+#[test]
+fn run_by_a_user_a_rule_by_name_applies_to_their_own_processes() {
+    require_root!(); // to become nobody
+    const NOBODY: u32 = 65534;
+    let state = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(state.path(), Some(NOBODY), Some(NOBODY)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let name = unique_name("o");
+    let copy = home.path().join(&name);
+    fs::copy(sleep_path(), &copy).unwrap();
+    std::os::unix::fs::chown(&copy, Some(NOBODY), Some(NOBODY)).unwrap();
+    let theirs = start_as(NOBODY, &copy);
+    let pid = theirs.id() as i32;
+    wait_until("it to run the copy", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+    });
+    let mut cmd = rtlab(state.path());
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.args(["tune", "set", &name, "--policy", "batch", "--json"])
+            .uid(NOBODY)
+            .gid(NOBODY);
+    }
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(json_of(&out)["changed"], 1);
+    assert_eq!(policy_of(pid).0, Policy::Batch);
+    stop(theirs);
+}
+
 #[test]
 fn an_exe_rule_promotes_roots_process_and_refuses_a_file_others_can_write() {
     require_root!();
