@@ -10,7 +10,9 @@
 //! leave for a system unit's). A rule names those with `exe`, `user`,
 //! `unit` and `cgroup`; a rule that names none promotes only root's
 //! processes running a file only root can change, unless it says
-//! `allow_any_user`. See docs/tune.md ("Who rules may promote").
+//! `allow_any_user`. `exe` alone does not say who runs the file (anyone may
+//! run root's file with code of their own), so it keeps the root-only
+//! check. See docs/tune.md ("Who rules may promote").
 //!
 //! Everything is read through one open /proc/PID directory whose thread
 //! start time is checked first: a directory opened for one process never
@@ -134,6 +136,16 @@ impl Vouch {
         self.exe.is_none() && self.user.is_none() && self.unit.is_none() && self.cgroup.is_none()
     }
 
+    /// Whether the rule says nothing of who runs the process: no `user`,
+    /// `unit` or `cgroup`, and no `allow_any_user`. An `exe` alone names
+    /// the file, not whose code runs: any user may run a file that is root's
+    /// (`LD_PRELOAD=~/x.so /usr/sbin/alarmd`, an interpreter such as
+    /// `/usr/bin/python3 ~/x.py`, a debugger attached to their own copy),
+    /// so such a rule still promotes only root's processes.
+    pub fn names_no_owner(&self) -> bool {
+        self.user.is_none() && self.unit.is_none() && self.cgroup.is_none() && !self.allow_any_user
+    }
+
     /// Ok when `task`'s process may be promoted by a rule that matched its
     /// name; else why not (a skip, said in the output, never an error).
     pub fn judge(&self, task: &Task) -> Result<(), String> {
@@ -175,6 +187,18 @@ impl Vouch {
                 ));
             }
             exe_trusted(exe, &id)?;
+            if self.names_no_owner() {
+                root_or_me(&id).map_err(|e| {
+                    format!(
+                        "{e}: an exe rule names the file, not who runs it (any user may run \
+                         {} with code of their own: LD_PRELOAD, a script for an interpreter), \
+                         so without user, unit or cgroup it promotes only root's processes \
+                         (or allow any user explicitly: allow_any_user = true, tune set \
+                         --allow-any-user)",
+                        want.display()
+                    )
+                })?;
+            }
         }
         if let Some(uid) = self.user {
             if id.uid != uid || id.euid != uid {
@@ -213,26 +237,36 @@ impl Vouch {
 /// The default for a rule that names only a name or command line.
 fn root_and_trusted(id: &Identity) -> Result<(), String> {
     const HOW: &str = "any user can give a process that name, so such a rule promotes only \
-        root's processes; name the process by exe, user, unit or cgroup (tune set: --exe, \
-        --user, --unit), or allow any user explicitly (allow_any_user = true, \
+        root's processes; name who runs it by user, unit or cgroup (tune set: --user, \
+        --unit), or allow any user explicitly (allow_any_user = true, \
         tune set --allow-any-user)";
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if me != 0 && id.uid == me && id.euid == me {
-        // Run by a user, rtlab can change only that user's own processes
-        // (the kernel's rule), which they may promote as they like.
+    root_or_me(id).map_err(|e| format!("{e}: {HOW}"))?;
+    if id.uid != 0 {
+        // rtlab's own user's process, rtlab being run by them.
         return Ok(());
-    }
-    if id.uid != 0 || id.euid != 0 {
-        return Err(format!(
-            "runs as uid {} (effective {}), not root: {HOW}",
-            id.uid, id.euid
-        ));
     }
     let Some(exe) = &id.exe else {
         return Err(format!("its executable cannot be read: {HOW}"));
     };
     exe_trusted(exe, id).map_err(|reason| format!("{reason}: {HOW}"))
+}
+
+/// The process runs as root (real and effective uid 0); or, when rtlab is
+/// run by a user, as that user: rtlab can change only that user's own
+/// processes then (the kernel's rule), which they may promote as they like.
+fn root_or_me(id: &Identity) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if me != 0 && id.uid == me && id.euid == me {
+        return Ok(());
+    }
+    if id.uid != 0 || id.euid != 0 {
+        return Err(format!(
+            "runs as uid {} (effective {}), not root",
+            id.uid, id.euid
+        ));
+    }
+    Ok(())
 }
 
 /// The file a process runs and every directory to it are root's alone.

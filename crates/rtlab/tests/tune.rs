@@ -777,6 +777,87 @@ fn an_exe_rule_promotes_roots_process_and_refuses_a_file_others_can_write() {
     stop(child);
 }
 
+/// An `exe` rule names the file, not whose code runs in it: any user may
+/// run root's file under the rule's name (a symlink), with code of their
+/// own (`LD_PRELOAD`, or a script when the file is an interpreter). Without
+/// `user`, `unit` or `cgroup`, such a rule promotes only root's processes.
+#[test]
+fn an_exe_rule_alone_promotes_no_other_users_process() {
+    require_root!();
+    const NOBODY: u32 = 65534;
+    let state = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let name = unique_name("x");
+    let exe = fs::canonicalize(sleep_path()).unwrap();
+    let link = home.path().join(&name);
+    std::os::unix::fs::symlink(&exe, &link).unwrap();
+    let theirs = start_as(NOBODY, &link);
+    let pid = theirs.id() as i32;
+    wait_until("it to run", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+    });
+    let rules_with = |extra: &str| {
+        write_rules(
+            state.path(),
+            &format!(
+                "[[rule]]\nmatch = \"{name}\"\nexe = \"{}\"\n{extra}policy = \"fifo\"\npriority = 21\n",
+                exe.display()
+            ),
+        )
+    };
+    let rules = rules_with("");
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(0), Some(1)),
+        "{doc}"
+    );
+    let reason = doc["threads"][0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("uid 65534") && reason.contains("names the file, not who runs it"),
+        "{reason}"
+    );
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    // tune set --exe alike.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--exe",
+        exe.to_str().unwrap(),
+        "--policy",
+        "fifo",
+        "--priority",
+        "21",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    // Naming the user too promotes it.
+    let rules = rules_with("user = 65534\n");
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 1, "{}", json_of(&out));
+    assert_eq!(policy_of(pid), (Policy::Fifo, 21));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    stop(theirs);
+}
+
 /// Starts `rtlab tune watch` with JSON events on stdout, read by a thread.
 struct Watcher {
     child: Child,

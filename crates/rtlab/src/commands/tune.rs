@@ -275,7 +275,8 @@ pub struct SetArgs {
     #[arg(long)]
     kernel: bool,
     /// Only processes running this executable (root's, and writable by no
-    /// one else along its path).
+    /// one else along its path). It names the file, not who runs it: alone
+    /// it still takes only root's processes (add --user or --unit).
     #[arg(long, value_name = "PATH")]
     exe: Option<String>,
     /// Only processes whose real and effective user is USER (name or uid).
@@ -285,8 +286,8 @@ pub struct SetArgs {
     #[arg(long, value_name = "UNIT")]
     unit: Option<String>,
     /// Promote matching processes of any user, whatever file they run
-    /// (without --exe/--user/--unit, only root's processes running a file
-    /// only root can change are promoted: anyone can choose a name).
+    /// (without --user/--unit, only root's processes are promoted, running a
+    /// file only root can change: anyone can choose a name).
     #[arg(long)]
     allow_any_user: bool,
     #[command(flatten)]
