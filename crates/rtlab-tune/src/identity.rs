@@ -286,11 +286,20 @@ fn exe_trusted(exe: &Path, id: &Identity) -> Result<(), String> {
         })
 }
 
-/// The systemd unit of a cgroup path: its first `.service` or `.scope`.
+/// The systemd unit of a cgroup path: its first `.service` or `.scope`,
+/// where systemd puts units: at the top or under slices only. A cgroup
+/// delegated to a user elsewhere (`/build/` chowned to them, without
+/// systemd) may hold one they named `alarmd.service`; it is no unit.
 pub fn unit_of(cgroup: &str) -> Option<&str> {
-    cgroup
-        .split('/')
-        .find(|c| c.ends_with(".service") || c.ends_with(".scope"))
+    for name in cgroup.split('/').filter(|c| !c.is_empty()) {
+        if name.ends_with(".service") || name.ends_with(".scope") {
+            return Some(name);
+        }
+        if !name.ends_with(".slice") {
+            return None;
+        }
+    }
+    None
 }
 
 fn within(cgroup: &str, ancestor: &str) -> bool {
@@ -466,6 +475,15 @@ mod tests {
             Some("user@1000.service")
         );
         assert_eq!(unit_of("/"), None);
+        assert_eq!(unit_of("/init.scope"), Some("init.scope"));
+        // A cgroup a user was given outside systemd's tree: what they
+        // create in it is no unit.
+        assert_eq!(unit_of("/build/alarmd.service"), None);
+        assert_eq!(unit_of("/rt.slice/build/alarmd.service"), None);
+        assert_eq!(
+            unit_of("/a.slice/a-b.slice/x.scope/y.service"),
+            Some("x.scope")
+        );
         assert!(within("/rt.slice/a.service", "/rt.slice"));
         assert!(within("/rt.slice", "/rt.slice/"));
         assert!(!within("/rt.slice-evil/a.service", "/rt.slice"));

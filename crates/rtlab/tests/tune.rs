@@ -858,6 +858,96 @@ fn an_exe_rule_alone_promotes_no_other_users_process() {
     stop(theirs);
 }
 
+/// Where cgroup v2 is mounted, if it is.
+fn cgroup2_mount() -> Option<PathBuf> {
+    fs::read_to_string("/proc/self/mounts")
+        .ok()?
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == "cgroup2")
+        .map(|f| PathBuf::from(f[1]))
+}
+
+/// A cgroup given to a user outside systemd's tree (no slice above it) is
+/// theirs to name: a child they call `alarmd.service` is not that unit.
+#[test]
+fn a_unit_rule_ignores_a_cgroup_a_user_named_like_the_unit() {
+    require_root!();
+    const NOBODY: u32 = 65534;
+    let Some(root) = cgroup2_mount() else {
+        skip("no cgroup v2 mounted");
+        return;
+    };
+    let given = root.join(unique_name("deleg"));
+    if fs::create_dir(&given).is_err() {
+        skip("cannot create a cgroup");
+        return;
+    }
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            for dir in [self.0.join("alarmd.service"), self.0.clone()] {
+                let _ = fs::remove_dir(dir);
+            }
+        }
+    }
+    let _remove = Remove(given.clone());
+    for entry in fs::read_dir(&given).unwrap() {
+        let _ = std::os::unix::fs::chown(entry.unwrap().path(), Some(NOBODY), Some(NOBODY));
+    }
+    std::os::unix::fs::chown(&given, Some(NOBODY), Some(NOBODY)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let name = unique_name("u");
+    let link = home.path().join(&name);
+    std::os::unix::fs::symlink(sleep_path(), &link).unwrap();
+    let theirs = start_as(NOBODY, &link);
+    let pid = theirs.id() as i32;
+    fs::write(given.join("cgroup.procs"), pid.to_string()).unwrap();
+    // The user makes a child cgroup and moves their process into it.
+    let moved = {
+        use std::os::unix::process::CommandExt;
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "mkdir '{0}/alarmd.service' && echo {pid} > '{0}/alarmd.service/cgroup.procs'",
+                given.display()
+            ))
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .status()
+            .unwrap()
+    };
+    assert!(moved.success());
+    let cgroup = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(cgroup.contains("/alarmd.service\n"), "{cgroup}");
+
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\nunit = \"alarmd.service\"\npolicy = \"fifo\"\npriority = 21\n"
+        ),
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(0), Some(1)),
+        "{doc}"
+    );
+    let reason = doc["threads"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("no systemd unit"), "{reason}");
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    stop(theirs);
+}
+
 /// Starts `rtlab tune watch` with JSON events on stdout, read by a thread.
 struct Watcher {
     child: Child,
