@@ -407,6 +407,24 @@ impl Txn<'_> {
         Ok(outcomes.into_iter().flatten().collect())
     }
 
+    /// Whether rtlab gave thread `tid` (with start time `starttime`) the
+    /// `settings` it holds: the newest change of it in the record, by any
+    /// command of this boot, left it those. A thread that had them from
+    /// elsewhere (its service's own settings, `chrt`, the kernel's default
+    /// for its threads) is not rtlab's.
+    pub fn gave(&self, tid: i32, starttime: u64, settings: &Settings) -> Result<bool, ChangeError> {
+        let _lock = self.log.lock()?;
+        let this_boot = boot_id();
+        let newest = self.log.read()?.entries.into_iter().rev().find(|e| {
+            e.boot_id == this_boot
+                && matches!(e.change, Change::Thread { tid: t, starttime: s, .. }
+                    if t == tid && s == starttime)
+        });
+        Ok(
+            matches!(newest, Some(Entry { change: Change::Thread { new, .. }, .. }) if new == *settings),
+        )
+    }
+
     /// Takes back this command's change of `task` if the thread (same id
     /// and start time) still has what it was given: for a thread that no
     /// rule matches any more (it ran another program, or renamed itself).

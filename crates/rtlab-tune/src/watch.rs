@@ -125,6 +125,7 @@ pub fn watch(
                     state.promoted.retain(|id, _| alive.contains(id));
                     state.skipped.retain(|id| alive.contains(id));
                     state.held.retain(|id, _| alive.contains(id));
+                    state.foreign.retain(|id| alive.contains(id));
                     state.runaways.retain(|id| alive.contains(id));
                     tasks
                 }
@@ -170,9 +171,19 @@ pub fn watch(
                 match a.outcome {
                     // A thread that already holds is not news (but the runaway
                     // limit watches it: a restarted watch finds its threads so).
-                    promote::Outcome::Held { .. } => {
-                        if a.rule.is_some() {
-                            state.held.insert(id, a.pid);
+                    // Only a thread rtlab gave those settings (a restarted
+                    // watch, an earlier `set` or `apply`): one that had them
+                    // from elsewhere is not rtlab's to demote.
+                    promote::Outcome::Held { ref settings } => {
+                        if a.rule.is_some()
+                            && !state.held.contains_key(&id)
+                            && !state.foreign.contains(&id)
+                        {
+                            if txn.gave(a.tid, a.starttime, settings).unwrap_or(false) {
+                                state.held.insert(id, a.pid);
+                            } else {
+                                state.foreign.insert(id);
+                            }
                         }
                         continue;
                     }
@@ -208,6 +219,7 @@ pub fn watch(
                     rules = new_rules;
                     // The next scan finds again which threads the rules hold.
                     state.held.clear();
+                    state.foreign.clear();
                     report(WatchEvent::Reloaded { rules: rules.len() });
                     next_scan = Instant::now();
                 }
@@ -268,16 +280,22 @@ struct State {
     promoted: HashMap<ThreadId, i32>,
     /// The threads already reported as skipped.
     skipped: HashSet<ThreadId>,
-    /// Threads a rule matched that already had its settings.
+    /// Threads a rule matched that already had its settings, given by
+    /// rtlab (an earlier command's change in the record).
     held: HashMap<ThreadId, i32>,
+    /// Threads a rule matched that already had its settings from elsewhere:
+    /// not watched for runaways.
+    foreign: HashSet<ThreadId>,
     /// The runaways demoted: never promoted again by this watch.
     runaways: HashSet<ThreadId>,
 }
 
 /// A thread that runs on without sleeping: `tune watch --runaway-limit`.
-/// The threads watched are the real-time ones a rule matched: those this
-/// watch promoted and those that already had their rule's settings (a
-/// restarted watch finds its earlier promotions so).
+/// The threads watched are the real-time ones a rule matched that rtlab
+/// promoted: this watch, or an earlier rtlab command whose change is still
+/// in the record (a restarted watch finds those already holding their
+/// rule's settings). A thread that had them from elsewhere (another
+/// service's own real-time thread) is left alone.
 ///
 /// rtkit's canary is a thread of rtkit's own at a low real-time priority
 /// that should get to run every so often: when it starves, some real-time

@@ -1530,31 +1530,60 @@ fn watch_demotes_a_runaway_thread_and_spares_one_that_sleeps() {
     assert_eq!(policy_of(spinner_pid).0, Policy::Other);
     stop(spinner);
 
-    // One that already had its rule's settings (promoted before this watch
-    // started, say) is watched too.
-    // Pinned and FIFO 10 from its first instruction (taskset and chrt
-    // exec it), so the watch never changes it: it only finds it held.
-    let held = Proc(
-        Command::new("taskset")
-            .args(["-c", &cpu.to_string(), "chrt", "-f", "10"])
-            .arg(dir.path().join(&spinner_name))
-            .args(["-c", "while :; do :; done"])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let held_pid = held.id() as i32;
-    let event = watcher.next_event("runaway");
-    assert_eq!(event["pid"], held_pid, "{event}");
-    assert_eq!(policy_of(held_pid).0, Policy::Other);
-    stop(held);
+    // One that had its rule's settings from elsewhere (another service's
+    // own real-time thread) is not rtlab's to demote. Pinned and FIFO 10
+    // from its first instruction (taskset and chrt exec it), so the watch
+    // never changes it: it only finds it held.
+    let spin_held = || {
+        Proc(
+            Command::new("taskset")
+                .args(["-c", &cpu.to_string(), "chrt", "-f", "10"])
+                .arg(dir.path().join(&spinner_name))
+                .args(["-c", "while :; do :; done"])
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let foreign = spin_held();
+    let foreign_pid = foreign.id() as i32;
+    // Six limits' worth of samples.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(policy_of(foreign_pid), (Policy::Fifo, 10));
+    stop(foreign);
     let events = watcher.stop();
-    assert!(
-        !events
-            .iter()
-            .any(|e| e["event"] == "runaway" && e["pid"] == sleeper_pid),
-        "{events:?}"
+    for pid in [sleeper_pid, foreign_pid] {
+        assert!(
+            !events
+                .iter()
+                .any(|e| e["event"] == "runaway" && e["pid"] == pid),
+            "{pid}: {events:?}"
+        );
+    }
+
+    // One rtlab promoted before this watch started (a restarted watch)
+    // is watched, though it only finds it held.
+    let earlier = start_pinned(
+        dir.path(),
+        &spinner_name,
+        &sh,
+        &["-c", "while :; do :; done"],
+        cpu,
     );
+    let earlier_pid = earlier.id() as i32;
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules.to_str().unwrap()]));
+    assert!(out.status.success());
+    assert_eq!(policy_of(earlier_pid), (Policy::Fifo, 10));
+    let watcher = Watcher::start(
+        state.path(),
+        &rules,
+        &["--poll", "--interval", "100ms", "--runaway-limit", "500ms"],
+    );
+    let event = watcher.next_event("runaway");
+    assert_eq!(event["pid"], earlier_pid, "{event}");
+    assert_eq!(policy_of(earlier_pid).0, Policy::Other);
+    stop(earlier);
+    watcher.stop();
     assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
         .status
         .success());

@@ -572,7 +572,7 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
 It applies the rules to everything running, then to each thread as it starts,
 renames itself or runs a new program, using the kernel's process events (root),
 or by rescanning /proc every --interval without them. With --runaway-limit it
-demotes a thread it promoted that runs that long without sleeping. Every change is recorded
+demotes a thread rtlab promoted that runs that long without sleeping. Every change is recorded
 for `rtlab tune undo`; stopping the watch changes nothing back. SIGHUP re-reads
 the rules file (a bad file keeps the rules in force).")]
 pub struct WatchArgs {
@@ -588,9 +588,10 @@ pub struct WatchArgs {
     /// threads someone demoted).
     #[arg(long, default_value = "10s", value_parser = crate::input::positive_duration, value_name = "DURATION")]
     rescan: u64,
-    /// Demote to SCHED_OTHER a thread this watch promoted that runs this
-    /// long without once sleeping (a runaway loop), e.g. 2s. Off by
-    /// default: a deliberate busy-poller would be demoted too.
+    /// Demote to SCHED_OTHER a thread rtlab promoted (this watch, or an
+    /// earlier command still in the record) that runs this long without
+    /// once sleeping (a runaway loop), e.g. 2s. Off by default: a
+    /// deliberate busy-poller would be demoted too.
     #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
     runaway_limit: Option<u64>,
     /// One JSON object per line per event.
