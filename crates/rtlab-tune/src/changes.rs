@@ -892,11 +892,43 @@ impl ChangeLog {
         let this_boot = boot_id();
         let mut done = Vec::new();
         let mut keep = vec![true; record.entries.len()];
+        let in_scope = |e: &Entry| chosen_txn.is_none_or(|t| e.txn == t);
+        let chains = chains(&record.entries, &in_scope);
+        // What became of the older changes of a chain, settled with its
+        // newest.
+        let mut settled: std::collections::HashMap<usize, UndoOutcome> = Default::default();
         for (i, entry) in record.entries.iter().enumerate().rev() {
-            if chosen_txn.is_some_and(|t| entry.txn != t) {
+            if !in_scope(entry) {
                 continue;
             }
-            let outcome = undo_one(entry, this_boot.as_deref(), force, dry_run);
+            let outcome = if let Some(outcome) = settled.remove(&i) {
+                outcome
+            } else if let Some(older) = chains.get(&i) {
+                // One write, to the oldest settings of the chain.
+                let mut whole = entry.clone();
+                if let (
+                    Change::Thread { old, .. },
+                    Some(Entry {
+                        change: Change::Thread { old: first, .. },
+                        ..
+                    }),
+                ) = (&mut whole.change, older.last().map(|&j| &record.entries[j]))
+                {
+                    *old = first.clone();
+                }
+                let outcome = undo_one(&whole, this_boot.as_deref(), force, dry_run);
+                if matches!(outcome, UndoOutcome::ChangedSince { .. }) {
+                    // Changed since by someone else: each on its own.
+                    undo_one(entry, this_boot.as_deref(), force, dry_run)
+                } else {
+                    for &j in older {
+                        settled.insert(j, outcome.clone());
+                    }
+                    outcome
+                }
+            } else {
+                undo_one(entry, this_boot.as_deref(), force, dry_run)
+            };
             if matches!(outcome, UndoOutcome::Restored | UndoOutcome::Gone) {
                 keep[i] = false;
             }
@@ -912,6 +944,61 @@ impl ChangeLog {
         }
         Ok(done)
     }
+}
+
+/// The threads changed more than once in a row (each change starting from
+/// what the one before it gave, as a promotion and then a runaway's
+/// demotion): the index of the newest change, with those of the older ones,
+/// newest first. Undone one by one, newest first, such a chain would give
+/// each older setting back in turn, a demoted runaway its real-time
+/// priority for a moment (on its CPU, undo itself might not run again);
+/// undone as one, the thread goes straight back to the oldest.
+fn chains(
+    entries: &[Entry],
+    in_scope: &dyn Fn(&Entry) -> bool,
+) -> std::collections::HashMap<usize, Vec<usize>> {
+    let mut chains = std::collections::HashMap::new();
+    let mut linked = std::collections::HashSet::new();
+    for (i, entry) in entries.iter().enumerate().rev() {
+        let Change::Thread {
+            tid,
+            starttime,
+            old: mut from,
+            ..
+        } = entry.change.clone()
+        else {
+            continue;
+        };
+        if !in_scope(entry) || linked.contains(&i) {
+            continue;
+        }
+        let mut older = Vec::new();
+        for (j, before) in entries[..i].iter().enumerate().rev() {
+            let Change::Thread {
+                tid: t,
+                starttime: s,
+                old,
+                new,
+                ..
+            } = &before.change
+            else {
+                continue;
+            };
+            if (*t, *s) != (tid, starttime) || before.boot_id != entry.boot_id {
+                continue;
+            }
+            if !in_scope(before) || *new != from {
+                break;
+            }
+            older.push(j);
+            linked.insert(j);
+            from = old.clone();
+        }
+        if !older.is_empty() {
+            chains.insert(i, older);
+        }
+    }
+    chains
 }
 
 fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) -> UndoOutcome {
@@ -1113,6 +1200,61 @@ mod tests {
             .arg("300")
             .spawn()
             .unwrap())
+    }
+
+    /// A promotion, then the runaway's demotion (as `watch --runaway-limit`
+    /// records it): undo puts the thread back to where it started in one
+    /// write, never through the real-time settings in between.
+    #[test]
+    fn undo_of_a_demoted_runaway_never_promotes_it_again() {
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: making another process real-time needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let kid = sleeper();
+        let pid = kid.0.id() as i32;
+        let task = crate::task::thread(pid, pid, crate::task::Detail::Full).unwrap();
+        let txn = log.begin("watch").unwrap();
+        let to = |policy, priority| {
+            move |current: &Settings| Settings {
+                policy,
+                priority,
+                ..current.clone()
+            }
+        };
+        txn.change_thread(&task, to(rtlab_core::sched::Policy::Fifo, 3))
+            .unwrap();
+        txn.change_thread(&task, to(rtlab_core::sched::Policy::Other, 0))
+            .unwrap();
+        assert_eq!(log.entries().unwrap().len(), 2);
+
+        // What the thread has as undo is about to write to it.
+        let seen: std::rc::Rc<std::cell::RefCell<Vec<rtlab_core::sched::Policy>>> =
+            Default::default();
+        let seen_in = std::rc::Rc::clone(&seen);
+        HOOK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |at, tid| {
+                if at == Stage::Checked && tid == pid {
+                    seen_in.borrow_mut().push(policy_of(pid));
+                }
+            }))
+        });
+        let undone = log.undo(UndoScope::All, false, false).unwrap();
+        HOOK.with(|h| h.borrow_mut().take());
+        assert_eq!(undone.len(), 2);
+        assert!(
+            undone.iter().all(|u| u.outcome == UndoOutcome::Restored),
+            "{undone:?}"
+        );
+        assert!(
+            seen.borrow().iter().all(|p| !p.is_realtime()),
+            "undo made it real-time on the way: {:?}",
+            seen.borrow()
+        );
+        assert_eq!(policy_of(pid), rtlab_core::sched::Policy::Other);
+        assert!(log.entries().unwrap().is_empty());
     }
 
     /// `sleep 300` at pid `pid` (free now), by setting the kernel's last
