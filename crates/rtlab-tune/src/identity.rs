@@ -64,6 +64,8 @@ pub struct Identity {
     pub exe: Option<PathBuf>,
     /// Whether the file it runs was deleted or replaced since it started.
     pub exe_deleted: bool,
+    /// Why `exe` could not be read, when the kernel refused it.
+    pub exe_refused: Option<String>,
     /// The open executable's metadata (the file the process runs, even
     /// when its path names another one now).
     pub exe_meta: Option<fs::Metadata>,
@@ -164,7 +166,11 @@ impl Vouch {
         if let Some(want) = &self.exe {
             let Some(exe) = &id.exe else {
                 return Err(format!(
-                    "runs no executable rtlab can read; the rule asks for exe {}",
+                    "runs no executable rtlab can read{}; the rule asks for exe {}",
+                    id.exe_refused
+                        .as_ref()
+                        .map(|why| format!(" ({why})"))
+                        .unwrap_or_default(),
                     want.display()
                 ));
             };
@@ -246,7 +252,13 @@ fn root_and_trusted(id: &Identity) -> Result<(), String> {
         return Ok(());
     }
     let Some(exe) = &id.exe else {
-        return Err(format!("its executable cannot be read: {HOW}"));
+        return Err(format!(
+            "its executable cannot be read{}: {HOW}",
+            id.exe_refused
+                .as_ref()
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default()
+        ));
     };
     exe_trusted(exe, id).map_err(|reason| format!("{reason}: {HOW}"))
 }
@@ -328,6 +340,7 @@ pub fn read(task: &Task) -> Result<Identity, String> {
     let status = read_at(&dir, "status").map_err(|_| gone())?;
     let (uid, euid) =
         uids(&status).ok_or_else(|| "its /proc status has no Uid line".to_string())?;
+    let mut exe_refused = None;
     let (exe, exe_deleted) = match readlink_at(&dir, "exe") {
         Ok(link) => {
             let text = link.as_os_str().as_bytes();
@@ -335,6 +348,14 @@ pub fn read(task: &Task) -> Result<Identity, String> {
                 Some(kept) => (Some(PathBuf::from(std::ffi::OsStr::from_bytes(kept))), true),
                 None => (Some(link), false),
             }
+        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            exe_refused = Some(format!(
+                "/proc/{}/exe: {e}; the kernel shows another user's or a more privileged \
+                 process's executable only to one with CAP_SYS_PTRACE",
+                task.pid
+            ));
+            (None, false)
         }
         Err(_) => (None, false),
     };
@@ -354,6 +375,7 @@ pub fn read(task: &Task) -> Result<Identity, String> {
         euid,
         exe,
         exe_deleted,
+        exe_refused,
         exe_meta,
         cgroup,
     })

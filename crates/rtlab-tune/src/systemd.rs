@@ -541,15 +541,17 @@ Restart=on-failure
 RestartSec=1s
 # Hardening that leaves it able to do its work: change other processes'
 # scheduling and affinity (CAP_SYS_NICE), hear process starts from the kernel's
-# process-event connector (CAP_NET_ADMIN, AF_NETLINK), read /proc, and journal
-# its changes under /run/rtlab. Not set, on purpose: RestrictRealtime= (it
+# process-event connector (CAP_NET_ADMIN, AF_NETLINK), read /proc (and each
+# matched process's /proc/PID/exe, which the rules' identity checks need and
+# the kernel shows only with CAP_SYS_PTRACE: rtlab reads it, never attaches),
+# and journal its changes under /run/rtlab. Not set, on purpose: RestrictRealtime= (it
 # would forbid the very sched_setattr() calls the watcher makes),
 # ProtectProc=/ProcSubset= (they hide the processes it promotes),
 # ProtectControlGroups=/ProtectKernelTunables=/PrivateDevices= (they would make
 # cgroups, /proc/sys and devices such as /dev/cpu_dma_latency unreachable if a
 # rule needs them).
-CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN
-AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN
+CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE
+AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE
 NoNewPrivileges=yes
 ProtectSystem=full
 ProtectHome=read-only

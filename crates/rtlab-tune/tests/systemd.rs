@@ -326,8 +326,8 @@ fn watch_unit_runs_rtlab_tune_watch_with_the_rules() {
         "Restart=on-failure",
         "After=multi-user.target",
         "WantedBy=multi-user.target",
-        "CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN",
-        "AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN",
+        "CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE",
+        "AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE",
         "RestrictAddressFamilies=AF_UNIX AF_NETLINK",
     ] {
         assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");

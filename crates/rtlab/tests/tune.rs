@@ -1407,6 +1407,68 @@ fn the_watch_unit_verifies() {
     );
 }
 
+/// The watch unit cuts rtlab's capabilities to its bounding set: what the
+/// rules' identity checks read must still be readable with those alone
+/// (`/proc/PID/exe` of a root process needs CAP_SYS_PTRACE), or the unit
+/// would skip every process a name rule matches.
+#[test]
+fn the_watch_unit_keeps_the_capabilities_a_rule_by_name_needs() {
+    require_root!();
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        skip("setpriv is needed to run rtlab with the unit's capabilities");
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "systemd",
+        "--watch-unit",
+        "--no-verify",
+        "--unit-dir",
+        units.path().to_str().unwrap(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let unit = fs::read_to_string(units.path().join("rtlab-tune-watch.service")).unwrap();
+    let caps: Vec<String> = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+        .expect("a bounding set")
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    let program = Throwaway::new("cap");
+    let child = program.start();
+    let pid = child.id() as i32;
+    wait_until("it to run", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program.name)
+    });
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 20\n",
+            program.name
+        ),
+    );
+    let out = run(Command::new("setpriv")
+        .arg(format!("--bounding-set=-all,{}", caps.join(",")))
+        .arg(env!("CARGO_BIN_EXE_rtlab"))
+        .env("RTLAB_STATE_DIR", state.path())
+        .args(["tune", "apply", "--dry-run", "--json", "--rules"])
+        .arg(&rules));
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(1), Some(0)),
+        "with {caps:?}: {doc}"
+    );
+    stop(child);
+}
+
 /// Issue 16 item 16: an rtlab run from /tmp would write a unit whose
 /// ExecStart names a file the unit's PrivateTmp=yes hides (and that every
 /// user could reach): refused, and nothing is written.
