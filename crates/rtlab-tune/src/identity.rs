@@ -99,6 +99,12 @@ impl Vouch {
                         ),
                     )
                 })?;
+                if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                    return Err((
+                        "exe",
+                        format!("{given} is not a file (a process runs a file, such as /usr/sbin/alarmd)"),
+                    ));
+                }
                 Some(fs::canonicalize(path).map_err(|e| ("exe", format!("{given}: {e}")))?)
             }
             None => None,

@@ -468,6 +468,12 @@ period = "10ms"
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("cgroup")));
         let e = error("[[rule]]\nmatch = \"a\"\nexe = \"/no/such/alarmd\"\npolicy = \"other\"\n");
         assert_eq!(e.field.as_deref(), Some("exe"));
+        if unsafe { libc::geteuid() } == 0 {
+            // A directory only root can change is still no executable.
+            let e = error("[[rule]]\nmatch = \"a\"\nexe = \"/usr\"\npolicy = \"other\"\n");
+            assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("exe")));
+            assert!(e.to_string().contains("not a file"), "{e}");
+        }
     }
 
     #[test]
