@@ -457,7 +457,8 @@ pub fn quote_exec_arg(arg: &str) -> String {
 }
 
 /// Where the watch unit's `PrivateTmp=yes` puts an empty directory of the
-/// unit's own: a binary under one would not exist for the service.
+/// unit's own (/tmp, /var/tmp: a binary under one would not exist for the
+/// service), and /dev/shm: all open to every user.
 const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /// How to put rtlab where a root service may run it.
@@ -483,11 +484,14 @@ pub fn check_watch_binary(rtlab_exe: &Path) -> Result<(), SystemdError> {
         .iter()
         .find(|d| rtlab_exe.starts_with(d) || resolved.starts_with(d))
     {
-        return Err(err(format!(
-            "it lies under {dir}, which the unit's PrivateTmp=yes replaces with an empty \
-             directory of its own (the service would not find it), and which every user may \
-             write to; {INSTALL_HINT}"
-        )));
+        let why = if *dir == "/dev/shm" {
+            // PrivateTmp= covers /tmp and /var/tmp only.
+            "shared memory that every user may write to and that is emptied at each boot"
+        } else {
+            "which the unit's PrivateTmp=yes replaces with an empty directory of its own (the \
+             service would not find it), and which every user may write to"
+        };
+        return Err(err(format!("it lies under {dir}, {why}; {INSTALL_HINT}")));
     }
     // SAFETY: geteuid has no preconditions. Only root can install the
     // unit; a user writing one elsewhere (a test's unit directory) owns

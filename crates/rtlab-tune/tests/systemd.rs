@@ -723,6 +723,20 @@ fn watch_unit_refuses_a_binary_under_tmp_or_that_others_can_change() {
         e.contains("under /tmp") && e.contains("PrivateTmp") && e.contains("cargo install"),
         "{e}"
     );
+    // /dev/shm is open to all too, but PrivateTmp= leaves it shared: the
+    // reason says what is true of it.
+    if Path::new("/dev/shm").is_dir() {
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        let e = check_watch_binary(&make(shm.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("under /dev/shm")
+                && !e.contains("PrivateTmp")
+                && e.contains("cargo install"),
+            "{e}"
+        );
+    }
     // Outside /tmp, but in a directory another user owns.
     let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let theirs = base.path().join("theirs");
