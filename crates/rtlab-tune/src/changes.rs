@@ -123,9 +123,16 @@ pub enum ChangeError {
         left_at: Option<Box<Settings>>,
     },
     /// The thread ended while being changed and its id now names another
-    /// thread, which the change may have reached.
-    #[error("thread {tid} ended during the change and its id now names another thread, which may have been given {new}: check it with `rtlab tune show`")]
-    EndedDuring { tid: i32, new: Box<Settings> },
+    /// thread (start time `starttime`), which the change may have reached;
+    /// `taken_back` when that one was seen to have it and was put back to
+    /// SCHED_OTHER.
+    #[error("thread {tid} ended during the change and its id now names another thread (start time {starttime}), {}", if *taken_back { "which the change reached: it was taken back to SCHED_OTHER".to_string() } else { format!("which may have been given {new}: check it with `rtlab tune show`") })]
+    EndedDuring {
+        tid: i32,
+        starttime: u64,
+        taken_back: bool,
+        new: Box<Settings>,
+    },
     #[error("cannot read thread {tid}: {source}")]
     Unreadable { tid: i32, source: io::Error },
     #[error("cannot write {path}: {source}")]
@@ -400,6 +407,24 @@ impl Txn<'_> {
         Ok(outcomes.into_iter().flatten().collect())
     }
 
+    /// Whether rtlab gave thread `tid` (with start time `starttime`) the
+    /// `settings` it holds: the newest change of it in the record, by any
+    /// command of this boot, left it those. A thread that had them from
+    /// elsewhere (its service's own settings, `chrt`, the kernel's default
+    /// for its threads) is not rtlab's.
+    pub fn gave(&self, tid: i32, starttime: u64, settings: &Settings) -> Result<bool, ChangeError> {
+        let _lock = self.log.lock()?;
+        let this_boot = boot_id();
+        let newest = self.log.read()?.entries.into_iter().rev().find(|e| {
+            e.boot_id == this_boot
+                && matches!(e.change, Change::Thread { tid: t, starttime: s, .. }
+                    if t == tid && s == starttime)
+        });
+        Ok(
+            matches!(newest, Some(Entry { change: Change::Thread { new, .. }, .. }) if new == *settings),
+        )
+    }
+
     /// Takes back this command's change of `task` if the thread (same id
     /// and start time) still has what it was given: for a thread that no
     /// rule matches any more (it ran another program, or renamed itself).
@@ -422,11 +447,28 @@ impl Txn<'_> {
         if now != new {
             return Ok(None);
         }
-        if let Err(error) = old.write(task.tid) {
-            return Err(ChangeError::Refused {
-                error: Box::new(error),
-                left_at: Settings::read(task.tid).ok().map(Box::new),
-            });
+        match write_to(task.pid, task.tid, task.starttime, &old) {
+            Ok(()) => {}
+            Err(Missed::Refused(error)) => {
+                return Err(ChangeError::Refused {
+                    error: Box::new(error),
+                    left_at: Settings::read(task.tid).ok().map(Box::new),
+                })
+            }
+            Err(Missed::Gone) => return Err(ChangeError::Vanished),
+            Err(Missed::Reached {
+                starttime,
+                taken_back,
+            }) => {
+                record.entries.remove(index);
+                self.log.write(&record)?;
+                return Err(ChangeError::EndedDuring {
+                    tid: task.tid,
+                    starttime,
+                    taken_back,
+                    new: Box::new(old),
+                });
+            }
         }
         record.entries.remove(index);
         self.log.write(&record)?;
@@ -477,15 +519,74 @@ enum Fate {
     Keep(Option<Settings>),
 }
 
+/// Where a test stops a change to swap the thread under it (see tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Stage {
+    /// After the record is durable, before the identity check.
+    Recorded,
+    /// After the identity check, before the system call.
+    Checked,
+}
+
+#[cfg(test)]
+type Hook = Box<dyn FnMut(Stage, i32)>;
+
+#[cfg(test)]
+thread_local! {
+    /// The test seam: called at each [`Stage`] of a change made on this
+    /// thread. Compiled only into the crate's own tests.
+    pub(crate) static HOOK: std::cell::RefCell<Option<Hook>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(test)]
+fn hook(stage: Stage, tid: i32) {
+    HOOK.with(|h| {
+        if let Some(f) = h.borrow_mut().as_mut() {
+            f(stage, tid)
+        }
+    });
+}
+
+#[cfg(not(test))]
+fn hook(_: Stage, _: i32) {}
+
 /// Makes one recorded change and judges it.
+///
+/// The kernel changes a thread by id, and ids are reused. Recording the
+/// change takes fsyncs (tens of ms on a busy disk), so the thread's identity
+/// is checked again immediately before the change, not only when it was
+/// planned: a thread that ended meanwhile is left unchanged, whatever now
+/// holds its id. A window remains between that check and the system call.
+/// It is closed from the other side: a pidfd opened *before* the check
+/// (and seen by the check to name the thread of the recorded start time)
+/// cannot be re-pointed, so if it still shows the thread alive after the
+/// call, the thread lived through the call and its id could not have been
+/// given to anyone else: the change reached it. If it shows the thread
+/// ended (or, without pidfds, the start time at the id changed), the
+/// change may have reached a newcomer at the id. That newcomer is taken
+/// back to SCHED_OTHER when it provably started inside the window (its
+/// start time is not before the check) and has exactly the scheduling
+/// this change gave: the safe direction for a process that was never meant
+/// to be real-time; anything else is reported, not touched.
 fn make_change(
     task: &Task,
     old: Settings,
     new: Settings,
 ) -> (Result<ThreadOutcome, ChangeError>, Fate) {
+    hook(Stage::Recorded, task.tid);
+    let pin = Pin::open(task);
+    let checked_at = boot_ticks();
+    if task::starttime_of(task.tid) != Some(task.starttime) || pin.as_ref().is_some_and(Pin::ended)
+    {
+        return (Err(ChangeError::Vanished), Fate::Drop);
+    }
+    hook(Stage::Checked, task.tid);
     let made = new.write(task.tid);
+    let still_ours = pin.as_ref().is_none_or(|p| !p.ended());
     match task::starttime_of(task.tid) {
-        Some(start) if start == task.starttime => {}
+        Some(start) if start == task.starttime && still_ours => {}
         // Ended: a change made reached it before it went (nothing is left
         // to restore either way).
         None => {
@@ -495,13 +596,18 @@ fn make_change(
             };
             return (outcome, Fate::Drop);
         }
+        // Ended but not yet reaped (a zombie keeps its id): nothing to
+        // restore, and no one else can have the id.
+        Some(start) if start == task.starttime => return (Err(ChangeError::Vanished), Fate::Drop),
         // The id names another thread now, which a successful write may
-        // have reached: say so (nothing recorded can restore it).
-        Some(_) => {
+        // have reached.
+        Some(other) => {
             let error = match made {
                 Err(_) => ChangeError::Vanished,
                 Ok(()) => ChangeError::EndedDuring {
                     tid: task.tid,
+                    starttime: other,
+                    taken_back: take_back_newcomer(task.tid, other, checked_at, &new),
                     new: Box::new(new),
                 },
             };
@@ -548,6 +654,141 @@ fn make_change(
             )
         }
     }
+}
+
+/// A pidfd on the thread a change is for: it keeps naming that thread
+/// (never a newcomer at its id) and shows when it has ended.
+struct Pin(std::os::fd::OwnedFd);
+
+/// pidfd_open's flag for a thread that is not its process's leader
+/// (Linux 6.9; PIDFD_THREAD = O_EXCL).
+const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+
+impl Pin {
+    /// None where the kernel has no pidfds for it (before 5.3, or a
+    /// non-leader thread before 6.9): the start time checks remain.
+    fn open(task: &Task) -> Option<Pin> {
+        Pin::open_ids(task.pid, task.tid)
+    }
+
+    fn open_ids(pid: i32, tid: i32) -> Option<Pin> {
+        let flags = if tid == pid { 0 } else { PIDFD_THREAD };
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, flags) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd was just returned to us and is owned by no one else.
+        Some(Pin(unsafe {
+            std::os::fd::FromRawFd::from_raw_fd(fd as std::os::fd::RawFd)
+        }))
+    }
+
+    /// The thread has ended (a pidfd polls readable once it exits).
+    fn ended(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        n > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP) != 0
+    }
+}
+
+/// Why [`write_to`] did not (only) change the thread it was for.
+enum Missed {
+    /// It has ended; nothing was changed.
+    Gone,
+    /// The kernel refused.
+    Refused(crate::task::WriteError),
+    /// It ended during the write and its id names a newcomer now, which
+    /// the write may have reached (`taken_back` as in [`make_change`]).
+    Reached { starttime: u64, taken_back: bool },
+}
+
+/// Writes `settings` to thread `tid` of process `pid` only if it is still
+/// the thread that started at `starttime`, with the checks of
+/// [`make_change`] immediately before and after the system calls: for
+/// undo and for taking a change back, which have no record to write first
+/// but the same window between the check and the call.
+fn write_to(pid: i32, tid: i32, starttime: u64, settings: &Settings) -> Result<(), Missed> {
+    let pin = Pin::open_ids(pid, tid);
+    let checked_at = boot_ticks();
+    if task::starttime_of(tid) != Some(starttime) || pin.as_ref().is_some_and(Pin::ended) {
+        return Err(Missed::Gone);
+    }
+    hook(Stage::Checked, tid);
+    let made = settings.write(tid);
+    let still_ours = pin.as_ref().is_none_or(|p| !p.ended());
+    match (task::starttime_of(tid), made) {
+        (Some(now), Ok(())) if now == starttime && still_ours => Ok(()),
+        (Some(now), Err(e)) if now == starttime && still_ours => Err(Missed::Refused(e)),
+        (Some(now), Ok(())) if now != starttime => Err(Missed::Reached {
+            starttime: now,
+            taken_back: take_back_newcomer(tid, now, checked_at, settings),
+        }),
+        _ => Err(Missed::Gone),
+    }
+}
+
+impl Missed {
+    fn describe(&self, tid: i32, settings: &Settings) -> String {
+        match self {
+            Missed::Gone => "the thread ended".into(),
+            Missed::Refused(e) => e.to_string(),
+            Missed::Reached {
+                starttime,
+                taken_back,
+            } => ChangeError::EndedDuring {
+                tid,
+                starttime: *starttime,
+                taken_back: *taken_back,
+                new: Box::new(settings.clone()),
+            }
+            .to_string(),
+        }
+    }
+}
+
+/// Now, in the clock ticks of /proc/PID/stat's start time (boot time).
+fn boot_ticks() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ts.tv_sec as u64 * hz + ts.tv_nsec as u64 * hz / 1_000_000_000
+}
+
+/// After a change that may have reached thread `tid`'s newcomer (start
+/// time `starttime`): takes it back to SCHED_OTHER if it started no
+/// earlier than the identity check (`checked_at`; one tick earlier, as
+/// start times are rounded down) and has exactly the scheduling `new`
+/// gave. Whether it did.
+fn take_back_newcomer(tid: i32, starttime: u64, checked_at: u64, new: &Settings) -> bool {
+    if starttime + 1 < checked_at {
+        return false;
+    }
+    let Ok(now) = Settings::read(tid) else {
+        return false;
+    };
+    if (now.policy, now.priority, now.deadline) != (new.policy, new.priority, new.deadline)
+        || !now.policy.is_realtime()
+    {
+        return false;
+    }
+    let plain = Settings {
+        policy: rtlab_core::sched::Policy::Other,
+        priority: 0,
+        deadline: None,
+        ..now
+    };
+    plain.write(tid).is_ok() && task::starttime_of(tid) == Some(starttime)
 }
 
 /// A thread's settings; a thread that ended reads as `Vanished`.
@@ -651,11 +892,43 @@ impl ChangeLog {
         let this_boot = boot_id();
         let mut done = Vec::new();
         let mut keep = vec![true; record.entries.len()];
+        let in_scope = |e: &Entry| chosen_txn.is_none_or(|t| e.txn == t);
+        let chains = chains(&record.entries, &in_scope);
+        // What became of the older changes of a chain, settled with its
+        // newest.
+        let mut settled: std::collections::HashMap<usize, UndoOutcome> = Default::default();
         for (i, entry) in record.entries.iter().enumerate().rev() {
-            if chosen_txn.is_some_and(|t| entry.txn != t) {
+            if !in_scope(entry) {
                 continue;
             }
-            let outcome = undo_one(entry, this_boot.as_deref(), force, dry_run);
+            let outcome = if let Some(outcome) = settled.remove(&i) {
+                outcome
+            } else if let Some(older) = chains.get(&i) {
+                // One write, to the oldest settings of the chain.
+                let mut whole = entry.clone();
+                if let (
+                    Change::Thread { old, .. },
+                    Some(Entry {
+                        change: Change::Thread { old: first, .. },
+                        ..
+                    }),
+                ) = (&mut whole.change, older.last().map(|&j| &record.entries[j]))
+                {
+                    *old = first.clone();
+                }
+                let outcome = undo_one(&whole, this_boot.as_deref(), force, dry_run);
+                if matches!(outcome, UndoOutcome::ChangedSince { .. }) {
+                    // Changed since by someone else: each on its own.
+                    undo_one(entry, this_boot.as_deref(), force, dry_run)
+                } else {
+                    for &j in older {
+                        settled.insert(j, outcome.clone());
+                    }
+                    outcome
+                }
+            } else {
+                undo_one(entry, this_boot.as_deref(), force, dry_run)
+            };
             if matches!(outcome, UndoOutcome::Restored | UndoOutcome::Gone) {
                 keep[i] = false;
             }
@@ -673,9 +946,65 @@ impl ChangeLog {
     }
 }
 
+/// The threads changed more than once in a row (each change starting from
+/// what the one before it gave, as a promotion and then a runaway's
+/// demotion): the index of the newest change, with those of the older ones,
+/// newest first. Undone one by one, newest first, such a chain would give
+/// each older setting back in turn, a demoted runaway its real-time
+/// priority for a moment (on its CPU, undo itself might not run again);
+/// undone as one, the thread goes straight back to the oldest.
+fn chains(
+    entries: &[Entry],
+    in_scope: &dyn Fn(&Entry) -> bool,
+) -> std::collections::HashMap<usize, Vec<usize>> {
+    let mut chains = std::collections::HashMap::new();
+    let mut linked = std::collections::HashSet::new();
+    for (i, entry) in entries.iter().enumerate().rev() {
+        let Change::Thread {
+            tid,
+            starttime,
+            old: mut from,
+            ..
+        } = entry.change.clone()
+        else {
+            continue;
+        };
+        if !in_scope(entry) || linked.contains(&i) {
+            continue;
+        }
+        let mut older = Vec::new();
+        for (j, before) in entries[..i].iter().enumerate().rev() {
+            let Change::Thread {
+                tid: t,
+                starttime: s,
+                old,
+                new,
+                ..
+            } = &before.change
+            else {
+                continue;
+            };
+            if (*t, *s) != (tid, starttime) || before.boot_id != entry.boot_id {
+                continue;
+            }
+            if !in_scope(before) || *new != from {
+                break;
+            }
+            older.push(j);
+            linked.insert(j);
+            from = old.clone();
+        }
+        if !older.is_empty() {
+            chains.insert(i, older);
+        }
+    }
+    chains
+}
+
 fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) -> UndoOutcome {
     match &entry.change {
         Change::Thread {
+            pid,
             tid,
             starttime,
             old,
@@ -703,11 +1032,12 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
             if dry_run {
                 return UndoOutcome::Restored;
             }
-            match old.write(*tid) {
+            match write_to(*pid, *tid, *starttime, old) {
                 Ok(()) => UndoOutcome::Restored,
-                Err(e) if e.errno() == Some(libc::ESRCH) => UndoOutcome::Gone,
-                Err(e) => UndoOutcome::Failed {
-                    error: e.to_string(),
+                Err(Missed::Gone) => UndoOutcome::Gone,
+                Err(Missed::Refused(e)) if e.errno() == Some(libc::ESRCH) => UndoOutcome::Gone,
+                Err(missed) => UndoOutcome::Failed {
+                    error: missed.describe(*tid, old),
                 },
             }
         }
@@ -853,6 +1183,238 @@ mod tests {
         let log = ChangeLog::at(dir.path());
         let e = log.begin("x").err().unwrap().to_string();
         assert!(e.contains(FILE_NAME) && e.contains("move it aside"), "{e}");
+    }
+
+    /// A child killed when dropped: a failing test leaves nothing behind.
+    struct Kid(std::process::Child);
+
+    impl Drop for Kid {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn sleeper() -> Kid {
+        Kid(std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap())
+    }
+
+    /// A promotion, then the runaway's demotion (as `watch --runaway-limit`
+    /// records it): undo puts the thread back to where it started in one
+    /// write, never through the real-time settings in between.
+    #[test]
+    fn undo_of_a_demoted_runaway_never_promotes_it_again() {
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: making another process real-time needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let kid = sleeper();
+        let pid = kid.0.id() as i32;
+        let task = crate::task::thread(pid, pid, crate::task::Detail::Full).unwrap();
+        let txn = log.begin("watch").unwrap();
+        let to = |policy, priority| {
+            move |current: &Settings| Settings {
+                policy,
+                priority,
+                ..current.clone()
+            }
+        };
+        txn.change_thread(&task, to(rtlab_core::sched::Policy::Fifo, 3))
+            .unwrap();
+        txn.change_thread(&task, to(rtlab_core::sched::Policy::Other, 0))
+            .unwrap();
+        assert_eq!(log.entries().unwrap().len(), 2);
+
+        // What the thread has as undo is about to write to it.
+        let seen: std::rc::Rc<std::cell::RefCell<Vec<rtlab_core::sched::Policy>>> =
+            Default::default();
+        let seen_in = std::rc::Rc::clone(&seen);
+        HOOK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |at, tid| {
+                if at == Stage::Checked && tid == pid {
+                    seen_in.borrow_mut().push(policy_of(pid));
+                }
+            }))
+        });
+        let undone = log.undo(UndoScope::All, false, false).unwrap();
+        HOOK.with(|h| h.borrow_mut().take());
+        assert_eq!(undone.len(), 2);
+        assert!(
+            undone.iter().all(|u| u.outcome == UndoOutcome::Restored),
+            "{undone:?}"
+        );
+        assert!(
+            seen.borrow().iter().all(|p| !p.is_realtime()),
+            "undo made it real-time on the way: {:?}",
+            seen.borrow()
+        );
+        assert_eq!(policy_of(pid), rtlab_core::sched::Policy::Other);
+        assert!(log.entries().unwrap().is_empty());
+    }
+
+    /// `sleep 300` at pid `pid` (free now), by setting the kernel's last
+    /// pid just below it; others may take it first, so it tries again.
+    fn sleeper_at(pid: i32) -> Option<Kid> {
+        for _ in 0..500 {
+            fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
+            let kid = sleeper();
+            if kid.0.id() as i32 == pid {
+                return Some(kid);
+            }
+        }
+        None
+    }
+
+    fn policy_of(pid: i32) -> rtlab_core::sched::Policy {
+        Settings::read(pid).unwrap().policy
+    }
+
+    /// Issue 16 item 2: the thread a change was recorded for ends and its
+    /// id is reused by another process at `stage`; the newcomer must not
+    /// keep real-time priority, and the outcome must say what happened.
+    fn swap_at(stage: Stage) -> Option<(Result<ThreadOutcome, ChangeError>, i32, Kid)> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: making another process real-time and choosing pids need root");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let target = std::cell::RefCell::new(Some(sleeper()));
+        let pid = target.borrow().as_ref().unwrap().0.id() as i32;
+        let task = crate::task::thread(pid, pid, crate::task::Detail::Full).unwrap();
+        let newcomer: std::rc::Rc<std::cell::RefCell<Option<Kid>>> = Default::default();
+        let slot = std::rc::Rc::clone(&newcomer);
+        let target_slot = std::rc::Rc::new(target);
+        let killer = std::rc::Rc::clone(&target_slot);
+        HOOK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |at, tid| {
+                if at == stage && tid == pid {
+                    drop(killer.borrow_mut().take()); // killed and reaped
+                    *slot.borrow_mut() = sleeper_at(pid);
+                }
+            }))
+        });
+        let txn = log.begin("test").unwrap();
+        let outcome = txn.change_thread(&task, |current| Settings {
+            policy: rtlab_core::sched::Policy::Fifo,
+            priority: 3,
+            ..current.clone()
+        });
+        HOOK.with(|h| h.borrow_mut().take());
+        let Some(kid) = newcomer.borrow_mut().take() else {
+            eprintln!("skipped: cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
+            return None;
+        };
+        assert!(
+            log.entries().unwrap().is_empty(),
+            "nothing to undo is left in the record"
+        );
+        Some((outcome, pid, kid))
+    }
+
+    #[test]
+    fn a_thread_that_ends_while_its_change_is_recorded_is_not_changed() {
+        let Some((outcome, pid, kid)) = swap_at(Stage::Recorded) else {
+            return;
+        };
+        assert_eq!(
+            policy_of(pid),
+            rtlab_core::sched::Policy::Other,
+            "the newcomer at the reused pid was promoted"
+        );
+        assert!(matches!(outcome, Err(ChangeError::Vanished)), "{outcome:?}");
+        drop(kid);
+    }
+
+    #[test]
+    fn a_change_that_lands_on_a_newcomer_is_taken_back_and_reported() {
+        let Some((outcome, pid, kid)) = swap_at(Stage::Checked) else {
+            return;
+        };
+        assert_eq!(
+            policy_of(pid),
+            rtlab_core::sched::Policy::Other,
+            "the newcomer at the reused pid kept the promotion"
+        );
+        match outcome {
+            Err(
+                e @ ChangeError::EndedDuring {
+                    taken_back: true, ..
+                },
+            ) => {
+                let text = e.to_string();
+                assert!(text.contains("taken back to SCHED_OTHER"), "{text}");
+            }
+            other => panic!("not reported as reaching another thread: {other:?}"),
+        }
+        drop(kid);
+    }
+
+    /// Undo writes too: a thread demoted from FIFO (as `watch
+    /// --runaway-limit` does) ends between undo's check and its write, and
+    /// a newcomer takes its pid: the newcomer must not be left FIFO.
+    #[test]
+    fn an_undo_that_lands_on_a_newcomer_is_taken_back_and_reported() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: making another process real-time and choosing pids need root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let target = std::rc::Rc::new(std::cell::RefCell::new(Some(sleeper())));
+        let pid = target.borrow().as_ref().unwrap().0.id() as i32;
+        let fifo = |current: &Settings| Settings {
+            policy: rtlab_core::sched::Policy::Fifo,
+            priority: 3,
+            ..current.clone()
+        };
+        fifo(&Settings::read(pid).unwrap()).write(pid).unwrap();
+        let task = crate::task::thread(pid, pid, crate::task::Detail::Full).unwrap();
+        let txn = log.begin("demote").unwrap();
+        let demoted = txn
+            .change_thread(&task, |current| Settings {
+                policy: rtlab_core::sched::Policy::Other,
+                priority: 0,
+                ..current.clone()
+            })
+            .unwrap();
+        assert!(matches!(demoted, ThreadOutcome::Changed { .. }));
+
+        let newcomer: std::rc::Rc<std::cell::RefCell<Option<Kid>>> = Default::default();
+        let (slot, killer) = (std::rc::Rc::clone(&newcomer), std::rc::Rc::clone(&target));
+        HOOK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |at, tid| {
+                if at == Stage::Checked && tid == pid {
+                    drop(killer.borrow_mut().take());
+                    *slot.borrow_mut() = sleeper_at(pid);
+                }
+            }))
+        });
+        let undone = log.undo(UndoScope::All, false, false).unwrap();
+        HOOK.with(|h| h.borrow_mut().take());
+        let Some(kid) = newcomer.borrow_mut().take() else {
+            eprintln!("skipped: cannot choose a pid here (/proc/sys/kernel/ns_last_pid)");
+            return;
+        };
+        assert_eq!(
+            policy_of(pid),
+            rtlab_core::sched::Policy::Other,
+            "undo left the newcomer at the reused pid real-time"
+        );
+        match &undone[0].outcome {
+            UndoOutcome::Failed { error } => {
+                assert!(error.contains("taken back to SCHED_OTHER"), "{error}")
+            }
+            other => panic!("not reported: {other:?}"),
+        }
+        drop(kid);
     }
 
     #[test]

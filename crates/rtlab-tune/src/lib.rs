@@ -5,9 +5,11 @@
 pub mod changes;
 pub mod check;
 mod connector;
+pub mod identity;
 pub mod promote;
 pub mod rule;
 pub mod rules_file;
 pub mod systemd;
 pub mod task;
+pub mod trust;
 pub mod watch;

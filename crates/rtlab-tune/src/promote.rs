@@ -36,6 +36,12 @@ pub enum Outcome {
     },
     /// The thread ended before it could be changed.
     Vanished,
+    /// Its name matched but the rule cannot vouch for the process (another
+    /// user's, or running a file another user could have written): left
+    /// alone, with why.
+    Skipped {
+        reason: String,
+    },
     Failed {
         error: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,6 +74,7 @@ impl fmt::Display for Applied {
             }
             Outcome::Held { settings } => write!(f, "held     {who}: {settings}"),
             Outcome::Vanished => write!(f, "gone     {who}: ended before it could be changed"),
+            Outcome::Skipped { reason } => write!(f, "skipped  {who}: {reason}"),
             Outcome::Failed { error, hint } => {
                 write!(f, "FAILED   {who}: {error}")?;
                 if let Some(hint) = hint {
@@ -83,16 +90,9 @@ impl fmt::Display for Applied {
 /// (a watcher promoting itself would compete with what it promotes). All
 /// changes go into the record together (see [`Txn::change_threads`]).
 pub fn apply(rules: &[Rule], tasks: &[Task], txn: &Txn) -> Vec<Applied> {
-    let matched: Vec<(usize, &Rule, &Task)> = tasks
-        .iter()
-        .filter(|task| !is_rtlab(task))
-        .filter_map(|task| {
-            let (index, rule) = first_match(rules, task)?;
-            Some((index, rule, task))
-        })
-        .collect();
+    let (matched, mut skipped) = vet(rules, tasks);
     if matched.is_empty() {
-        return Vec::new();
+        return skipped;
     }
     let threads: Vec<&Task> = matched.iter().map(|&(_, _, task)| task).collect();
     let outcomes = txn.change_threads(&threads, |task, current| {
@@ -102,7 +102,7 @@ pub fn apply(rules: &[Rule], tasks: &[Task], txn: &Txn) -> Vec<Applied> {
             None => current.clone(),
         }
     });
-    match outcomes {
+    let mut results: Vec<Applied> = match outcomes {
         Ok(outcomes) => matched
             .iter()
             .zip(outcomes)
@@ -120,7 +120,42 @@ pub fn apply(rules: &[Rule], tasks: &[Task], txn: &Txn) -> Vec<Applied> {
                 ..applied(index, rule, task, Err(ChangeError::Vanished))
             })
             .collect(),
+    };
+    results.append(&mut skipped);
+    results
+}
+
+/// The threads of `tasks` (rtlab's own aside) the first matching rule may
+/// promote, with that rule; and those it matched by name but cannot vouch
+/// for, as `Skipped` outcomes. The identity of a process is read once for
+/// all its threads.
+pub fn vet<'a>(
+    rules: &'a [Rule],
+    tasks: &'a [Task],
+) -> (Vec<(usize, &'a Rule, &'a Task)>, Vec<Applied>) {
+    let mut verdicts: std::collections::HashMap<(i32, usize), Result<(), String>> =
+        std::collections::HashMap::new();
+    let mut matched = Vec::new();
+    let mut skipped = Vec::new();
+    for task in tasks.iter().filter(|task| !is_rtlab(task)) {
+        let Some((index, rule)) = first_match(rules, task) else {
+            continue;
+        };
+        let verdict = verdicts
+            .entry((task.pid, index))
+            .or_insert_with(|| rule.selector.vouches_for(task));
+        match verdict {
+            Ok(()) => matched.push((index, rule, task)),
+            Err(reason) if reason == crate::identity::GONE => {}
+            Err(reason) => skipped.push(Applied {
+                outcome: Outcome::Skipped {
+                    reason: reason.clone(),
+                },
+                ..applied(index, rule, task, Err(ChangeError::Vanished))
+            }),
+        }
     }
+    (matched, skipped)
 }
 
 /// The CPUs a thread may be given; read only when the rule sets affinity.
@@ -247,6 +282,9 @@ pub struct RuleStatus {
     pub origin: Option<String>,
     pub promotion: crate::rule::Promotion,
     pub threads: Vec<ThreadStatus>,
+    /// Threads its pattern matches whose process it cannot vouch for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Applied>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -279,12 +317,16 @@ pub fn status(rules: &[Rule], tasks: &[Task]) -> Vec<RuleStatus> {
             origin: rule.origin.clone(),
             promotion: rule.promotion.clone(),
             threads: Vec::new(),
+            skipped: Vec::new(),
         })
         .collect();
-    for task in tasks.iter().filter(|t| !is_rtlab(t)) {
-        let Some((index, rule)) = first_match(rules, task) else {
-            continue;
-        };
+    let (matched, skipped) = vet(rules, tasks);
+    for a in skipped {
+        if let Some(index) = a.rule {
+            statuses[index].skipped.push(a);
+        }
+    }
+    for (index, rule, task) in matched {
         let Ok(settings) = Settings::read(task.tid) else {
             continue; // ended since the scan
         };

@@ -89,6 +89,9 @@ pub struct Selector {
     pub threads: Option<Pattern>,
     /// Kernel threads are only ever touched by a selector that says so.
     pub kernel: bool,
+    /// What the process must be besides its name (see [`crate::identity`]);
+    /// checked by [`Selector::vouches_for`] once the name matched.
+    pub vouch: crate::identity::Vouch,
 }
 
 impl Selector {
@@ -104,6 +107,12 @@ impl Selector {
             Field::Cmdline => self.process.is_match(&task.cmdline),
         };
         process_matches && self.threads.as_ref().is_none_or(|t| t.is_match(&task.name))
+    }
+
+    /// Whether the process of `task` (which [`Selector::matches`]) is one
+    /// the rule may promote; else why not. Reads /proc.
+    pub fn vouches_for(&self, task: &Task) -> Result<(), String> {
+        self.vouch.judge(task)
     }
 }
 
@@ -379,6 +388,7 @@ mod tests {
             process,
             threads: threads.map(|t| Pattern::new(t, Field::Name, false).unwrap()),
             kernel,
+            vouch: Default::default(),
         }
     }
 

@@ -2,13 +2,13 @@
 //! `[[rule]]` table per selector and promotion. Every error names the file,
 //! the line and the field.
 
+use crate::identity::Vouch;
 use crate::rule::{Field, Pattern, Promotion, Rule, Selector};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{DeadlineParams, Policy};
 use serde::Deserialize;
 use std::fmt;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -69,6 +69,20 @@ struct RawRule {
     reset_on_fork: Option<bool>,
     #[serde(default)]
     allow_99: bool,
+    exe: Option<Spanned<String>>,
+    user: Option<Spanned<UserKey>>,
+    unit: Option<Spanned<String>>,
+    cgroup: Option<Spanned<String>>,
+    #[serde(default)]
+    allow_any_user: bool,
+}
+
+/// `user = "alarm"` or `user = 998`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum UserKey {
+    Name(String),
+    Uid(i64),
 }
 
 /// Reads and checks a rules file. As root, a file that anyone but root
@@ -93,7 +107,7 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        check_owned_by_root(&real, &meta).map_err(whole)?;
+        check_owned_by_root(path, &meta).map_err(whole)?;
     }
     if meta.len() > MAX_BYTES {
         return Err(whole(format!(
@@ -109,49 +123,25 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, RulesError> {
 }
 
 /// Refuses a file that a user other than root could have written, or
-/// replaced: the file itself, and every directory on its (resolved) path,
-/// must belong to root and be writable by no one else (a directory
-/// writable by others may still hold it if it has the sticky bit, as /tmp
-/// does: then only root may rename or remove root's file).
-pub fn check_owned_by_root(real_path: &Path, meta: &fs::Metadata) -> Result<(), String> {
-    if meta.uid() != 0 {
-        return Err(format!(
-            "is owned by uid {}, not root; as root rtlab only applies rules root wrote \
-             (fix: chown root: {})",
-            meta.uid(),
-            real_path.display()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "is writable by {} (mode {:o}); as root rtlab only applies rules no one else \
-             can change (fix: chmod go-w {})",
-            if meta.mode() & 0o002 != 0 {
-                "everyone"
-            } else {
-                "its group"
-            },
-            meta.mode() & 0o7777,
-            real_path.display()
-        ));
-    }
-    for dir in real_path.ancestors().skip(1) {
-        let Ok(dir_meta) = fs::metadata(dir) else {
-            continue;
-        };
-        let sticky = dir_meta.mode() & 0o1000 != 0;
-        let others_may_write = dir_meta.mode() & 0o022 != 0;
-        if dir_meta.uid() != 0 || (others_may_write && !sticky) {
-            return Err(format!(
-                "is inside {}, which a user other than root can change (owner uid {}, mode {:o}), \
-                 so the file could be replaced; keep rules in a root-owned directory such as /etc/rtlab",
-                dir.display(),
-                dir_meta.uid(),
-                dir_meta.mode() & 0o7777
-            ));
+/// replaced: the file itself, every directory crossed to reach it, and
+/// every symlink on the way (with the directory it lives in) must belong to
+/// root and be writable by no one else (a directory writable by others may
+/// still hold it if it has the sticky bit, as /tmp does, and what it holds
+/// belongs to root: then only root may rename or remove it). `path` is the
+/// path as given, not resolved: a root-owned file reached through a link
+/// someone else may swap is refused. See [`crate::trust`].
+pub fn check_owned_by_root(path: &Path, meta: &fs::Metadata) -> Result<(), String> {
+    crate::trust::check_root_only(path, Some(meta)).map_err(|reason| {
+        if reason.starts_with("is owned by") || reason.starts_with("is writable by") {
+            format!(
+                "{reason}; as root rtlab only applies rules root wrote and no one else can change"
+            )
+        } else if reason.starts_with("is inside") || reason.starts_with("is reached through") {
+            format!("{reason}; keep rules in a root-owned directory such as /etc/rtlab")
+        } else {
+            reason
         }
-    }
-    Ok(())
+    })
 }
 
 /// Parses rules from TOML text; `path` names the source in errors.
@@ -295,6 +285,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
             err(span, field, message)
         })?;
 
+        let vouch = vouch_of(r, &err)?;
+
         let label = r
             .name
             .as_ref()
@@ -306,12 +298,41 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
                 process,
                 threads,
                 kernel: r.kernel,
+                vouch,
             },
             promotion,
             origin: Some(format!("{}:{rule_line}", path.display())),
         });
     }
     Ok(rules)
+}
+
+/// Makes the error of a rule from the span of a key, the key and a message.
+type ErrAt<'a> = dyn Fn(Option<std::ops::Range<usize>>, &str, String) -> RulesError + 'a;
+
+/// The identity keys of a rule (see [`Vouch::new`]), errors at the key.
+fn vouch_of(r: &RawRule, err: &ErrAt<'_>) -> Result<Vouch, RulesError> {
+    let user = r.user.as_ref().map(|u| match u.get_ref() {
+        UserKey::Uid(n) => n.to_string(),
+        UserKey::Name(name) => name.clone(),
+    });
+    Vouch::new(
+        r.exe.as_ref().map(|e| e.get_ref().as_str()),
+        user.as_deref(),
+        r.unit.as_ref().map(|u| u.get_ref().as_str()),
+        r.cgroup.as_ref().map(|c| c.get_ref().as_str()),
+        r.allow_any_user,
+    )
+    .map_err(|(field, message)| {
+        let span = match field {
+            "exe" => r.exe.as_ref().map(|e| e.span()),
+            "user" => r.user.as_ref().map(|u| u.span()),
+            "unit" => r.unit.as_ref().map(|u| u.span()),
+            "cgroup" => r.cgroup.as_ref().map(|c| c.span()),
+            _ => None,
+        };
+        err(span, field, message)
+    })
 }
 
 #[cfg(test)]
@@ -418,6 +439,42 @@ period = "10ms"
 
         let e = error("[[rule]]\nmatch = \"a\"\ncmdline = \"b\"\npolicy = \"other\"\n");
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("cmdline")));
+    }
+
+    #[test]
+    fn identity_keys_parse_and_errors_name_them() {
+        let rules = parse_str(
+            "[[rule]]\nmatch = \"a\"\nuser = \"root\"\nunit = \"a.service\"\n\
+             cgroup = \"/rt.slice\"\npolicy = \"fifo\"\npriority = 5\n\
+             [[rule]]\nmatch = \"b\"\nuser = 998\nallow_any_user = true\npolicy = \"other\"\n",
+        )
+        .unwrap();
+        let v = &rules[0].selector.vouch;
+        assert_eq!(
+            (v.user, v.unit.as_deref(), v.cgroup.as_deref()),
+            (Some(0), Some("a.service"), Some("/rt.slice"))
+        );
+        assert!(!v.names_no_identity() && !v.allow_any_user);
+        assert_eq!(rules[1].selector.vouch.user, Some(998));
+        assert!(rules[1].selector.vouch.allow_any_user);
+        assert!(Vouch::default().names_no_identity());
+
+        let e = error("[[rule]]\nmatch = \"a\"\nexe = \"bin/a\"\npolicy = \"other\"\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("exe")));
+        let e = error("[[rule]]\nmatch = \"a\"\npolicy = \"other\"\nuser = \"no-such-user-x\"\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(4), Some("user")));
+        let e = error("[[rule]]\nmatch = \"a\"\nunit = \"alarmd\"\npolicy = \"other\"\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("unit")));
+        let e = error("[[rule]]\nmatch = \"a\"\ncgroup = \"rt.slice\"\npolicy = \"other\"\n");
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("cgroup")));
+        let e = error("[[rule]]\nmatch = \"a\"\nexe = \"/no/such/alarmd\"\npolicy = \"other\"\n");
+        assert_eq!(e.field.as_deref(), Some("exe"));
+        if unsafe { libc::geteuid() } == 0 {
+            // A directory only root can change is still no executable.
+            let e = error("[[rule]]\nmatch = \"a\"\nexe = \"/usr\"\npolicy = \"other\"\n");
+            assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("exe")));
+            assert!(e.to_string().contains("not a file"), "{e}");
+        }
     }
 
     #[test]

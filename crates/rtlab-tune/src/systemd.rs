@@ -456,6 +456,57 @@ pub fn quote_exec_arg(arg: &str) -> String {
     out
 }
 
+/// Where the watch unit's `PrivateTmp=yes` puts an empty directory of the
+/// unit's own (/tmp, /var/tmp: a binary under one would not exist for the
+/// service), and /dev/shm: all open to every user.
+const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// How to put rtlab where a root service may run it.
+const INSTALL_HINT: &str = "install rtlab where only root can write, e.g. \
+    `cargo install --path crates/rtlab --root /usr/local`, and run \
+    `/usr/local/bin/rtlab tune systemd --watch-unit` from there";
+
+/// Refuses a binary the watch unit must not run: the unit runs it as root
+/// with real-time power over every process, so whoever can change the file
+/// (or a directory on its path, or a symlink to it) would run code as root;
+/// and with `PrivateTmp=yes` a path under /tmp, /var/tmp or /dev/shm names
+/// an empty private directory inside the unit, so the service could not
+/// start. The ownership is checked when root runs this (as for rules files).
+pub fn check_watch_binary(rtlab_exe: &Path) -> Result<(), SystemdError> {
+    let err = |reason: String| SystemdError::ExecPath {
+        what: "the rtlab executable",
+        path: rtlab_exe.to_string_lossy().escape_debug().to_string(),
+        reason,
+    };
+    let resolved =
+        std::fs::canonicalize(rtlab_exe).map_err(|e| err(format!("cannot resolve it ({e})")))?;
+    if let Some(dir) = PRIVATE_DIRS
+        .iter()
+        .find(|d| rtlab_exe.starts_with(d) || resolved.starts_with(d))
+    {
+        let why = if *dir == "/dev/shm" {
+            // PrivateTmp= covers /tmp and /var/tmp only.
+            "shared memory that every user may write to and that is emptied at each boot"
+        } else {
+            "which the unit's PrivateTmp=yes replaces with an empty directory of its own (the \
+             service would not find it), and which every user may write to"
+        };
+        return Err(err(format!("it lies under {dir}, {why}; {INSTALL_HINT}")));
+    }
+    // SAFETY: geteuid has no preconditions. Only root can install the
+    // unit; a user writing one elsewhere (a test's unit directory) owns
+    // their own build of rtlab.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    crate::trust::check_root_only(rtlab_exe, None).map_err(|reason| {
+        err(format!(
+            "it {reason}; the unit runs it as root, so whoever can change it would run code \
+             as root; {INSTALL_HINT}"
+        ))
+    })
+}
+
 /// The unit that runs `rtlab tune watch` (with `--rules FILE` when given)
 /// from `rtlab_exe`, the absolute path of the running rtlab. Both paths must
 /// be absolute and UTF-8; systemd forbids quotes and backslashes in the
@@ -494,15 +545,17 @@ Restart=on-failure
 RestartSec=1s
 # Hardening that leaves it able to do its work: change other processes'
 # scheduling and affinity (CAP_SYS_NICE), hear process starts from the kernel's
-# process-event connector (CAP_NET_ADMIN, AF_NETLINK), read /proc, and journal
-# its changes under /run/rtlab. Not set, on purpose: RestrictRealtime= (it
+# process-event connector (CAP_NET_ADMIN, AF_NETLINK), read /proc (and each
+# matched process's /proc/PID/exe, which the rules' identity checks need and
+# the kernel shows only with CAP_SYS_PTRACE: rtlab reads it, never attaches),
+# and journal its changes under /run/rtlab. Not set, on purpose: RestrictRealtime= (it
 # would forbid the very sched_setattr() calls the watcher makes),
 # ProtectProc=/ProcSubset= (they hide the processes it promotes),
 # ProtectControlGroups=/ProtectKernelTunables=/PrivateDevices= (they would make
 # cgroups, /proc/sys and devices such as /dev/cpu_dma_latency unreachable if a
 # rule needs them).
-CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN
-AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN
+CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE
+AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE
 NoNewPrivileges=yes
 ProtectSystem=full
 ProtectHome=read-only

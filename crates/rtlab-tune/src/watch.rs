@@ -23,6 +23,10 @@ pub struct WatchOptions {
     pub rescan_interval: Duration,
     /// Do not use process events (for tests and odd kernels).
     pub poll_only: bool,
+    /// Demote a thread this watch promoted once it has run this long
+    /// without sleeping (see [`Canary`]); None leaves that to the kernel's
+    /// RT throttling.
+    pub runaway_limit: Option<Duration>,
 }
 
 impl Default for WatchOptions {
@@ -31,6 +35,7 @@ impl Default for WatchOptions {
             poll_interval: Duration::from_millis(500),
             rescan_interval: Duration::from_secs(10),
             poll_only: false,
+            runaway_limit: None,
         }
     }
 }
@@ -53,6 +58,14 @@ pub enum WatchEvent {
     },
     ReloadFailed {
         error: String,
+    },
+    /// A thread this watch promoted ran `cpu_ms` of the last `wall_ms`
+    /// without once sleeping, and was demoted to SCHED_OTHER (or tried).
+    Runaway {
+        cpu_ms: u64,
+        wall_ms: u64,
+        #[serde(flatten)]
+        applied: Applied,
     },
     Stopped {
         changed: u64,
@@ -102,52 +115,96 @@ pub fn watch(
         rules: rules.len(),
     });
 
-    let (mut changed, mut failed) = (0u64, 0u64);
-    // The threads this watch changed, so one that stops matching (it ran
-    // another program, or renamed itself) gets its old settings back.
-    // (with the process each belongs to)
-    let mut promoted: HashMap<ThreadId, i32> = HashMap::new();
-    let mut step = |rules: &[Rule], input: Input, report: &mut dyn FnMut(WatchEvent)| {
-        let tasks = match input {
-            Input::Scan(tasks) => {
-                // Forget threads that have ended.
-                let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
-                promoted.retain(|id, _| alive.contains(id));
-                tasks
-            }
-            Input::Events(events) => fresh_threads(events, rules, &promoted),
-        };
-        let tasks = &tasks[..];
-        let unmatched: Vec<task::Task> = tasks
-            .iter()
-            .filter(|t| {
-                promoted.contains_key(&t.id()) && crate::rule::first_match(rules, t).is_none()
-            })
-            .cloned()
-            .collect();
-        let mut results = promote::apply(rules, tasks, &txn);
-        results.extend(promote::revert(&unmatched, &txn));
-        for a in results {
-            let id = ThreadId {
-                tid: a.tid,
-                starttime: a.starttime,
+    let mut state = State::default();
+    let step =
+        |state: &mut State, rules: &[Rule], input: Input, report: &mut dyn FnMut(WatchEvent)| {
+            let tasks = match input {
+                Input::Scan(tasks) => {
+                    // Forget threads that have ended.
+                    let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
+                    state.promoted.retain(|id, _| alive.contains(id));
+                    state.skipped.retain(|id| alive.contains(id));
+                    state.held.retain(|id, _| alive.contains(id));
+                    state.foreign.retain(|id| alive.contains(id));
+                    state.runaways.retain(|id| alive.contains(id));
+                    tasks
+                }
+                Input::Events(events) => fresh_threads(events, rules, &state.promoted),
             };
-            match a.outcome {
-                // A thread that already holds is not news.
-                promote::Outcome::Held { .. } | promote::Outcome::Vanished => continue,
-                promote::Outcome::Changed { .. } if a.rule.is_some() => {
-                    promoted.insert(id, a.pid);
-                    changed += 1;
+            // A runaway this watch demoted stays demoted: promoting it again
+            // at the next scan would hand the CPU back to it.
+            let tasks: Vec<task::Task> = tasks
+                .into_iter()
+                .filter(|t| !state.runaways.contains(&t.id()))
+                .collect();
+            let tasks = &tasks[..];
+            let unmatched: Vec<task::Task> = tasks
+                .iter()
+                .filter(|t| {
+                    state.promoted.contains_key(&t.id())
+                        && crate::rule::first_match(rules, t).is_none()
+                })
+                .cloned()
+                .collect();
+            let mut results = promote::apply(rules, tasks, &txn);
+            // A thread this watch promoted whose process it can no longer vouch
+            // for (it ran a file another user could write) gets its old
+            // settings back, as one no rule matches does.
+            let unvouched: Vec<task::Task> = results
+                .iter()
+                .filter(|a| matches!(a.outcome, promote::Outcome::Skipped { .. }))
+                .filter_map(|a| {
+                    tasks
+                        .iter()
+                        .find(|t| t.tid == a.tid && t.starttime == a.starttime)
+                })
+                .filter(|t| state.promoted.contains_key(&t.id()))
+                .cloned()
+                .collect();
+            results.extend(promote::revert(&unmatched, &txn));
+            results.extend(promote::revert(&unvouched, &txn));
+            for a in results {
+                let id = ThreadId {
+                    tid: a.tid,
+                    starttime: a.starttime,
+                };
+                match a.outcome {
+                    // A thread that already holds is not news (but the runaway
+                    // limit watches it: a restarted watch finds its threads so).
+                    // Only a thread rtlab gave those settings (a restarted
+                    // watch, an earlier `set` or `apply`): one that had them
+                    // from elsewhere is not rtlab's to demote.
+                    promote::Outcome::Held { ref settings } => {
+                        if a.rule.is_some()
+                            && !state.held.contains_key(&id)
+                            && !state.foreign.contains(&id)
+                        {
+                            if txn.gave(a.tid, a.starttime, settings).unwrap_or(false) {
+                                state.held.insert(id, a.pid);
+                            } else {
+                                state.foreign.insert(id);
+                            }
+                        }
+                        continue;
+                    }
+                    promote::Outcome::Vanished => continue,
+                    // Said once per thread, not at every rescan.
+                    promote::Outcome::Skipped { .. } if !state.skipped.insert(id) => continue,
+                    promote::Outcome::Skipped { .. } => {}
+                    promote::Outcome::Changed { .. } if a.rule.is_some() => {
+                        state.promoted.insert(id, a.pid);
+                        state.changed += 1;
+                    }
+                    promote::Outcome::Changed { .. } => {
+                        state.promoted.remove(&id);
+                        state.changed += 1;
+                    }
+                    promote::Outcome::Failed { .. } => state.failed += 1,
                 }
-                promote::Outcome::Changed { .. } => {
-                    promoted.remove(&id);
-                    changed += 1;
-                }
-                promote::Outcome::Failed { .. } => failed += 1,
+                report(WatchEvent::Applied(a));
             }
-            report(WatchEvent::Applied(a));
-        }
-    };
+        };
+    let mut canary = options.runaway_limit.map(Canary::new);
 
     let full_scan_every = match events {
         Some(_) => options.rescan_interval,
@@ -160,6 +217,9 @@ pub fn watch(
             match source.load() {
                 Ok(new_rules) => {
                     rules = new_rules;
+                    // The next scan finds again which threads the rules hold.
+                    state.held.clear();
+                    state.foreign.clear();
                     report(WatchEvent::Reloaded { rules: rules.len() });
                     next_scan = Instant::now();
                 }
@@ -169,11 +229,20 @@ pub fn watch(
         if Instant::now() >= next_scan {
             let tasks = task::scan_with(crate::rule::detail_for(&rules))
                 .map_err(|e| format!("cannot read /proc: {e}"))?;
-            step(&rules, Input::Scan(tasks), report);
+            step(&mut state, &rules, Input::Scan(tasks), report);
             next_scan = Instant::now() + full_scan_every;
         }
-        // Wake at the next scan, or every 200 ms at least to see `stop`.
-        let wait = next_scan
+        if let Some(canary) = &mut canary {
+            if Instant::now() >= canary.next {
+                for event in canary.sample(&mut state, &txn) {
+                    report(event);
+                }
+            }
+        }
+        // Wake at the next scan or sample, or every 200 ms at least to see
+        // `stop`.
+        let wake = canary.as_ref().map_or(next_scan, |c| c.next.min(next_scan));
+        let wait = wake
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(200));
         match &mut events {
@@ -182,7 +251,7 @@ pub fn watch(
                     pending.clear();
                     match ev.drain(&mut pending) {
                         Ok(true) => {
-                            step(&rules, Input::Events(&pending), report);
+                            step(&mut state, &rules, Input::Events(&pending), report);
                         }
                         // Lost events: only a full scan is sure to find all.
                         Ok(false) => next_scan = Instant::now(),
@@ -193,9 +262,208 @@ pub fn watch(
             None => std::thread::sleep(wait),
         }
     }
-    report(WatchEvent::Stopped { changed, failed });
+    report(WatchEvent::Stopped {
+        changed: state.changed,
+        failed: state.failed,
+    });
     Ok(())
 }
+
+/// What the watch keeps between steps.
+#[derive(Default)]
+struct State {
+    changed: u64,
+    failed: u64,
+    /// The threads this watch changed, so one that stops matching (it ran
+    /// another program, or renamed itself) gets its old settings back
+    /// (with the process each belongs to).
+    promoted: HashMap<ThreadId, i32>,
+    /// The threads already reported as skipped.
+    skipped: HashSet<ThreadId>,
+    /// Threads a rule matched that already had its settings, given by
+    /// rtlab (an earlier command's change in the record).
+    held: HashMap<ThreadId, i32>,
+    /// Threads a rule matched that already had its settings from elsewhere:
+    /// not watched for runaways.
+    foreign: HashSet<ThreadId>,
+    /// The runaways demoted: never promoted again by this watch.
+    runaways: HashSet<ThreadId>,
+}
+
+/// A thread that runs on without sleeping: `tune watch --runaway-limit`.
+/// The threads watched are the real-time ones a rule matched that rtlab
+/// promoted: this watch, or an earlier rtlab command whose change is still
+/// in the record (a restarted watch finds those already holding their
+/// rule's settings). A thread that had them from elsewhere (another
+/// service's own real-time thread) is left alone.
+///
+/// rtkit's canary is a thread of rtkit's own at a low real-time priority
+/// that should get to run every so often: when it starves, some real-time
+/// thread is hogging the CPU, and rtkit demotes them all. That needs rtkit
+/// to own the promotions and an idle slot on each CPU. What is measured
+/// here is each promoted thread itself, every limit/4: the CPU time the
+/// kernel accounts it (/proc/PID/task/TID/schedstat) and its voluntary
+/// context switches (status). A thread that has not once blocked for a
+/// whole limit and ran at least 3/4 of that time (the kernel's throttling
+/// leaves real-time threads 95% by default; a thread that is merely
+/// preempted runs less) is a runaway, and is demoted to SCHED_OTHER. A
+/// deliberate busy-poller looks the same: do not use the limit for one.
+struct Canary {
+    limit: Duration,
+    every: Duration,
+    next: Instant,
+    windows: HashMap<ThreadId, Window>,
+}
+
+/// Since when a thread has not slept, with its counters then.
+struct Window {
+    since: Instant,
+    cpu_ns: u64,
+    voluntary: u64,
+}
+
+impl Canary {
+    fn new(limit: Duration) -> Canary {
+        Canary {
+            limit,
+            every: (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(1)),
+            next: Instant::now(),
+            windows: HashMap::new(),
+        }
+    }
+
+    /// Samples every promoted thread; demotes the runaways.
+    fn sample(&mut self, state: &mut State, txn: &crate::changes::Txn) -> Vec<WatchEvent> {
+        let now = Instant::now();
+        self.next = now + self.every;
+        self.windows
+            .retain(|id, _| state.promoted.contains_key(id) || state.held.contains_key(id));
+        let mut events = Vec::new();
+        let threads: Vec<(ThreadId, i32)> = state
+            .promoted
+            .iter()
+            .chain(state.held.iter())
+            .map(|(id, pid)| (*id, *pid))
+            .collect();
+        for (id, pid) in threads {
+            let Some((cpu_ns, voluntary)) = run_counters(pid, id) else {
+                self.windows.remove(&id);
+                continue;
+            };
+            let window = self.windows.entry(id).or_insert(Window {
+                since: now,
+                cpu_ns,
+                voluntary,
+            });
+            let wall = now.duration_since(window.since);
+            if voluntary != window.voluntary {
+                *window = Window {
+                    since: now,
+                    cpu_ns,
+                    voluntary,
+                };
+                continue;
+            }
+            if wall < self.limit {
+                continue;
+            }
+            let ran = cpu_ns.saturating_sub(window.cpu_ns);
+            // Only a real-time thread can hog a CPU (a rule may give
+            // SCHED_OTHER or SCHED_BATCH too).
+            let realtime = rtlab_core::sched::thread_sched(id.tid)
+                .is_ok_and(|s| s.params.policy.is_realtime());
+            if !realtime || (ran as u128) * 4 < wall.as_nanos() * 3 {
+                // Not sleeping, but not running either (preempted): start over.
+                *window = Window {
+                    since: now,
+                    cpu_ns,
+                    voluntary,
+                };
+                continue;
+            }
+            self.windows.remove(&id);
+            if let Some(event) = demote(state, txn, pid, id, ran, wall) {
+                events.push(event);
+            }
+        }
+        events
+    }
+}
+
+/// A thread's CPU time (ns) and voluntary context switches, if it is still
+/// the thread `id` (start time checked before and after the reads).
+fn run_counters(pid: i32, id: ThreadId) -> Option<(u64, u64)> {
+    let dir = format!("/proc/{pid}/task/{}", id.tid);
+    let same = || task::starttime_of(id.tid) == Some(id.starttime);
+    if !same() {
+        return None;
+    }
+    let schedstat = std::fs::read_to_string(format!("{dir}/schedstat")).ok()?;
+    let cpu_ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+    let status = std::fs::read_to_string(format!("{dir}/status")).ok()?;
+    let voluntary: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    same().then_some((cpu_ns, voluntary))
+}
+
+/// Demotes runaway `id` to SCHED_OTHER, recorded like every change so undo
+/// stays consistent; the event says so (or why it could not).
+fn demote(
+    state: &mut State,
+    txn: &crate::changes::Txn,
+    pid: i32,
+    id: ThreadId,
+    ran_ns: u64,
+    wall: Duration,
+) -> Option<WatchEvent> {
+    let thread = task::thread(pid, id.tid, task::Detail::Matching { cmdline: false })
+        .filter(|t| t.starttime == id.starttime)?;
+    let result = txn.change_thread(&thread, |current| crate::task::Settings {
+        policy: rtlab_core::sched::Policy::Other,
+        priority: 0,
+        deadline: None,
+        ..current.clone()
+    });
+    state.promoted.remove(&id);
+    state.held.remove(&id);
+    state.runaways.insert(id);
+    let outcome = match result {
+        Ok(crate::changes::ThreadOutcome::Changed { old, new }) => {
+            state.changed += 1;
+            promote::Outcome::Changed { old, new }
+        }
+        Ok(crate::changes::ThreadOutcome::Held { settings }) => promote::Outcome::Held { settings },
+        Err(crate::changes::ChangeError::Vanished) => return None,
+        Err(e) => {
+            state.failed += 1;
+            promote::Outcome::Failed {
+                error: e.to_string(),
+                hint: None,
+            }
+        }
+    };
+    Some(WatchEvent::Runaway {
+        cpu_ms: ran_ns / 1_000_000,
+        wall_ms: wall.as_millis() as u64,
+        applied: Applied {
+            rule: None,
+            label: RUNAWAY.into(),
+            pid,
+            tid: id.tid,
+            starttime: id.starttime,
+            name: thread.name,
+            process_name: thread.process_name,
+            outcome,
+        },
+    })
+}
+
+/// The label of a runaway's demotion.
+pub const RUNAWAY: &str = "(runaway: ran without sleeping past --runaway-limit)";
 
 /// What one step of the watch looks at.
 enum Input<'e> {

@@ -438,7 +438,12 @@ fn rt_throttling_values() {
     let f = get(&r, "rt-throttling");
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.summary.contains("-1") && f.summary.contains("disabled"));
-    assert!(f.detail.as_deref().unwrap().contains("runaway"));
+    assert!(
+        f.summary.contains("runaway real-time thread"),
+        "{}",
+        f.summary
+    );
+    assert!(f.detail.as_deref().unwrap().contains("--runaway-limit"));
 
     tree.write("/proc/sys/kernel/sched_rt_runtime_us", "500000\n");
     let r = run(&tree, RT_VERSION, vec![], root_limits());

@@ -5,9 +5,9 @@
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::Policy;
 use rtlab_tune::systemd::{
-    dropin_path, quote_exec_arg, reload, reload_with, render_dropin, render_watch_unit,
-    service_name, unit_name, verify, verify_with, watch_unit_path, DropIn, ReloadOutcome,
-    SystemdError, Verification, SYSTEMD_BOOTED_MARKER, WATCH_UNIT_NAME,
+    check_watch_binary, dropin_path, quote_exec_arg, reload, reload_with, render_dropin,
+    render_watch_unit, service_name, unit_name, verify, verify_with, watch_unit_path, DropIn,
+    ReloadOutcome, SystemdError, Verification, SYSTEMD_BOOTED_MARKER, WATCH_UNIT_NAME,
 };
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -326,8 +326,8 @@ fn watch_unit_runs_rtlab_tune_watch_with_the_rules() {
         "Restart=on-failure",
         "After=multi-user.target",
         "WantedBy=multi-user.target",
-        "CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN",
-        "AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN",
+        "CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE",
+        "AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN CAP_SYS_PTRACE",
         "RestrictAddressFamilies=AF_UNIX AF_NETLINK",
     ] {
         assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");
@@ -694,4 +694,66 @@ fn reload_runs_systemctl_when_systemd_runs_and_reports_its_failure() {
         ),
         other => panic!("expected failed, got {other:?}"),
     }
+}
+
+// ------------------------------------------------------ the watch binary
+
+/// Issue 16 item 16: the watch unit runs its binary as root with
+/// PrivateTmp=yes, so one under /tmp, or one another user may change, is
+/// refused with how to install rtlab.
+#[test]
+fn watch_unit_refuses_a_binary_under_tmp_or_that_others_can_change() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to own and chown the test binaries");
+        return;
+    }
+    let make = |dir: &Path| -> PathBuf {
+        let exe = dir.join("rtlab");
+        fs::write(&exe, "#!/bin/true\n").unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+        exe
+    };
+    // Root's, mode 0700 dir, but under /tmp.
+    let tmp = tempfile::tempdir_in("/tmp").unwrap();
+    let e = check_watch_binary(&make(tmp.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("under /tmp") && e.contains("PrivateTmp") && e.contains("cargo install"),
+        "{e}"
+    );
+    // /dev/shm is open to all too, but PrivateTmp= leaves it shared: the
+    // reason says what is true of it.
+    if Path::new("/dev/shm").is_dir() {
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        let e = check_watch_binary(&make(shm.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("under /dev/shm")
+                && !e.contains("PrivateTmp")
+                && e.contains("cargo install"),
+            "{e}"
+        );
+    }
+    // Outside /tmp, but in a directory another user owns.
+    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let theirs = base.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    let exe = make(&theirs);
+    check_watch_binary(&exe).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+    let e = check_watch_binary(&exe).unwrap_err().to_string();
+    assert!(
+        e.contains("owner uid 65534") && e.contains("cargo install"),
+        "{e}"
+    );
+    // A file others may write.
+    std::os::unix::fs::chown(&theirs, Some(0), None).unwrap();
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o777)).unwrap();
+    let e = check_watch_binary(&exe).unwrap_err().to_string();
+    assert!(e.contains("writable by everyone"), "{e}");
+    // This test's own binary is where cargo builds it: root's alone.
+    check_watch_binary(&std::env::current_exe().unwrap()).unwrap();
 }

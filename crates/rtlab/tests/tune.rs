@@ -436,6 +436,518 @@ fn as_root_a_rules_file_others_could_write_is_refused() {
     );
 }
 
+#[test]
+fn as_root_a_symlinked_rules_file_in_a_directory_others_may_write_is_refused() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = write_rules(dir.path(), "[[rule]]\nmatch = \"x\"\npolicy = \"other\"\n");
+    // The target is safe; the link is in a directory anyone may write, so
+    // anyone may point it elsewhere.
+    let open = dir.path().join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let link = open.join("rules.toml");
+    std::os::unix::fs::symlink(&rules, &link).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", link.to_str().unwrap()],
+        &["open", "mode 777", "could be replaced"],
+    );
+    // Sticky, as /tmp is: a link another user owns may be replaced by them.
+    let sticky = dir.path().join("sticky");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let theirs = sticky.join("rules.toml");
+    std::os::unix::fs::symlink(&rules, &theirs).unwrap();
+    std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
+    assert_refused(
+        &["tune", "apply", "--rules", theirs.to_str().unwrap()],
+        &["uid 65534", "could be replaced"],
+    );
+    // Root's link there, to root's file, is as safe as the file.
+    let state = tempfile::tempdir().unwrap();
+    let ours = sticky.join("ours.toml");
+    std::os::unix::fs::symlink(&rules, &ours).unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--dry-run",
+        "--rules",
+        ours.to_str().unwrap(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sleep_path() -> PathBuf {
+    ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("sleep is installed")
+}
+
+/// `prog 300` run as `uid` (and its group), killed when dropped.
+fn start_as(uid: u32, prog: &Path) -> Proc {
+    use std::os::unix::process::CommandExt;
+    Proc(
+        Command::new(prog)
+            .arg("300")
+            .uid(uid)
+            .gid(uid)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Issue 16 item 1: any user names a process after a rule's pattern; a
+/// rule that names only the name must not promote it.
+#[test]
+fn a_rule_by_name_promotes_no_other_users_process_unless_it_says_so() {
+    require_root!();
+    const NOBODY: u32 = 65534;
+    let state = tempfile::tempdir().unwrap();
+    let name = unique_name("n");
+    // Another user's copy of sleep, in a directory of theirs.
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let theirs = home.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    let copy = theirs.join(&name);
+    fs::copy(sleep_path(), &copy).unwrap();
+    std::os::unix::fs::chown(&copy, Some(NOBODY), Some(NOBODY)).unwrap();
+    let victim = start_as(NOBODY, &copy);
+    // Root running a file in that user's directory: they could have
+    // written it.
+    let planted = start_as(0, &copy);
+    let (victim_pid, planted_pid) = (victim.id() as i32, planted.id() as i32);
+    wait_until("both to run the copy", || {
+        [victim_pid, planted_pid].iter().all(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+        })
+    });
+
+    let rules = write_rules(
+        state.path(),
+        &format!("[[rule]]\nmatch = \"{name}\"\npolicy = \"fifo\"\npriority = 23\n"),
+    );
+    let rules_arg = rules.to_str().unwrap();
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules_arg, "--json"]));
+    let doc = json_of(&out);
+    assert!(out.status.success(), "{doc}");
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(0), Some(2)),
+        "{doc}"
+    );
+    let reason_of = |doc: &serde_json::Value, pid: i32| -> String {
+        doc["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["pid"] == pid)
+            .unwrap_or_else(|| panic!("{pid} not reported: {doc}"))["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let reason = reason_of(&doc, victim_pid);
+    assert!(
+        reason.contains("uid 65534") && reason.contains("allow_any_user"),
+        "{reason}"
+    );
+    let reason = reason_of(&doc, planted_pid);
+    assert!(reason.contains("could have written"), "{reason}");
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+    assert_eq!(policy_of(planted_pid).0, Policy::Other);
+    // In words, too.
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules_arg]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("skipped  {victim_pid} {name}: runs as uid 65534")),
+        "{text}"
+    );
+
+    // tune set: the same rule; nothing promoted is exit 1.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--policy",
+        "fifo",
+        "--priority",
+        "23",
+        "--json",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["skipped"], 2);
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+
+    // Vouching for the user promotes theirs only.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--user",
+        "65534",
+        "--policy",
+        "fifo",
+        "--priority",
+        "23",
+        "--json",
+    ]));
+    assert!(out.status.success());
+    assert_eq!(policy_of(victim_pid), (Policy::Fifo, 23));
+    assert_eq!(policy_of(planted_pid).0, Policy::Other);
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+
+    // So does the explicit override of tune set.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--allow-any-user",
+        "--policy",
+        "fifo",
+        "--priority",
+        "23",
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 2, "{}", json_of(&out));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+
+    // watch skips it too, and says so once.
+    let watcher = Watcher::start(state.path(), &rules, &["--poll", "--interval", "50ms"]);
+    let skipped = watcher.next_event("applied");
+    assert_eq!(skipped["result"], "skipped", "{skipped}");
+    std::thread::sleep(Duration::from_millis(300));
+    let events = watcher.stop();
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+    assert_eq!(policy_of(planted_pid).0, Policy::Other);
+    let more_skips = events
+        .iter()
+        .filter(|e| e["event"] == "applied" && e["result"] == "skipped")
+        .count();
+    assert_eq!(more_skips, 1, "each is reported once: {events:?}");
+
+    // The explicit override promotes both.
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\nallow_any_user = true\npolicy = \"fifo\"\npriority = 23\n"
+        ),
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 2, "{}", json_of(&out));
+    assert_eq!(policy_of(victim_pid), (Policy::Fifo, 23));
+    assert_eq!(policy_of(planted_pid), (Policy::Fifo, 23));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(victim_pid).0, Policy::Other);
+    stop(victim);
+    stop(planted);
+}
+
+/// Run by a user, rtlab can change only that user's processes: a rule by
+/// name still applies to them (SCHED_BATCH needs no privilege).
+#[test]
+fn run_by_a_user_a_rule_by_name_applies_to_their_own_processes() {
+    require_root!(); // to become nobody
+    const NOBODY: u32 = 65534;
+    let state = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(state.path(), Some(NOBODY), Some(NOBODY)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let name = unique_name("o");
+    let copy = home.path().join(&name);
+    fs::copy(sleep_path(), &copy).unwrap();
+    std::os::unix::fs::chown(&copy, Some(NOBODY), Some(NOBODY)).unwrap();
+    let theirs = start_as(NOBODY, &copy);
+    let pid = theirs.id() as i32;
+    wait_until("it to run the copy", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+    });
+    let mut cmd = rtlab(state.path());
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.args(["tune", "set", &name, "--policy", "batch", "--json"])
+            .uid(NOBODY)
+            .gid(NOBODY);
+    }
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(json_of(&out)["changed"], 1);
+    assert_eq!(policy_of(pid).0, Policy::Batch);
+    stop(theirs);
+}
+
+#[test]
+fn an_exe_rule_promotes_roots_process_and_refuses_a_file_others_can_write() {
+    require_root!();
+    let state = tempfile::tempdir().unwrap();
+    let program = Throwaway::new("e");
+    let child = program.start();
+    let pid = child.id() as i32;
+    let exe = fs::canonicalize(sleep_path()).unwrap();
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\nexe = \"{}\"\npolicy = \"fifo\"\npriority = 22\n",
+            program.name,
+            exe.display()
+        ),
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 1, "{}", json_of(&out));
+    assert_eq!(policy_of(pid), (Policy::Fifo, 22));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+
+    // Another executable than the rule's: skipped, with why.
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\nexe = \"/etc/passwd\"\npolicy = \"fifo\"\npriority = 22\n",
+            program.name
+        ),
+    );
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules.to_str().unwrap()]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not /etc/passwd (exe)"), "{text}");
+    assert_eq!(policy_of(pid).0, Policy::Other);
+
+    // A file another user may write cannot be named at all.
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("alarmd");
+    fs::copy(sleep_path(), &theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"alarmd\"\nexe = \"{}\"\npolicy = \"fifo\"\npriority = 22\n",
+            theirs.display()
+        ),
+    );
+    assert_refused(
+        &["tune", "apply", "--rules", rules.to_str().unwrap()],
+        &["rules.toml:3", "field `exe`", "owned by uid 65534"],
+    );
+    assert_refused(
+        &[
+            "tune",
+            "set",
+            "alarmd",
+            "--exe",
+            theirs.to_str().unwrap(),
+            "--policy",
+            "fifo",
+            "--priority",
+            "5",
+        ],
+        &["--exe", "owned by uid 65534"],
+    );
+    stop(child);
+}
+
+/// An `exe` rule names the file, not whose code runs in it: any user may
+/// run root's file under the rule's name (a symlink), with code of their
+/// own (`LD_PRELOAD`, or a script when the file is an interpreter). Without
+/// `user`, `unit` or `cgroup`, such a rule promotes only root's processes.
+#[test]
+fn an_exe_rule_alone_promotes_no_other_users_process() {
+    require_root!();
+    const NOBODY: u32 = 65534;
+    let state = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let name = unique_name("x");
+    let exe = fs::canonicalize(sleep_path()).unwrap();
+    let link = home.path().join(&name);
+    std::os::unix::fs::symlink(&exe, &link).unwrap();
+    let theirs = start_as(NOBODY, &link);
+    let pid = theirs.id() as i32;
+    wait_until("it to run", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+    });
+    let rules_with = |extra: &str| {
+        write_rules(
+            state.path(),
+            &format!(
+                "[[rule]]\nmatch = \"{name}\"\nexe = \"{}\"\n{extra}policy = \"fifo\"\npriority = 21\n",
+                exe.display()
+            ),
+        )
+    };
+    let rules = rules_with("");
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(0), Some(1)),
+        "{doc}"
+    );
+    let reason = doc["threads"][0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("uid 65534") && reason.contains("names the file, not who runs it"),
+        "{reason}"
+    );
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    // tune set --exe alike.
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "set",
+        &name,
+        "--exe",
+        exe.to_str().unwrap(),
+        "--policy",
+        "fifo",
+        "--priority",
+        "21",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    // Naming the user too promotes it.
+    let rules = rules_with("user = 65534\n");
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json_of(&out)["changed"], 1, "{}", json_of(&out));
+    assert_eq!(policy_of(pid), (Policy::Fifo, 21));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    stop(theirs);
+}
+
+/// Where cgroup v2 is mounted, if it is.
+fn cgroup2_mount() -> Option<PathBuf> {
+    fs::read_to_string("/proc/self/mounts")
+        .ok()?
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == "cgroup2")
+        .map(|f| PathBuf::from(f[1]))
+}
+
+/// A cgroup given to a user outside systemd's tree (no slice above it) is
+/// theirs to name: a child they call `alarmd.service` is not that unit.
+#[test]
+fn a_unit_rule_ignores_a_cgroup_a_user_named_like_the_unit() {
+    require_root!();
+    const NOBODY: u32 = 65534;
+    let Some(root) = cgroup2_mount() else {
+        skip("no cgroup v2 mounted");
+        return;
+    };
+    let given = root.join(unique_name("deleg"));
+    if fs::create_dir(&given).is_err() {
+        skip("cannot create a cgroup");
+        return;
+    }
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            for dir in [self.0.join("alarmd.service"), self.0.clone()] {
+                let _ = fs::remove_dir(dir);
+            }
+        }
+    }
+    let _remove = Remove(given.clone());
+    for entry in fs::read_dir(&given).unwrap() {
+        let _ = std::os::unix::fs::chown(entry.unwrap().path(), Some(NOBODY), Some(NOBODY));
+    }
+    std::os::unix::fs::chown(&given, Some(NOBODY), Some(NOBODY)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    fs::set_permissions(home.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let name = unique_name("u");
+    let link = home.path().join(&name);
+    std::os::unix::fs::symlink(sleep_path(), &link).unwrap();
+    let theirs = start_as(NOBODY, &link);
+    let pid = theirs.id() as i32;
+    fs::write(given.join("cgroup.procs"), pid.to_string()).unwrap();
+    // The user makes a child cgroup and moves their process into it.
+    let moved = {
+        use std::os::unix::process::CommandExt;
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "mkdir '{0}/alarmd.service' && echo {pid} > '{0}/alarmd.service/cgroup.procs'",
+                given.display()
+            ))
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .status()
+            .unwrap()
+    };
+    assert!(moved.success());
+    let cgroup = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(cgroup.contains("/alarmd.service\n"), "{cgroup}");
+
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\nunit = \"alarmd.service\"\npolicy = \"fifo\"\npriority = 21\n"
+        ),
+    );
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "apply",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--json",
+    ]));
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(0), Some(1)),
+        "{doc}"
+    );
+    let reason = doc["threads"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("no systemd unit"), "{reason}");
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    stop(theirs);
+}
+
 /// Starts `rtlab tune watch` with JSON events on stdout, read by a thread.
 struct Watcher {
     child: Child,
@@ -893,6 +1405,250 @@ fn the_watch_unit_verifies() {
         ],
         &["--allow-99"],
     );
+}
+
+/// The watch unit cuts rtlab's capabilities to its bounding set: what the
+/// rules' identity checks read must still be readable with those alone
+/// (`/proc/PID/exe` of a root process needs CAP_SYS_PTRACE), or the unit
+/// would skip every process a name rule matches.
+#[test]
+fn the_watch_unit_keeps_the_capabilities_a_rule_by_name_needs() {
+    require_root!();
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        skip("setpriv is needed to run rtlab with the unit's capabilities");
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    let out = run(rtlab(state.path()).args([
+        "tune",
+        "systemd",
+        "--watch-unit",
+        "--no-verify",
+        "--unit-dir",
+        units.path().to_str().unwrap(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let unit = fs::read_to_string(units.path().join("rtlab-tune-watch.service")).unwrap();
+    let caps: Vec<String> = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+        .expect("a bounding set")
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    let program = Throwaway::new("cap");
+    let child = program.start();
+    let pid = child.id() as i32;
+    wait_until("it to run", || {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program.name)
+    });
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{}\"\npolicy = \"fifo\"\npriority = 20\n",
+            program.name
+        ),
+    );
+    let out = run(Command::new("setpriv")
+        .arg(format!("--bounding-set=-all,{}", caps.join(",")))
+        .arg(env!("CARGO_BIN_EXE_rtlab"))
+        .env("RTLAB_STATE_DIR", state.path())
+        .args(["tune", "apply", "--dry-run", "--json", "--rules"])
+        .arg(&rules));
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["skipped"].as_u64()),
+        (Some(1), Some(0)),
+        "with {caps:?}: {doc}"
+    );
+    stop(child);
+}
+
+/// Issue 16 item 16: an rtlab run from /tmp would write a unit whose
+/// ExecStart names a file the unit's PrivateTmp=yes hides (and that every
+/// user could reach): refused, and nothing is written.
+#[test]
+fn the_watch_unit_refuses_an_rtlab_under_tmp() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let copy = dir.path().join("rtlab");
+    if fs::hard_link(env!("CARGO_BIN_EXE_rtlab"), &copy).is_err() {
+        fs::copy(env!("CARGO_BIN_EXE_rtlab"), &copy).unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let units = tempfile::tempdir().unwrap();
+    let out = run(Command::new(&copy)
+        .env("RTLAB_STATE_DIR", state.path())
+        .args(["tune", "systemd", "--watch-unit", "--unit-dir"])
+        .arg(units.path()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("PrivateTmp") && stderr.contains("cargo install --path crates/rtlab"),
+        "{stderr}"
+    );
+    assert!(
+        fs::read_dir(units.path()).unwrap().next().is_none(),
+        "a unit was written"
+    );
+}
+
+/// `program` run under the process name `name` (a symlink to it in `dir`),
+/// pinned to `cpu` before anything can promote it.
+fn start_pinned(dir: &Path, name: &str, program: &Path, args: &[&str], cpu: usize) -> Proc {
+    if !dir.join(name).exists() {
+        std::os::unix::fs::symlink(program, dir.join(name)).unwrap();
+    }
+    let child = Proc(
+        Command::new(dir.join(name))
+            .args(args)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    rtlab_core::sched::set_thread_affinity(child.id() as i32, &CpuSet::from_cpus(vec![cpu]))
+        .unwrap();
+    child
+}
+
+/// Issue 16 item 5: a promoted FIFO thread that never sleeps is demoted by
+/// `watch --runaway-limit`, with an event; one that sleeps now and then,
+/// though it runs most of the time, is left alone. Both are pinned to one
+/// CPU, and the kernel's RT throttling stays on, so the machine keeps a
+/// CPU and 5% of the other.
+#[test]
+fn watch_demotes_a_runaway_thread_and_spares_one_that_sleeps() {
+    require_root!();
+    let cpu = CpuSet::online().iter().last().unwrap_or(0);
+    if fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").is_ok_and(|v| v.trim() == "-1") {
+        skip("RT throttling is off: a spinning FIFO test thread could hang this machine");
+        return;
+    }
+    let Some(python) = python() else {
+        skip("python3 is needed for the thread that sleeps");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let (spinner_name, sleeper_name) = (unique_name("sp"), unique_name("sl"));
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{spinner_name}\"\npolicy = \"fifo\"\npriority = 10\n\
+             [[rule]]\nmatch = \"{sleeper_name}\"\npolicy = \"fifo\"\npriority = 10\n"
+        ),
+    );
+    let watcher = Watcher::start(
+        state.path(),
+        &rules,
+        &["--poll", "--interval", "100ms", "--runaway-limit", "500ms"],
+    );
+
+    // Runs 45 ms, sleeps 5 ms: 90% of its CPU, but it blocks.
+    let sleeper = start_pinned(
+        dir.path(),
+        &sleeper_name,
+        &python,
+        &[
+            "-c",
+            "import time\nwhile True:\n    t = time.monotonic()\n    \
+             while time.monotonic() - t < 0.045: pass\n    time.sleep(0.005)\n",
+        ],
+        cpu,
+    );
+    let sleeper_pid = sleeper.id() as i32;
+    wait_for_policy(sleeper_pid, Policy::Fifo);
+    // Six limits' worth of samples.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        policy_of(sleeper_pid).0,
+        Policy::Fifo,
+        "a thread that sleeps was demoted"
+    );
+    stop(sleeper);
+
+    let sh = fs::canonicalize("/bin/sh").unwrap();
+    let spinner = start_pinned(
+        dir.path(),
+        &spinner_name,
+        &sh,
+        &["-c", "while :; do :; done"],
+        cpu,
+    );
+    let spinner_pid = spinner.id() as i32;
+    let event = watcher.next_event("runaway");
+    eprintln!("runaway event: {event}");
+    assert_eq!(event["pid"], spinner_pid, "{event}");
+    assert_eq!(event["result"], "changed", "{event}");
+    assert_eq!(event["new"]["policy"], "other", "{event}");
+    assert!(event["cpu_ms"].as_u64().unwrap() * 4 >= event["wall_ms"].as_u64().unwrap() * 3);
+    assert_eq!(policy_of(spinner_pid).0, Policy::Other);
+    // It stays demoted: later scans do not promote it again.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(policy_of(spinner_pid).0, Policy::Other);
+    stop(spinner);
+
+    // One that had its rule's settings from elsewhere (another service's
+    // own real-time thread) is not rtlab's to demote. Pinned and FIFO 10
+    // from its first instruction (taskset and chrt exec it), so the watch
+    // never changes it: it only finds it held.
+    let spin_held = || {
+        Proc(
+            Command::new("taskset")
+                .args(["-c", &cpu.to_string(), "chrt", "-f", "10"])
+                .arg(dir.path().join(&spinner_name))
+                .args(["-c", "while :; do :; done"])
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let foreign = spin_held();
+    let foreign_pid = foreign.id() as i32;
+    // Six limits' worth of samples.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(policy_of(foreign_pid), (Policy::Fifo, 10));
+    stop(foreign);
+    let events = watcher.stop();
+    for pid in [sleeper_pid, foreign_pid] {
+        assert!(
+            !events
+                .iter()
+                .any(|e| e["event"] == "runaway" && e["pid"] == pid),
+            "{pid}: {events:?}"
+        );
+    }
+
+    // One rtlab promoted before this watch started (a restarted watch)
+    // is watched, though it only finds it held.
+    let earlier = start_pinned(
+        dir.path(),
+        &spinner_name,
+        &sh,
+        &["-c", "while :; do :; done"],
+        cpu,
+    );
+    let earlier_pid = earlier.id() as i32;
+    let out = run(rtlab(state.path()).args(["tune", "apply", "--rules", rules.to_str().unwrap()]));
+    assert!(out.status.success());
+    assert_eq!(policy_of(earlier_pid), (Policy::Fifo, 10));
+    let watcher = Watcher::start(
+        state.path(),
+        &rules,
+        &["--poll", "--interval", "100ms", "--runaway-limit", "500ms"],
+    );
+    let event = watcher.next_event("runaway");
+    assert_eq!(event["pid"], earlier_pid, "{event}");
+    assert_eq!(policy_of(earlier_pid).0, Policy::Other);
+    stop(earlier);
+    watcher.stop();
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
 }
 
 #[test]

@@ -34,13 +34,15 @@ fn rt_throttling(ctx: &Ctx) -> Finding {
             id,
             Area::Scheduler,
             Severity::Warning,
-            format!("RT throttling disabled ({values})"),
+            format!("RT throttling disabled ({values}): nothing stops a runaway real-time thread"),
         )
         .detail(
             "Nothing stops a real-time thread that never blocks: a runaway SCHED_FIFO loop \
              owns its CPU for good, starving the kernel threads and services there, and on a \
              machine with few CPUs it hangs the system. Keep this only for dedicated \
-             busy-polling CPUs with a hardware or remote watchdog.",
+             busy-polling CPUs with a hardware or remote watchdog. For threads rtlab \
+             promotes, `rtlab tune watch --runaway-limit 2s` demotes one that runs that long \
+             without sleeping (docs/tune.md), but it is no substitute for the kernel's limit.",
         )
         .fix("sysctl -w kernel.sched_rt_runtime_us=950000 (persist in /etc/sysctl.d/)")
         .evidence(evidence);

@@ -111,6 +111,7 @@ fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
         process,
         threads: None,
         kernel: true,
+        vouch: Default::default(),
     });
     let tasks: Vec<Task> = task::scan()
         .context("cannot read /proc")?
@@ -273,6 +274,22 @@ pub struct SetArgs {
     /// Allow matching kernel threads.
     #[arg(long)]
     kernel: bool,
+    /// Only processes running this executable (root's, and writable by no
+    /// one else along its path). It names the file, not who runs it: alone
+    /// it still takes only root's processes (add --user or --unit).
+    #[arg(long, value_name = "PATH")]
+    exe: Option<String>,
+    /// Only processes whose real and effective user is USER (name or uid).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Only processes of this systemd unit (e.g. alarmd.service).
+    #[arg(long, value_name = "UNIT")]
+    unit: Option<String>,
+    /// Promote matching processes of any user, whatever file they run
+    /// (without --user/--unit, only root's processes are promoted, running a
+    /// file only root can change: anyone can choose a name).
+    #[arg(long)]
+    allow_any_user: bool,
     #[command(flatten)]
     promotion: PromotionArgs,
     /// Show what would change, change nothing.
@@ -298,12 +315,23 @@ fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
         },
         None => None,
     };
+    let vouch = match rtlab_tune::identity::Vouch::new(
+        args.exe.as_deref(),
+        args.user.as_deref(),
+        args.unit.as_deref(),
+        None,
+        args.allow_any_user,
+    ) {
+        Ok(vouch) => vouch,
+        Err((field, message)) => bad_input!("--{field}: {message}"),
+    };
     let rule = Rule {
         label: args.pattern.clone(),
         selector: Selector {
             process,
             threads,
             kernel: args.kernel,
+            vouch,
         },
         promotion: args.promotion.promotion()?,
         origin: None,
@@ -354,7 +382,11 @@ fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     report_applied("set", &results, args.dry_run, args.json, skipped_kernel)?;
-    if results.is_empty() {
+    // Only skipped processes: nothing the user asked for was promoted.
+    if results
+        .iter()
+        .all(|a| matches!(a.outcome, Outcome::Skipped { .. }))
+    {
         return Ok(ExitCode::from(1));
     }
     Ok(applied_exit(&results))
@@ -378,25 +410,30 @@ fn preview(rules: &[Rule], tasks: &[Task]) -> Vec<Applied> {
         .enumerate()
         .flat_map(|(index, status)| {
             let label = status.label.clone();
-            status.threads.into_iter().map(move |t| Applied {
-                rule: Some(index),
-                label: label.clone(),
-                pid: t.pid,
-                tid: t.tid,
-                starttime: t.starttime,
-                name: t.name,
-                process_name: t.process_name,
-                outcome: if t.holds {
-                    Outcome::Held {
-                        settings: t.settings,
-                    }
-                } else {
-                    Outcome::Changed {
-                        old: t.settings,
-                        new: t.target,
-                    }
-                },
-            })
+            let skipped = status.skipped;
+            status
+                .threads
+                .into_iter()
+                .map(move |t| Applied {
+                    rule: Some(index),
+                    label: label.clone(),
+                    pid: t.pid,
+                    tid: t.tid,
+                    starttime: t.starttime,
+                    name: t.name,
+                    process_name: t.process_name,
+                    outcome: if t.holds {
+                        Outcome::Held {
+                            settings: t.settings,
+                        }
+                    } else {
+                        Outcome::Changed {
+                            old: t.settings,
+                            new: t.target,
+                        }
+                    },
+                })
+                .chain(skipped)
         })
         .collect()
 }
@@ -413,6 +450,7 @@ fn report_applied(
     let held = count(|o| matches!(o, Outcome::Held { .. }));
     let failed = count(|o| matches!(o, Outcome::Failed { .. }));
     let vanished = count(|o| matches!(o, Outcome::Vanished));
+    let skipped = count(|o| matches!(o, Outcome::Skipped { .. }));
     if json {
         let doc = json!({
             "schema": format!("rtlab.tune-{verb}/1"),
@@ -422,6 +460,7 @@ fn report_applied(
             "held": held,
             "failed": failed,
             "vanished": vanished,
+            "skipped": skipped,
             "kernel_threads_skipped": skipped_kernel,
         });
         out!("{}", serde_json::to_string_pretty(&doc)?);
@@ -439,13 +478,14 @@ fn report_applied(
         );
     }
     out!(
-        "{} thread(s): {} {}, {} already held, {} failed, {} ended first{}",
+        "{} thread(s): {} {}, {} already held, {} failed, {} ended first, {} skipped{}",
         results.len(),
         changed,
         if dry_run { "would change" } else { "changed" },
         held,
         failed,
         vanished,
+        skipped,
         if dry_run {
             " (dry run: nothing changed)"
         } else {
@@ -531,7 +571,8 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
 
 It applies the rules to everything running, then to each thread as it starts,
 renames itself or runs a new program, using the kernel's process events (root),
-or by rescanning /proc every --interval without them. Every change is recorded
+or by rescanning /proc every --interval without them. With --runaway-limit it
+demotes a thread rtlab promoted that runs that long without sleeping. Every change is recorded
 for `rtlab tune undo`; stopping the watch changes nothing back. SIGHUP re-reads
 the rules file (a bad file keeps the rules in force).")]
 pub struct WatchArgs {
@@ -547,6 +588,12 @@ pub struct WatchArgs {
     /// threads someone demoted).
     #[arg(long, default_value = "10s", value_parser = crate::input::positive_duration, value_name = "DURATION")]
     rescan: u64,
+    /// Demote to SCHED_OTHER a thread rtlab promoted (this watch, or an
+    /// earlier command still in the record) that runs this long without
+    /// once sleeping (a runaway loop), e.g. 2s. Off by default: a
+    /// deliberate busy-poller would be demoted too.
+    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
+    runaway_limit: Option<u64>,
     /// One JSON object per line per event.
     #[arg(long)]
     json: bool,
@@ -573,6 +620,7 @@ fn watch_rules(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         poll_interval: std::time::Duration::from_nanos(args.interval),
         rescan_interval: std::time::Duration::from_nanos(args.rescan),
         poll_only: args.poll,
+        runaway_limit: args.runaway_limit.map(std::time::Duration::from_nanos),
     };
     let json = args.json;
     let rules_path = args.rules.rules.display().to_string();
@@ -610,6 +658,27 @@ fn print_watch_event(event: &WatchEvent, json: bool, rules: &str) -> std::io::Re
             }
         }
         WatchEvent::Applied(a) => out!("{a}"),
+        WatchEvent::Runaway {
+            cpu_ms,
+            wall_ms,
+            applied,
+        } => {
+            let who = format!("{}/{} {}", applied.pid, applied.tid, applied.name);
+            match &applied.outcome {
+                Outcome::Changed { old, new } => out!(
+                    "runaway  {who}: ran {cpu_ms} ms of the last {wall_ms} ms without sleeping; \
+                     demoted: {old} -> {new}"
+                ),
+                other => out!(
+                    "runaway  {who}: ran {cpu_ms} ms of the last {wall_ms} ms without sleeping; \
+                     could not demote it: {}",
+                    match other {
+                        Outcome::Failed { error, .. } => error.clone(),
+                        _ => "it already had normal scheduling".into(),
+                    }
+                ),
+            }
+        }
         WatchEvent::Reloaded { rules } => out!("reloaded: {rules} rule(s)"),
         WatchEvent::ReloadFailed { error } => {
             eprintln!("reload refused, the previous rules stay in force: {error}")
@@ -661,6 +730,9 @@ fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             out!("rule '{}' ({}): {verdict}", s.label, s.promotion);
             for t in s.threads.iter().filter(|t| !t.holds) {
                 out!("  {}/{} {}: {}", t.pid, t.tid, t.name, t.settings);
+            }
+            for a in &s.skipped {
+                out!("  {a}");
             }
         }
     }

@@ -81,6 +81,9 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
 pub fn run(args: &SystemdArgs) -> anyhow::Result<ExitCode> {
     let (unit, path, contents) = if args.watch_unit {
         let exe = own_executable()?;
+        if let Err(e) = systemd::check_watch_binary(&exe) {
+            bad_input!("{e}");
+        }
         // The service runs from /, so a relative path would name another file.
         let rules = std::path::absolute(&args.rules)
             .map_err(|e| anyhow::anyhow!("--rules {}: {e}", args.rules.display()))?;
