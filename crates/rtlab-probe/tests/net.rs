@@ -544,6 +544,7 @@ fn a_flood_from_an_address_that_shared_127_0_0_1_s_rate_bucket_starves_no_probe(
         "the flood from {flooder} went above its limit: {c:?}"
     );
     assert!(c.rate_limited < flooded, "{c:?}, {flooded} flooded");
+    assert_counters_add_up(&c);
 }
 
 /// A TCP connection from `from` (any 127.0.0.X: all of 127.0.0.0/8 is
@@ -780,4 +781,44 @@ fn a_full_server_gives_a_stalled_connection_s_place_to_a_client_that_sends_whole
     assert_eq!((c.connections, c.connections_dropped), (5, 1), "{c:?}");
     assert_eq!(c.connections_timed_out, 0, "{c:?}");
     assert_eq!(evicted, 1, "one slowloris connection gave its place up");
+}
+
+/// Every request received is replied, unanswered or dropped for one reason.
+fn assert_counters_add_up(c: &rtlab_core::result::NetServerCounters) {
+    assert_eq!(
+        c.received,
+        c.replied
+            + c.unanswered
+            + c.malformed
+            + c.truncated
+            + c.oversized
+            + c.bad_auth
+            + c.rate_limited
+            + c.send_errors,
+        "{c:?}"
+    );
+}
+
+#[test]
+fn a_tcp_client_that_never_reads_its_replies_is_closed_and_every_frame_is_counted() {
+    let server = TestServer::serve(ServeConfig {
+        rate_limit: None,
+        ..serve_config(Transport::Tcp)
+    });
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let frame = request(1, 64);
+    // The replies fill the sockets' buffers and the server's 16 frames,
+    // then the server gives up on the client; bounded in case it never does.
+    let mut closed = false;
+    for _ in 0..2_000_000 {
+        if stream.write_all(&frame).is_err() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a client that never reads is closed");
+    let c = server.counters.snapshot();
+    assert_eq!((c.connections, c.connections_dropped), (1, 1), "{c:?}");
+    assert_eq!(c.send_errors, 1, "the reply that found no room: {c:?}");
+    assert_counters_add_up(&c);
 }

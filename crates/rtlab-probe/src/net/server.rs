@@ -590,6 +590,8 @@ fn serve_connection(
             reply[..n].copy_from_slice(&c.input[..n]);
             if handler.handle(&mut reply[..n], c.source) {
                 if !c.output.send(&mut c.stream, &reply[..n]) {
+                    // Counted as a reply not sent: the counts add up.
+                    bump(&handler.counters.send_errors);
                     bump(&handler.counters.connections_dropped);
                     return false;
                 }
@@ -626,6 +628,7 @@ fn serve_connection(
             c.frame_since_ns = None;
             if handler.handle(&mut reply[..len], c.source) {
                 if !c.output.send(&mut c.stream, &reply[..len]) {
+                    bump(&handler.counters.send_errors);
                     bump(&handler.counters.connections_dropped);
                     return false;
                 }
