@@ -126,8 +126,11 @@ pub struct TransportArgs {
 Answers every request with a reply of the same size, from one thread (promoted with
 --policy/--priority, pinned with --cpu, memory locked). Requests that do not parse,
 are cut short, exceed --max-size, fail authentication (--key-file) or exceed their
-source's rate are dropped and counted. The counters go to stderr on SIGUSR1 and at
-exit (as JSON on stdout with --json). Stops on SIGINT/SIGTERM or after --duration.")]
+source's rate are dropped and counted. Over TCP a frame must be whole within
+--frame-timeout of its first byte, one source holds at most --max-per-source
+connections, and a full server gives a stalled connection's place to a newcomer.
+The counters go to stderr on SIGUSR1 and at exit (as JSON on stdout with --json).
+Stops on SIGINT/SIGTERM or after --duration.")]
 pub struct NetServeArgs {
     /// Address and port to listen on.
     #[arg(long, default_value = "0.0.0.0:7700", value_name = "ADDR:PORT")]
