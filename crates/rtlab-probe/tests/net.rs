@@ -822,3 +822,102 @@ fn a_tcp_client_that_never_reads_its_replies_is_closed_and_every_frame_is_counte
     assert_eq!(c.send_errors, 1, "the reply that found no room: {c:?}");
     assert_counters_add_up(&c);
 }
+
+/// Opens connections from 127.0.0.2-201 in turn until `stop` (or 20 000 of
+/// them), `between` apart; each writes `first` when it connects and is
+/// kept until `keep` newer ones are open (then closed); returns how many.
+fn churn(
+    to: SocketAddr,
+    first: Vec<u8>,
+    keep: usize,
+    between: std::time::Duration,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut open = std::collections::VecDeque::new();
+        let mut opened = 0;
+        while opened < 20_000 && !stop.load(Ordering::Relaxed) {
+            if open.len() >= keep {
+                drop(open.pop_front());
+            }
+            let from = Ipv4Addr::new(127, 0, 0, 2 + (opened % 200) as u8);
+            let mut stream = connect_from(from, to);
+            opened += 1;
+            let _ = stream.write_all(&first);
+            open.push_back(stream);
+            std::thread::sleep(between);
+        }
+        opened
+    })
+}
+
+#[test]
+fn a_client_whose_frames_arrive_in_pieces_keeps_its_place_while_newcomers_churn() {
+    // A probe over a slow link: each frame arrives in two pieces 20 ms
+    // apart, a frame in progress half the time. Newcomers from 200 other
+    // sources, each sending a whole frame and the first byte of another,
+    // arrive every millisecond at a server of 4 slots.
+    let server = TestServer::serve(serve_config(Transport::Tcp));
+    let mut probe = TcpStream::connect(server.addr).unwrap();
+    round_trip(&mut probe, 0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut first = request(1, 64);
+    first.push(request(2, 64)[0]);
+    let attack = churn(
+        server.addr,
+        first,
+        8,
+        std::time::Duration::from_millis(1),
+        Arc::clone(&stop),
+    );
+    let counters = Arc::clone(&server.counters);
+    wait_for("newcomers on a full server", || {
+        counters.snapshot().connections_dropped > 10
+    });
+    let mut answered = 0;
+    for id in 1..=50 {
+        let frame = request(id, 1472);
+        let sent = probe.write_all(&frame[..700]).is_ok() && {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            probe.write_all(&frame[700..]).is_ok()
+        };
+        let mut reply = vec![0u8; 1472];
+        if !sent || probe.read_exact(&mut reply).is_err() {
+            break;
+        }
+        answered += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let opened = attack.join().unwrap();
+    let c = server.counters.snapshot();
+    assert_eq!(
+        answered, 50,
+        "the slow client was closed: {c:?}, {opened} newcomers"
+    );
+    assert_counters_add_up(&c);
+}
+
+#[test]
+fn newcomers_that_never_send_cannot_keep_a_probe_out_of_a_full_server() {
+    // Four slots, held by connections from other sources that send nothing
+    // and are replaced every 100 ms (none silent for the second that made
+    // a connection give its place up): the probe must still get in.
+    let server = TestServer::serve(serve_config(Transport::Tcp));
+    let stop = Arc::new(AtomicBool::new(false));
+    let attack = churn(
+        server.addr,
+        Vec::new(),
+        4,
+        std::time::Duration::from_millis(25),
+        Arc::clone(&stop),
+    );
+    let counters = Arc::clone(&server.counters);
+    wait_for("the slots to be held", || {
+        counters.snapshot().connections > 8
+    });
+    let (outcome, net) = run(config(Some(server.addr), Transport::Tcp, 50));
+    stop.store(true, Ordering::Relaxed);
+    attack.join().unwrap();
+    assert_exact(&outcome, &net, 50);
+    assert_counters_add_up(&server.counters.snapshot());
+}

@@ -179,7 +179,7 @@ pub struct NetServeArgs {
     #[arg(long, default_value = "100", value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
     pub every: u64,
 
-    /// TCP clients served at once; when full, a stalled one (a frame in progress, or idle for 1 s) gives its place up.
+    /// TCP clients served at once; when full, a stalled one (no whole frame yet, or none for 1 s) gives its place up.
     #[arg(long, default_value = "64", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub max_clients: u64,
 

@@ -34,8 +34,8 @@ pub struct ServeConfig {
     pub key: Option<Key>,
     pub inject: Option<Inject>,
     /// TCP connections served at once; when full, one that is stalled
-    /// (a frame in progress, or idle for a second or more) gives its place
-    /// up, else the newcomer is closed.
+    /// (no whole frame yet since it connected, or none for a second) gives
+    /// its place up, else the newcomer is closed.
     pub max_clients: usize,
     /// TCP connections from one source (IPv4 address, IPv6 /64) at once;
     /// more are closed as they come.
@@ -410,15 +410,24 @@ struct Connection {
     frame_since_ns: Option<u64>,
     /// When it last completed a frame, or was accepted (ns).
     progress_ns: u64,
+    /// Whether it has completed a frame since it was accepted.
+    proven: bool,
 }
 
 impl Connection {
     /// Whether it may give its place up to a newcomer on a full server:
-    /// a frame in progress (a slot held without a request to answer), or
-    /// nothing sent for [`EVICTABLE_AFTER_NS`].
+    /// not one whole frame yet since it connected, or none for
+    /// [`EVICTABLE_AFTER_NS`]. A client whose frames arrive in pieces (a
+    /// slow link, frames larger than a segment) is not stalled while it
+    /// completes one a second: a frame in progress is not enough.
     fn stalled(&self, now_ns: u64) -> bool {
-        self.frame_since_ns.is_some()
-            || now_ns.saturating_sub(self.progress_ns) >= EVICTABLE_AFTER_NS
+        !self.proven || now_ns.saturating_sub(self.progress_ns) >= EVICTABLE_AFTER_NS
+    }
+
+    /// Which stalled connection goes first (the least): those without a
+    /// whole frame yet, then the one longest without a whole frame.
+    fn eviction_order(&self) -> (bool, u64) {
+        (self.proven, self.progress_ns)
     }
 
     /// Whether its deadline has passed: the frame in progress not whole
@@ -431,9 +440,10 @@ impl Connection {
     }
 }
 
-/// A connection with no frame in progress that sent nothing for this long
-/// gives its place up when the server is full (and is closed after
-/// [`ServeConfig::idle_timeout_ns`]).
+/// A connection that completed no frame for this long gives its place up
+/// when the server is full (and is closed after
+/// [`ServeConfig::idle_timeout_ns`], or [`ServeConfig::frame_timeout_ns`]
+/// into a frame).
 const EVICTABLE_AFTER_NS: u64 = 1_000_000_000;
 
 fn serve_tcp(
@@ -520,13 +530,14 @@ fn accept_all(
             continue;
         }
         if connections.len() >= config.max_clients {
-            // Full: of the stalled connections, the one that has gone
-            // longest without a whole frame gives its place up; a server
-            // full of connections that are all being served refuses the
-            // newcomer.
+            // Full: a stalled connection gives its place up (one that has
+            // sent no whole frame yet first, oldest first: connections
+            // opened and left silent cannot keep a probe out, however
+            // often they are replaced); a server full of connections that
+            // are all being served refuses the newcomer.
             let victim = (0..connections.len())
                 .filter(|&i| connections[i].stalled(now))
-                .min_by_key(|&i| connections[i].progress_ns);
+                .min_by_key(|&i| connections[i].eviction_order());
             match victim {
                 Some(i) => {
                     connections.swap_remove(i);
@@ -553,6 +564,7 @@ fn accept_all(
             output: Outgoing::with_capacity(frame_max * 16),
             frame_since_ns: None,
             progress_ns: now,
+            proven: false,
         });
     }
 }
@@ -587,6 +599,7 @@ fn serve_connection(
             let n = c.filled;
             c.filled = 0;
             c.progress_ns = now_ns;
+            c.proven = true;
             reply[..n].copy_from_slice(&c.input[..n]);
             if handler.handle(&mut reply[..n], c.source) {
                 if !c.output.send(&mut c.stream, &reply[..n]) {
@@ -625,6 +638,7 @@ fn serve_connection(
             c.input.copy_within(len..c.filled, 0);
             c.filled -= len;
             c.progress_ns = now_ns;
+            c.proven = true;
             c.frame_since_ns = None;
             if handler.handle(&mut reply[..len], c.source) {
                 if !c.output.send(&mut c.stream, &reply[..len]) {
