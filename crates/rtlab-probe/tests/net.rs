@@ -82,6 +82,16 @@ impl TestServer {
             thread: Some(thread),
         }
     }
+
+    /// Stops the server and returns its counters: final, so they add up
+    /// (a snapshot of a busy server may fall between two of them).
+    fn stopped(mut self) -> rtlab_core::result::NetServerCounters {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        self.counters.snapshot()
+    }
 }
 
 impl Drop for TestServer {
@@ -889,7 +899,7 @@ fn a_client_whose_frames_arrive_in_pieces_keeps_its_place_while_newcomers_churn(
     }
     stop.store(true, Ordering::Relaxed);
     let opened = attack.join().unwrap();
-    let c = server.counters.snapshot();
+    let c = server.stopped();
     assert_eq!(
         answered, 50,
         "the slow client was closed: {c:?}, {opened} newcomers"
@@ -919,5 +929,44 @@ fn newcomers_that_never_send_cannot_keep_a_probe_out_of_a_full_server() {
     stop.store(true, Ordering::Relaxed);
     attack.join().unwrap();
     assert_exact(&outcome, &net, 50);
-    assert_counters_add_up(&server.counters.snapshot());
+    assert_counters_add_up(&server.stopped());
+}
+
+#[test]
+fn a_client_that_streams_frames_without_pause_does_not_hold_the_server_from_others() {
+    // Over its rate, its frames cost the server little and get no reply:
+    // it writes 1024 frames at a time, as fast as the socket takes them
+    // (and reads what replies it gets). The probe's 200 requests are
+    // within its burst.
+    let server = TestServer::serve(ServeConfig {
+        rate_limit: Some(RateLimit {
+            per_second: 1000,
+            burst: 1000,
+        }),
+        ..serve_config(Transport::Tcp)
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let streaming = Arc::clone(&stop);
+    let mut stream = connect_from(Ipv4Addr::new(127, 0, 0, 2), server.addr);
+    let mut replies = stream.try_clone().unwrap();
+    // Ends when the connection does.
+    std::thread::spawn(move || while matches!(replies.read(&mut [0u8; 4096]), Ok(1..)) {});
+    let flood = std::thread::spawn(move || {
+        let chunk: Vec<u8> = (0..1024).flat_map(|id| request(id, 64)).collect();
+        // Bounded: 64 GiB at most.
+        for _ in 0..1_000_000 {
+            if streaming.load(Ordering::Relaxed) || stream.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let counters = Arc::clone(&server.counters);
+    wait_for("the stream to go over its rate", || {
+        counters.snapshot().rate_limited > 100_000
+    });
+    let (outcome, net) = run(config(Some(server.addr), Transport::Tcp, 50));
+    stop.store(true, Ordering::Relaxed);
+    flood.join().unwrap();
+    assert_exact(&outcome, &net, 50);
+    assert_counters_add_up(&server.stopped());
 }

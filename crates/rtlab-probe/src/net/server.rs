@@ -159,6 +159,8 @@ pub struct Server {
 const IDLE_POLL_MS: i32 = 100;
 /// Datagrams taken per wake-up before the signals are looked at again.
 const DRAIN_BATCH: usize = 1024;
+/// Reads from one TCP connection before the others get their turn.
+const READS_PER_TURN: usize = 16;
 
 impl Server {
     pub fn bind(config: ServeConfig) -> io::Result<Server> {
@@ -585,7 +587,10 @@ fn serve_connection(
     } else {
         c.input.len()
     };
-    loop {
+    // A turn: a client that keeps its socket full must not hold the loop
+    // from the others, the listener and the stop flag (poll comes back
+    // at once for what is left).
+    for _ in 0..READS_PER_TURN {
         match c.stream.read(&mut c.input[c.filled..limit]) {
             Ok(0) => return false,
             Ok(n) => c.filled += n,
