@@ -27,9 +27,10 @@ use std::net::IpAddr;
 /// of 4 (1.1 MiB in all).
 pub(crate) const CAPACITY: usize = 16_384;
 
-/// What a limit applies to: an IPv4 address, or an IPv6 /64 (the block
-/// every IPv6 host is given: per address, one host would be 2^64 sources).
-/// Ports do not count: a host opens as many as it likes.
+/// What a limit applies to: an IPv4 address, or an IPv6 /64 (the smallest
+/// block a site or LAN is given: per address, one host would be 2^64
+/// sources; hosts on one /64 LAN are one source). Ports do not count: a
+/// host opens as many as it likes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Source(u128);
 
