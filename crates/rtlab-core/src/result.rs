@@ -447,9 +447,17 @@ pub struct NetServerCounters {
     /// Replies the kernel refused to send.
     pub send_errors: u64,
     /// TCP connections accepted, and closed by the server (malformed stream,
-    /// slow reader, too many clients).
+    /// slow reader, too many clients, deadline, per-source cap).
     pub connections: u64,
     pub connections_dropped: u64,
+    /// Of `connections_dropped`: a frame begun and not finished within the
+    /// frame timeout, or no frame within the idle timeout.
+    #[serde(default)]
+    pub connections_timed_out: u64,
+    /// Of `connections_dropped`: refused at once, their source already
+    /// holding its most connections.
+    #[serde(default)]
+    pub connections_refused_per_source: u64,
 }
 
 /// The sample that stopped a run under `--break-at`.

@@ -164,8 +164,11 @@ pub struct TransportArgs {
 Answers every request with a reply of the same size, from one thread (promoted with
 --policy/--priority, pinned with --cpu, memory locked). Requests that do not parse,
 are cut short, exceed --max-size, fail authentication (--key-file) or exceed their
-source's rate are dropped and counted. The counters go to stderr on SIGUSR1 and at
-exit (as JSON on stdout with --json). Stops on SIGINT/SIGTERM or after --duration.")]
+source's rate are dropped and counted. Over TCP a frame must be whole within
+--frame-timeout of its first byte, one source holds at most --max-per-source
+connections, and a full server gives a stalled connection's place to a newcomer.
+The counters go to stderr on SIGUSR1 and at exit (as JSON on stdout with --json).
+Stops on SIGINT/SIGTERM or after --duration.")]
 pub struct NetServeArgs {
     /// Address and port to listen on.
     #[arg(long, default_value = "0.0.0.0:7700", value_name = "ADDR:PORT")]
@@ -214,11 +217,19 @@ pub struct NetServeArgs {
     #[arg(long, default_value = "100", value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
     pub every: u64,
 
-    /// TCP clients served at once; when full, one idle for 1 s or more gives its place up.
+    /// TCP clients served at once; when full, a stalled one (no whole frame yet, or none for 1 s) gives its place up.
     #[arg(long, default_value = "64", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub max_clients: u64,
 
-    /// Close a TCP connection that sends nothing for this long.
+    /// TCP connections one source (IPv4 address, IPv6 /64) may hold at once; more are closed.
+    #[arg(long, default_value = "8", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_per_source: u64,
+
+    /// Close a TCP connection whose frame is not whole this long after its first byte.
+    #[arg(long, default_value = "2s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub frame_timeout: u64,
+
+    /// Close a TCP connection with no frame in progress that sends nothing for this long.
     #[arg(long, default_value = "60s", value_parser = input::positive_duration, value_name = "DURATION")]
     pub idle_timeout: u64,
 

@@ -8,14 +8,18 @@ mod common;
 use common::{is_root, rtlab, run, skip};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A `rtlab net serve` process and the address it listens on.
 struct Served {
     child: Child,
     addr: String,
-    stdout: Option<std::process::ChildStdout>,
+    stdout: Option<BufReader<std::process::ChildStdout>>,
 }
 
 impl Served {
@@ -43,7 +47,7 @@ impl Served {
                 let addr = rest.split_whitespace().next().unwrap().to_string();
                 // Keep draining stderr so the server never blocks on it.
                 std::thread::spawn(move || for _ in stderr.lines() {});
-                let stdout = child.stdout.take();
+                let stdout = child.stdout.take().map(BufReader::new);
                 return Served {
                     child,
                     addr,
@@ -57,13 +61,24 @@ impl Served {
         common::signal(&self.child, signal);
     }
 
+    /// The counters now (--json): SIGUSR1, and the line it prints.
+    fn counters(&mut self) -> Value {
+        self.signal(libc::SIGUSR1);
+        let mut line = String::new();
+        let stdout = self.stdout.as_mut().expect("stdout is read until stop");
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the server ended");
+        let line: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(line["event"], "signal", "{line}");
+        line["counters"].clone()
+    }
+
     /// Stops the server and returns the counters it printed last (--json).
     fn stop(mut self) -> Value {
         self.signal(libc::SIGTERM);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "the server exits 0 on SIGTERM: {status}");
         let stdout = self.stdout.take().unwrap();
-        let last = BufReader::new(stdout)
+        let last = stdout
             .lines()
             .map(Result::unwrap)
             .last()
@@ -602,6 +617,14 @@ fn bad_input_is_refused_with_what_and_where() {
         &["--max-size 20", "32"],
     );
     assert_refused(&["net", "serve", "--burst", "0"], &["--burst 0"]);
+    assert_refused(
+        &["net", "serve", "--frame-timeout", "0"],
+        &["--frame-timeout"],
+    );
+    assert_refused(
+        &["net", "serve", "--max-per-source", "0"],
+        &["--max-per-source"],
+    );
 }
 
 #[test]
@@ -653,4 +676,195 @@ fn after_a_stall_of_the_probe_its_catch_up_burst_loses_nothing() {
         "the stall shows as the probe's own lateness: {}",
         send_lag["max_ns"]
     );
+}
+
+/// A TCP connection from `from` (any 127.0.0.X: all of 127.0.0.0/8 is
+/// loopback) to `to`; std cannot bind a stream before it connects.
+fn connect_from(from: std::net::Ipv4Addr, to: &str) -> std::io::Result<TcpStream> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let to: std::net::SocketAddrV4 = to.parse().expect("an IPv4 server");
+    let address = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: socket(2); the stream owns the descriptor from here on.
+    let stream = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        TcpStream::from_raw_fd(fd)
+    };
+    let (local, remote) = (address(from, 0), address(*to.ip(), to.port()));
+    let fd = stream.as_raw_fd();
+    // SAFETY: valid addresses of the given length, on our own descriptor.
+    let done = unsafe {
+        libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) == 0
+            && libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) == 0
+    };
+    if !done {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(stream)
+}
+
+/// Whether the server has closed `stream` by now (without waiting).
+fn closed_now(stream: &mut TcpStream) -> bool {
+    let _ = stream.set_nonblocking(true);
+    let mut buf = [0u8; 256];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Slowloris from `sources` (one connection each, 127.0.0.X): every 0.5 s
+/// each connection gets one more byte of a frame it never finishes, and a
+/// connection the server closed is opened again at once. Runs until `stop`
+/// (a minute at most); returns how many connections it opened.
+fn slowloris(
+    sources: Vec<std::net::Ipv4Addr>,
+    server: String,
+    stop: Arc<AtomicBool>,
+    first_round: std::sync::mpsc::Sender<()>,
+) -> u64 {
+    // An exchange header announcing 1472 bytes: 32 bytes to trickle.
+    let frame = exchange_request(1472, 32);
+    let mut conns: Vec<Option<(TcpStream, usize)>> = sources.iter().map(|_| None).collect();
+    let mut opened = 0;
+    for round in 0..120 {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        for (conn, &source) in conns.iter_mut().zip(&sources) {
+            let alive = match conn {
+                Some((stream, sent)) => {
+                    *sent < frame.len() - 1
+                        && !closed_now(stream)
+                        && stream.write_all(&frame[*sent..*sent + 1]).is_ok()
+                }
+                None => false,
+            };
+            if alive {
+                conn.as_mut().unwrap().1 += 1;
+                continue;
+            }
+            *conn = None;
+            if let Ok(mut stream) = connect_from(source, &server) {
+                opened += 1;
+                if stream.write_all(&frame[..1]).is_ok() {
+                    *conn = Some((stream, 1));
+                }
+            }
+        }
+        if round == 0 {
+            let _ = first_round.send(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    opened
+}
+
+#[test]
+fn a_tcp_probe_is_served_through_a_slowloris_of_70_connections() {
+    // 70 connections from 127.0.0.2-71 trickle unfinished frames at a
+    // server of 64 slots and reopen whatever it closes: the probe from
+    // 127.0.0.1 must still get a slot and every reply.
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let mut server = Served::start(&state, &["--tcp", "--frame-timeout", "1s", "--json"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (started, first_round) = std::sync::mpsc::channel();
+    let sources: Vec<_> = (2..72)
+        .map(|x| std::net::Ipv4Addr::new(127, 0, 0, x))
+        .collect();
+    let attack = {
+        let (addr, stop) = (server.addr.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || slowloris(sources, addr, stop, started))
+    };
+    first_round
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the slowloris connects");
+    // Past the first deadlines: the server has closed slowloris
+    // connections and they are coming back.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let before = server.counters();
+    let (code, json) = probe_json(
+        &state,
+        &[
+            &server.addr,
+            "--tcp",
+            "--interval",
+            "10ms",
+            "--count",
+            "100",
+            "--timeout",
+            "2s",
+        ],
+    );
+    stop.store(true, Ordering::Relaxed);
+    let opened = attack.join().unwrap();
+    assert_eq!(
+        code,
+        Some(0),
+        "{} {}",
+        json["warnings"],
+        json["net"]["messages"]
+    );
+    assert_every_message_answered(&json, 100);
+    let counters = server.stop();
+    eprintln!("{opened} slowloris connections; the server's counters: {counters}");
+    let get = |name: &str| counters[name].as_u64().unwrap();
+    assert!(
+        before["connections"].as_u64().unwrap() >= 64,
+        "the slowloris filled the server first: {before}"
+    );
+    assert!(get("connections_timed_out") >= 64, "{counters}");
+    assert_eq!(get("connections_refused_per_source"), 0, "{counters}");
+    assert_eq!(get("connections"), opened + 1, "{counters}");
+    assert_eq!(get("replied"), 100 * 4, "{counters}");
+}
+
+#[test]
+fn max_per_source_refuses_the_connection_over_it_and_counts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Served::start(
+        &dir.path().join("state"),
+        &["--tcp", "--max-per-source", "2", "--json"],
+    );
+    let local = std::net::Ipv4Addr::LOCALHOST;
+    let mut held: Vec<TcpStream> = (0..2)
+        .map(|_| connect_from(local, &server.addr).unwrap())
+        .collect();
+    let mut third = connect_from(local, &server.addr).unwrap();
+    third
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(third.read(&mut buf), Ok(0) | Err(_)) && closed_now(&mut third),
+        "the third connection from 127.0.0.1 is closed"
+    );
+    // The first two are served.
+    for stream in &mut held {
+        stream.write_all(&exchange_request(64, 64)).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        stream.read_exact(&mut buf).unwrap();
+        assert_eq!(buf[5], 2, "an acknowledge");
+    }
+    let counters = server.counters();
+    assert_eq!(counters["connections_refused_per_source"].as_u64(), Some(1));
+    assert_eq!(counters["connections"].as_u64(), Some(3));
+    drop(server);
 }

@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod client;
+mod limiter;
 pub mod netns;
 mod outgoing;
 mod recorder;
@@ -255,6 +256,8 @@ pub fn start(
                 every: own.inject_every.max(1),
             }),
             max_clients: 4,
+            max_per_source: 4,
+            frame_timeout_ns: u64::MAX,
             idle_timeout_ns: u64::MAX,
         };
         let placement = own.placement;

@@ -3,11 +3,15 @@
 //!
 //! Robust by construction: buffers are allocated once and bounded, a
 //! datagram that does not parse is dropped and counted by reason, no reply
-//! is ever larger than its request, every source has a rate limit, and with
-//! a key only requests carrying a valid tag are answered.
+//! is ever larger than its request, every source has a rate limit of its
+//! own (limiter.rs), with a key only requests carrying a valid tag are
+//! answered, and over TCP a connection must finish each frame it begins
+//! within a deadline and one source may hold only so many connections, so
+//! slow senders cannot keep the slots from clients that send whole frames.
 
 use super::auth::Key;
 use super::bump;
+use super::limiter::{Limiter, Source};
 use super::outgoing::Outgoing;
 use super::wire::{self, Exchange, Kind, Mode, Reject, Sockperf, Transport};
 use rtlab_core::clock;
@@ -29,10 +33,18 @@ pub struct ServeConfig {
     pub rate_limit: Option<RateLimit>,
     pub key: Option<Key>,
     pub inject: Option<Inject>,
-    /// TCP connections served at once; when full, one idle for a second
-    /// or more gives its place up, else the newcomer is closed.
+    /// TCP connections served at once; when full, one that is stalled
+    /// (no whole frame yet since it connected, or none for a second) gives
+    /// its place up, else the newcomer is closed.
     pub max_clients: usize,
-    /// A TCP connection that sends nothing for this long is closed, ns.
+    /// TCP connections from one source (IPv4 address, IPv6 /64) at once;
+    /// more are closed as they come.
+    pub max_per_source: usize,
+    /// A TCP connection whose frame, once begun, is not whole this long
+    /// after its first byte is closed, ns.
+    pub frame_timeout_ns: u64,
+    /// A TCP connection with no frame in progress that sends nothing for
+    /// this long after its last frame is closed, ns.
     pub idle_timeout_ns: u64,
 }
 
@@ -74,6 +86,8 @@ pub struct Counters {
     send_errors: AtomicU64,
     connections: AtomicU64,
     connections_dropped: AtomicU64,
+    connections_timed_out: AtomicU64,
+    connections_refused_per_source: AtomicU64,
 }
 
 impl Counters {
@@ -92,6 +106,8 @@ impl Counters {
             send_errors: get(&self.send_errors),
             connections: get(&self.connections),
             connections_dropped: get(&self.connections_dropped),
+            connections_timed_out: get(&self.connections_timed_out),
+            connections_refused_per_source: get(&self.connections_refused_per_source),
         }
     }
 
@@ -108,7 +124,7 @@ impl Counters {
 /// One line of counters for a terminal.
 pub fn counters_line(c: &NetServerCounters) -> String {
     format!(
-        "received {}, replied {}, unanswered {}, dropped: malformed {}, truncated {}, oversized {}, bad auth {}, rate limited {}; delayed {}, send errors {}, connections {} ({} closed by the server)",
+        "received {}, replied {}, unanswered {}, dropped: malformed {}, truncated {}, oversized {}, bad auth {}, rate limited {}; delayed {}, send errors {}, connections {} ({} closed by the server: {} timed out, {} over the per-source cap)",
         c.received,
         c.replied,
         c.unanswered,
@@ -120,7 +136,9 @@ pub fn counters_line(c: &NetServerCounters) -> String {
         c.delayed,
         c.send_errors,
         c.connections,
-        c.connections_dropped
+        c.connections_dropped,
+        c.connections_timed_out,
+        c.connections_refused_per_source
     )
 }
 
@@ -141,9 +159,8 @@ pub struct Server {
 const IDLE_POLL_MS: i32 = 100;
 /// Datagrams taken per wake-up before the signals are looked at again.
 const DRAIN_BATCH: usize = 1024;
-/// Entries of the per-source rate-limit table; sources that hash alike
-/// share a bucket (which can only make the limit stricter).
-const RATE_BUCKETS: usize = 1024;
+/// Reads from one TCP connection before the others get their turn.
+const READS_PER_TURN: usize = 16;
 
 impl Server {
     pub fn bind(config: ServeConfig) -> io::Result<Server> {
@@ -308,54 +325,6 @@ enum Verdict {
     Silent,
 }
 
-/// A token bucket per source (hashed into a fixed table).
-struct Limiter {
-    limit: RateLimit,
-    /// Tokens ×1e9 and the time they were last topped up.
-    buckets: Vec<(u128, u64)>,
-}
-
-impl Limiter {
-    fn new(limit: RateLimit) -> Limiter {
-        let full = u128::from(limit.burst.max(1)) * 1_000_000_000;
-        Limiter {
-            limit,
-            buckets: vec![(full, 0); RATE_BUCKETS],
-        }
-    }
-
-    fn admit(&mut self, source: IpAddr, now_ns: u64) -> bool {
-        let slot = bucket_of(source);
-        let full = u128::from(self.limit.burst.max(1)) * 1_000_000_000;
-        let (tokens, last) = &mut self.buckets[slot];
-        let elapsed = u128::from(now_ns.saturating_sub(*last));
-        *tokens = (*tokens + elapsed * u128::from(self.limit.per_second)).min(full);
-        *last = now_ns;
-        if *tokens >= 1_000_000_000 {
-            *tokens -= 1_000_000_000;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-fn bucket_of(source: IpAddr) -> usize {
-    // FNV-1a over the address bytes: no allocation, good enough spread.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            hash ^= u64::from(*b);
-            hash = hash.wrapping_mul(0x100_0000_01b3);
-        }
-    };
-    match source {
-        IpAddr::V4(a) => eat(&a.octets()),
-        IpAddr::V6(a) => eat(&a.octets()),
-    }
-    (hash % RATE_BUCKETS as u64) as usize
-}
-
 fn poll_fds(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
@@ -433,15 +402,50 @@ fn serve_udp(
 struct Connection {
     stream: TcpStream,
     source: IpAddr,
+    /// What the per-source cap counts.
+    key: Source,
     input: Vec<u8>,
     filled: usize,
     output: Outgoing,
-    /// When a request last arrived from it (CLOCK_MONOTONIC, ns).
-    active_ns: u64,
+    /// When the frame in progress began (its first byte arrived), while
+    /// one is (CLOCK_MONOTONIC, ns).
+    frame_since_ns: Option<u64>,
+    /// When it last completed a frame, or was accepted (ns).
+    progress_ns: u64,
+    /// Whether it has completed a frame since it was accepted.
+    proven: bool,
 }
 
-/// A connection that sent nothing for this long gives its place up when
-/// the server is full (and is closed after [`ServeConfig::idle_timeout_ns`]).
+impl Connection {
+    /// Whether it may give its place up to a newcomer on a full server:
+    /// not one whole frame yet since it connected, or none for
+    /// [`EVICTABLE_AFTER_NS`]. A client whose frames arrive in pieces (a
+    /// slow link, frames larger than a segment) is not stalled while it
+    /// completes one a second: a frame in progress is not enough.
+    fn stalled(&self, now_ns: u64) -> bool {
+        !self.proven || now_ns.saturating_sub(self.progress_ns) >= EVICTABLE_AFTER_NS
+    }
+
+    /// Which stalled connection goes first (the least): those without a
+    /// whole frame yet, then the one longest without a whole frame.
+    fn eviction_order(&self) -> (bool, u64) {
+        (self.proven, self.progress_ns)
+    }
+
+    /// Whether its deadline has passed: the frame in progress not whole
+    /// within the frame timeout, or no frame within the idle timeout.
+    fn expired(&self, config: &ServeConfig, now_ns: u64) -> bool {
+        match self.frame_since_ns {
+            Some(since) => now_ns.saturating_sub(since) >= config.frame_timeout_ns,
+            None => now_ns.saturating_sub(self.progress_ns) >= config.idle_timeout_ns,
+        }
+    }
+}
+
+/// A connection that completed no frame for this long gives its place up
+/// when the server is full (and is closed after
+/// [`ServeConfig::idle_timeout_ns`], or [`ServeConfig::frame_timeout_ns`]
+/// into a frame).
 const EVICTABLE_AFTER_NS: u64 = 1_000_000_000;
 
 fn serve_tcp(
@@ -484,11 +488,13 @@ fn serve_tcp(
             } else {
                 true
             };
-            let idle = now.saturating_sub(c.active_ns) >= config.idle_timeout_ns;
-            if keep && idle {
+            // Deadlines are looked at every IDLE_POLL_MS at least.
+            let expired = keep && c.expired(config, now);
+            if expired {
                 bump(&handler.counters.connections_dropped);
+                bump(&handler.counters.connections_timed_out);
             }
-            keep && !idle
+            keep && !expired
         });
         accept_all(
             listener,
@@ -516,16 +522,30 @@ fn accept_all(
         };
         bump(&counters.connections);
         let now = clock::now_ns();
+        let key = Source::of(peer.ip());
+        // One source cannot take more than its share, however many of its
+        // connections are stalled (it never evicts another's).
+        let from_source = connections.iter().filter(|c| c.key == key).count();
+        if from_source >= config.max_per_source {
+            bump(&counters.connections_dropped);
+            bump(&counters.connections_refused_per_source);
+            continue;
+        }
         if connections.len() >= config.max_clients {
-            // Full: the longest idle connection gives its place up, if it
-            // has been idle long enough; else the newcomer is refused.
-            let idlest = (0..connections.len()).min_by_key(|&i| connections[i].active_ns);
-            match idlest {
-                Some(i) if now.saturating_sub(connections[i].active_ns) >= EVICTABLE_AFTER_NS => {
+            // Full: a stalled connection gives its place up (one that has
+            // sent no whole frame yet first, oldest first: connections
+            // opened and left silent cannot keep a probe out, however
+            // often they are replaced); a server full of connections that
+            // are all being served refuses the newcomer.
+            let victim = (0..connections.len())
+                .filter(|&i| connections[i].stalled(now))
+                .min_by_key(|&i| connections[i].eviction_order());
+            match victim {
+                Some(i) => {
                     connections.swap_remove(i);
                     bump(&counters.connections_dropped);
                 }
-                _ => {
+                None => {
                     bump(&counters.connections_dropped);
                     continue;
                 }
@@ -540,10 +560,13 @@ fn accept_all(
         connections.push(Connection {
             stream,
             source: peer.ip(),
+            key,
             input: vec![0u8; frame_max + 1],
             filled: 0,
             output: Outgoing::with_capacity(frame_max * 16),
-            active_ns: now,
+            frame_since_ns: None,
+            progress_ns: now,
+            proven: false,
         });
     }
 }
@@ -564,24 +587,29 @@ fn serve_connection(
     } else {
         c.input.len()
     };
-    loop {
+    // A turn: a client that keeps its socket full must not hold the loop
+    // from the others, the listener and the stop flag (poll comes back
+    // at once for what is left).
+    for _ in 0..READS_PER_TURN {
         match c.stream.read(&mut c.input[c.filled..limit]) {
             Ok(0) => return false,
-            Ok(n) => {
-                c.filled += n;
-                c.active_ns = now_ns;
-            }
+            Ok(n) => c.filled += n,
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return false,
         }
         if mode == Mode::Echo {
-            // A byte stream: returned as it came, read by read.
+            // A byte stream: returned as it came, read by read (each read
+            // a whole request: never a frame in progress).
             let n = c.filled;
             c.filled = 0;
+            c.progress_ns = now_ns;
+            c.proven = true;
             reply[..n].copy_from_slice(&c.input[..n]);
             if handler.handle(&mut reply[..n], c.source) {
                 if !c.output.send(&mut c.stream, &reply[..n]) {
+                    // Counted as a reply not sent: the counts add up.
+                    bump(&handler.counters.send_errors);
                     bump(&handler.counters.connections_dropped);
                     return false;
                 }
@@ -614,13 +642,21 @@ fn serve_connection(
             reply[..len].copy_from_slice(&c.input[..len]);
             c.input.copy_within(len..c.filled, 0);
             c.filled -= len;
+            c.progress_ns = now_ns;
+            c.proven = true;
+            c.frame_since_ns = None;
             if handler.handle(&mut reply[..len], c.source) {
                 if !c.output.send(&mut c.stream, &reply[..len]) {
+                    bump(&handler.counters.send_errors);
                     bump(&handler.counters.connections_dropped);
                     return false;
                 }
                 bump(&handler.counters.replied);
             }
+        }
+        // What is left begins the next frame: its clock starts now.
+        if c.filled > 0 && c.frame_since_ns.is_none() {
+            c.frame_since_ns = Some(now_ns);
         }
     }
     c.output.flush(&mut c.stream)
@@ -629,28 +665,6 @@ fn serve_connection(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_rate_limit_admits_the_burst_then_the_rate() {
-        let mut limiter = Limiter::new(RateLimit {
-            per_second: 1000,
-            burst: 10,
-        });
-        let source: IpAddr = "10.0.0.1".parse().unwrap();
-        let t0 = 5_000_000_000;
-        let admitted = (0..50).filter(|_| limiter.admit(source, t0)).count();
-        assert_eq!(admitted, 10, "the burst, then nothing at the same instant");
-        // 1000/s: one more token per millisecond.
-        assert!(limiter.admit(source, t0 + 1_000_000));
-        assert!(!limiter.admit(source, t0 + 1_000_000));
-        let other: IpAddr = "10.0.0.2".parse().unwrap();
-        if bucket_of(other) != bucket_of(source) {
-            assert!(
-                limiter.admit(other, t0 + 1_000_000),
-                "another source has its own bucket"
-            );
-        }
-    }
 
     fn handler_for(mode: Mode, counters: &Counters, key: Option<Key>) -> Handler<'_> {
         let config = ServeConfig {
@@ -662,6 +676,8 @@ mod tests {
             key,
             inject: None,
             max_clients: 4,
+            max_per_source: 4,
+            frame_timeout_ns: 2_000_000_000,
             idle_timeout_ns: 60_000_000_000,
         };
         Handler::new(&config, counters)

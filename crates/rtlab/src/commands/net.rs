@@ -211,6 +211,8 @@ fn serve_config(args: &NetServeArgs) -> anyhow::Result<ServeConfig> {
             every: args.every,
         }),
         max_clients: args.max_clients as usize,
+        max_per_source: args.max_per_source as usize,
+        frame_timeout_ns: args.frame_timeout,
         idle_timeout_ns: args.idle_timeout,
     })
 }
