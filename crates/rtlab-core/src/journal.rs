@@ -399,7 +399,7 @@ impl Owner {
     }
 
     /// Alive iff /proc/<pid>/stat exists, its starttime matches, it is not
-    /// a zombie and we are in the same boot.
+    /// a zombie (all its threads have exited) and we are in the same boot.
     ///
     /// A zombie (state `Z`, or `X` while it is being reaped) has exited:
     /// its parent just has not collected its status yet, which may never
@@ -412,7 +412,12 @@ impl Owner {
             }
         }
         match read_stat(self.pid) {
-            Ok(stat) => stat.starttime == self.starttime && !stat.has_exited(),
+            Ok(stat) if stat.starttime != self.starttime => false,
+            // The main thread shows Z as soon as it has exited, while the
+            // process's other threads may still run (or finish a write
+            // under a SIGKILL): dead once they have all exited.
+            Ok(stat) if stat.has_exited() => other_task_runs(self.pid),
+            Ok(_) => true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => false,
             // The process exists but we cannot look at it: never restore
@@ -447,6 +452,25 @@ impl ProcStat {
     fn has_exited(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
     }
+}
+
+/// Whether a thread of process `pid` other than its main one has not
+/// exited (one that cannot be read is taken as running).
+fn other_task_runs(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        let name = task.file_name();
+        if name.to_str() == Some(pid.to_string().as_str()) {
+            return false;
+        }
+        match fs::read(task.path().join("stat")) {
+            Ok(stat) => parse_stat(&String::from_utf8_lossy(&stat)).is_none_or(|s| !s.has_exited()),
+            // Gone since the listing.
+            Err(e) => e.kind() != io::ErrorKind::NotFound && e.raw_os_error() != Some(libc::ESRCH),
+        }
+    })
 }
 
 fn read_stat(pid: u32) -> io::Result<ProcStat> {
@@ -1658,6 +1682,88 @@ mod tests {
             // SAFETY: reaps our own child; a null status pointer is allowed.
             unsafe { libc::waitpid(self.0, std::ptr::null_mut(), 0) };
         }
+    }
+
+    /// A child whose main thread has exited (with exit(2), not
+    /// exit_group) while another of its threads runs on; killed and reaped
+    /// when dropped.
+    struct LeaderGone(libc::pid_t);
+
+    impl LeaderGone {
+        fn new() -> LeaderGone {
+            extern "C" fn sleep_on(_: *mut libc::c_void) -> libc::c_int {
+                loop {
+                    // SAFETY: a raw system call, nothing of libc's state.
+                    unsafe { libc::syscall(libc::SYS_pause) };
+                }
+            }
+            // The thread's stack, allocated before the fork: the child
+            // may not allocate.
+            let mut stack = vec![0u8; 64 * 1024];
+            // SAFETY: the child only makes raw system calls on memory it
+            // owns (its copy of `stack`) before it ends.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+            if pid == 0 {
+                // SAFETY: a thread of this process on its own stack, which
+                // stays valid (its leader never frees it); then the main
+                // thread alone exits.
+                unsafe {
+                    let top = stack.as_mut_ptr().add(stack.len()) as *mut libc::c_void;
+                    let flags = libc::CLONE_VM
+                        | libc::CLONE_FS
+                        | libc::CLONE_FILES
+                        | libc::CLONE_SIGHAND
+                        | libc::CLONE_THREAD
+                        | libc::CLONE_SYSVSEM;
+                    if libc::clone(sleep_on, top, flags, std::ptr::null_mut()) < 0 {
+                        libc::_exit(1);
+                    }
+                    libc::syscall(libc::SYS_exit, 0);
+                }
+                unreachable!();
+            }
+            let gone = LeaderGone(pid);
+            let tasks = format!("/proc/{pid}/task");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while read_stat(pid as u32).ok().map(|s| s.state) != Some('Z')
+                || fs::read_dir(&tasks).map(|d| d.count()).unwrap_or(0) != 2
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{pid}: its main thread never ended with another running"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            gone
+        }
+    }
+
+    impl Drop for LeaderGone {
+        fn drop(&mut self) {
+            // SAFETY: kills and reaps our own child.
+            unsafe {
+                libc::kill(self.0, libc::SIGKILL);
+                libc::waitpid(self.0, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn an_owner_whose_main_thread_ended_while_others_run_is_alive() {
+        // Its /proc/PID/stat says Z, but a thread of it may still be
+        // writing a file its journal records (a SIGKILL takes the threads
+        // down one after the other): its journal is not to be replayed.
+        let gone = LeaderGone::new();
+        let owner = Owner {
+            pid: gone.0 as u32,
+            starttime: read_starttime(gone.0 as u32).unwrap(),
+            command: "rtlab measure timer".into(),
+            boot_id: boot_id(),
+        };
+        assert!(owner.is_alive());
+        drop(gone);
+        assert!(!owner.is_alive());
     }
 
     #[test]

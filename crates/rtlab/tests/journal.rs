@@ -205,9 +205,15 @@ fn the_journal_of_a_killed_unreaped_rtlab_is_restored() {
     let semid = journaled_sysv_set(&state);
     let pid = child.id();
     child.kill().unwrap();
-    // Not reaped: wait until the kernel shows it as a zombie.
+    // Not reaped: wait until the kernel shows it as a zombie, its other
+    // threads gone (until then, one may still finish a write).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while process_state(pid) != Some('Z') {
+    let tasks = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    while process_state(pid) != Some('Z') || tasks() != 1 {
         assert!(
             Instant::now() < deadline,
             "rtlab {pid} never became a zombie"
