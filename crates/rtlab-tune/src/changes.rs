@@ -1259,7 +1259,15 @@ mod tests {
 
     /// `sleep 300` at pid `pid` (free now), by setting the kernel's last
     /// pid just below it; others may take it first, so it tries again.
-    fn sleeper_at(pid: i32) -> Option<Kid> {
+    /// It starts after clock tick `after` (the start time of the thread
+    /// that had the pid): start times count ticks (10 ms), and a newcomer
+    /// started in the same tick would be, to the kernel's record, the same
+    /// thread (a reuse that quick needs a chosen pid, as here; the kernel
+    /// hands pids out in turn).
+    fn sleeper_at(pid: i32, after: u64) -> Option<Kid> {
+        while boot_ticks() <= after {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         for _ in 0..500 {
             fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
             let kid = sleeper();
@@ -1292,11 +1300,12 @@ mod tests {
         let slot = std::rc::Rc::clone(&newcomer);
         let target_slot = std::rc::Rc::new(target);
         let killer = std::rc::Rc::clone(&target_slot);
+        let started = task.starttime;
         HOOK.with(|h| {
             *h.borrow_mut() = Some(Box::new(move |at, tid| {
                 if at == stage && tid == pid {
                     drop(killer.borrow_mut().take()); // killed and reaped
-                    *slot.borrow_mut() = sleeper_at(pid);
+                    *slot.borrow_mut() = sleeper_at(pid, started);
                 }
             }))
         });
@@ -1389,11 +1398,12 @@ mod tests {
 
         let newcomer: std::rc::Rc<std::cell::RefCell<Option<Kid>>> = Default::default();
         let (slot, killer) = (std::rc::Rc::clone(&newcomer), std::rc::Rc::clone(&target));
+        let started = task.starttime;
         HOOK.with(|h| {
             *h.borrow_mut() = Some(Box::new(move |at, tid| {
                 if at == Stage::Checked && tid == pid {
                     drop(killer.borrow_mut().take());
-                    *slot.borrow_mut() = sleeper_at(pid);
+                    *slot.borrow_mut() = sleeper_at(pid, started);
                 }
             }))
         });

@@ -121,6 +121,16 @@ impl Vouch {
             }
         }
         if let Some(path) = cgroup {
+            if path.starts_with('/') && path.trim_matches('/').is_empty() {
+                return Err((
+                    "cgroup",
+                    format!(
+                        "'{path}' is the root cgroup, above every process: it would vouch for \
+                         any user's; name a cgroup below it (/rt.slice), or say \
+                         allow_any_user = true if any process of that name is meant"
+                    ),
+                ));
+            }
             if !path.starts_with('/') {
                 return Err((
                     "cgroup",

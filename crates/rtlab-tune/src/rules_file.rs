@@ -467,6 +467,14 @@ period = "10ms"
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("unit")));
         let e = error("[[rule]]\nmatch = \"a\"\ncgroup = \"rt.slice\"\npolicy = \"other\"\n");
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("cgroup")));
+        // The root cgroup holds every process: it vouches for no one.
+        for root in ["/", "//"] {
+            let e = error(&format!(
+                "[[rule]]\nmatch = \"a\"\ncgroup = \"{root}\"\npolicy = \"other\"\n"
+            ));
+            assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("cgroup")));
+            assert!(e.to_string().contains("root cgroup"), "{e}");
+        }
         let e = error("[[rule]]\nmatch = \"a\"\nexe = \"/no/such/alarmd\"\npolicy = \"other\"\n");
         assert_eq!(e.field.as_deref(), Some("exe"));
         if unsafe { libc::geteuid() } == 0 {

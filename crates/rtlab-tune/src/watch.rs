@@ -291,7 +291,7 @@ struct State {
 }
 
 /// A thread that runs on without sleeping: `tune watch --runaway-limit`.
-/// The threads watched are the real-time ones a rule matched that rtlab
+/// The threads watched are the FIFO and RR ones a rule matched that rtlab
 /// promoted: this watch, or an earlier rtlab command whose change is still
 /// in the record (a restarted watch finds those already holding their
 /// rule's settings). A thread that had them from elsewhere (another
@@ -368,10 +368,13 @@ impl Canary {
                 continue;
             }
             let ran = cpu_ns.saturating_sub(window.cpu_ns);
-            // Only a real-time thread can hog a CPU (a rule may give
-            // SCHED_OTHER or SCHED_BATCH too).
+            // Only a FIFO or RR thread can hog a CPU (a rule may give
+            // SCHED_OTHER or SCHED_BATCH too). A deadline thread cannot:
+            // the kernel stops it once it has used the runtime it was
+            // given, each period, and running that much without sleeping
+            // is what a deadline busy-poller is meant to do.
             let realtime = rtlab_core::sched::thread_sched(id.tid)
-                .is_ok_and(|s| s.params.policy.is_realtime());
+                .is_ok_and(|s| s.params.policy.takes_priority());
             if !realtime || (ran as u128) * 4 < wall.as_nanos() * 3 {
                 // Not sleeping, but not running either (preempted): start over.
                 *window = Window {

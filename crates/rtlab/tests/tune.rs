@@ -1651,6 +1651,56 @@ fn watch_demotes_a_runaway_thread_and_spares_one_that_sleeps() {
         .success());
 }
 
+/// A SCHED_DEADLINE thread is held to its runtime by the kernel: one that
+/// uses all of it without sleeping is doing what it was given, not running
+/// away, and `--runaway-limit` leaves it alone.
+#[test]
+fn watch_runaway_limit_leaves_a_deadline_thread_alone() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let name = unique_name("dl");
+    let rules = write_rules(
+        state.path(),
+        &format!(
+            "[[rule]]\nmatch = \"{name}\"\npolicy = \"deadline\"\nruntime = \"8ms\"\n\
+             deadline = \"10ms\"\nperiod = \"10ms\"\n"
+        ),
+    );
+    let watcher = Watcher::start(
+        state.path(),
+        &rules,
+        &["--poll", "--interval", "100ms", "--runaway-limit", "500ms"],
+    );
+    let sh = fs::canonicalize("/bin/sh").unwrap();
+    std::os::unix::fs::symlink(&sh, dir.path().join(&name)).unwrap();
+    let spinner = Proc(
+        Command::new(dir.path().join(&name))
+            .args(["-c", "while :; do :; done"])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = spinner.id() as i32;
+    wait_for_policy(pid, Policy::Deadline);
+    // Six limits' worth of samples.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        policy_of(pid).0,
+        Policy::Deadline,
+        "the deadline thread was demoted"
+    );
+    stop(spinner);
+    let events = watcher.stop();
+    assert!(
+        !events.iter().any(|e| e["event"] == "runaway"),
+        "{events:?}"
+    );
+    assert!(run(rtlab(state.path()).args(["tune", "undo", "--all"]))
+        .status
+        .success());
+}
+
 #[test]
 fn check_reports_findings_with_severity_and_fix() {
     let state = tempfile::tempdir().unwrap();

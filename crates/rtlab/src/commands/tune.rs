@@ -253,7 +253,9 @@ impl PromotionArgs {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rtlab tune set alarmd --policy fifo --priority 50          # every thread of every alarmd
+  rtlab tune set alarmd --policy fifo --priority 50          # every thread of root's alarmd
+  rtlab tune set alarmd --user alarm --policy fifo --priority 50   # alarmd run by user alarm
+  rtlab tune set alarmd --unit alarmd.service --policy fifo --priority 50
   rtlab tune set 'alarmd|msgd' --policy fifo --priority 50   # paper 000: pgrep | xargs chrt -f
   rtlab tune set server --threads 'io-.*' --policy rr --priority 30 --affinity 1
   rtlab tune set --cmdline 'java .*Gateway' --policy fifo --priority 40 --dry-run
@@ -567,6 +569,7 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
 #[command(after_help = "Examples:
   rtlab tune watch                                  # /etc/rtlab/rules.toml, until stopped
   rtlab tune watch --rules ./rules.toml --json      # one JSON object per event
+  rtlab tune watch --runaway-limit 2s               # demote a promoted thread that never sleeps
   rtlab tune systemd --watch-unit                   # run it as a service
 
 It applies the rules to everything running, then to each thread as it starts,
