@@ -1150,3 +1150,47 @@ fn a_store_path_that_is_not_a_file_is_refused_at_once() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
+
+#[test]
+fn save_all_and_delete_all_store_or_delete_all_or_nothing() {
+    let (dir, mut store) = temp_store();
+    let path = dir.path().join("results.db");
+    let a = run("20261122T080000Z-1", "2026-11-22T08:00:00.000001Z", "rig1");
+    let b = run("20261122T080000Z-2", "2026-11-22T08:00:01.000001Z", "rig1");
+    let c = run("20261122T080000Z-3", "2026-11-22T08:00:02.000001Z", "rig1");
+    store.save(&b).unwrap();
+    // b is stored: a and c are not stored either.
+    let error = store
+        .save_all(&[a.clone(), b.clone(), c.clone()])
+        .unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Duplicate { id, .. } if *id == b.id),
+        "{error}"
+    );
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+    // Twice the same id in one batch: nothing.
+    assert!(matches!(
+        store.save_all(&[a.clone(), a.clone()]).unwrap_err(),
+        StoreError::Duplicate { .. }
+    ));
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+    store.save_all(&[a.clone(), c.clone()]).unwrap();
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 3);
+    // One id not stored: nothing deleted.
+    assert!(matches!(
+        store
+            .delete_all(&[&a.id, "20261122T080000Z-9", &c.id])
+            .unwrap_err(),
+        StoreError::NotFound { .. }
+    ));
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 3);
+    store.delete_all(&[&a.id, &c.id]).unwrap();
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM series WHERE run_id <> '20261122T080000Z-2'"
+        ),
+        0
+    );
+}

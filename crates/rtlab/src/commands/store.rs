@@ -70,9 +70,10 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         message.push_str("; nothing was deleted: pass --yes to delete them");
         return Err(InputError(message).into());
     }
-    for id in &ids {
-        store.delete(id).map_err(input)?;
-    }
+    // One transaction: a kill or an error part way deletes none of them.
+    store
+        .delete_all(&ids.iter().collect::<Vec<_>>())
+        .map_err(input)?;
     if args.json {
         out!(
             "{}",

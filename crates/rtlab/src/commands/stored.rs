@@ -342,10 +342,30 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
         imported.push((path, result));
     }
-    for (path, result) in &imported {
-        store
-            .save(result)
-            .with_context(|| format!("storing {} in {}", path.display(), store.path().display()))?;
+    // One transaction: every file is stored, or (a kill, a full disk, a run
+    // another rtlab stored meanwhile) none.
+    let runs: Vec<RunResult> = imported.iter().map(|(_, r)| r.clone()).collect();
+    match store.save_all(&runs) {
+        Ok(()) => {}
+        Err(rtlab_store::StoreError::Duplicate { id, .. }) => {
+            let file = imported
+                .iter()
+                .find(|(_, r)| r.id == id)
+                .map_or_else(|| "?".into(), |(p, _)| p.display().to_string());
+            return Err(InputError(format!(
+                "{file}: run {id} was stored in result store {} by another process meanwhile: \
+                 a stored run is never replaced; pass --new-id to import it under a new id \
+                 (nothing was imported)",
+                store.path().display()
+            ))
+            .into());
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "storing in {} (nothing was imported)",
+                store.path().display()
+            )))
+        }
     }
     if args.json {
         let ids: Vec<serde_json::Value> = imported
