@@ -344,7 +344,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     }
     // One transaction: every file is stored, or (a kill, a full disk, a run
     // another rtlab stored meanwhile) none.
-    let runs: Vec<RunResult> = imported.iter().map(|(_, r)| r.clone()).collect();
+    let (paths, runs): (Vec<_>, Vec<RunResult>) = imported.into_iter().unzip();
+    let imported: Vec<(&std::path::PathBuf, &RunResult)> = paths.into_iter().zip(&runs).collect();
     match store.save_all(&runs) {
         Ok(()) => {}
         Err(rtlab_store::StoreError::Duplicate { id, .. }) => {
