@@ -793,7 +793,7 @@ fn write_in(
     match (&stored, update) {
         (None, false) => {}
         (Some(found), true) if same_run(found) => {
-            delete_rows(&tx, &run.id).map_err(err)?;
+            delete_rows(tx, &run.id).map_err(err)?;
         }
         (None, true) => {
             return Err(StoreError::NotFound {
