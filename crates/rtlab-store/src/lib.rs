@@ -485,9 +485,6 @@ impl Store {
                 "empty run id: give a run id, a unique prefix of one, or `last`".into(),
             ));
         }
-        if id != "last" {
-            check_run_id(id).map_err(StoreError::Invalid)?;
-        }
         if id == "last" {
             return self
                 .conn
@@ -511,6 +508,11 @@ impl Store {
         if let Some(exact) = exact {
             return Ok(exact);
         }
+        // Checked after the exact lookup: a run stored before ids were
+        // checked is still reached by its full id (as `runs delete` looks
+        // up what a prefix resolved to), and never by a prefix that breaks
+        // the rule.
+        check_run_id(id).map_err(StoreError::Invalid)?;
         let mut statement = self
             .conn
             .prepare_cached(

@@ -704,6 +704,35 @@ fn stored_text_is_printed_with_control_and_bidi_characters_escaped() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_escaped("runs --json", &out.stdout);
     assert_eq!(json(&out)["runs"][0]["host"], format!("host{evil}"));
+    // An id stored before ids were checked, reached by a prefix: `runs`,
+    // `runs tag` and `runs delete` print it escaped.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "foreign_keys", false).unwrap();
+    for table in ["spikes", "series", "runs"] {
+        let column = if table == "runs" { "id" } else { "run_id" };
+        conn.execute(
+            &format!("UPDATE {table} SET {column} = 'zz' || ?1 WHERE {column} = 'hostile-1'"),
+            [evil],
+        )
+        .unwrap();
+    }
+    for command in [
+        &["runs"][..],
+        &["runs", "tag", "zz", "mine"],
+        &["runs", "--tag", "mine"],
+        &["runs", "tag", "zz", "mine", "--untag"],
+        &["runs", "delete", "zz"],
+    ] {
+        let out = rtlab(dir.path(), &db, command);
+        assert!(out.status.success(), "{command:?}: {}", stderr(&out));
+        assert_escaped(&format!("{command:?}"), &out.stdout);
+        assert_escaped(&format!("{command:?}"), &out.stderr);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("zz\\u001b]0;owned"),
+            "{command:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -7,7 +7,6 @@ use crate::cli::{
 use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
-use rtlab_core::result::printable;
 use rtlab_core::result::RunResult;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_report::compare::{
@@ -86,9 +85,13 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     .map(String::from)
     .to_vec()];
     for run in &runs {
-        // Runs stored before import refused control characters may hold
-        // some: shown escaped, never obeyed by the terminal.
-        let text = |t: &str| printable(t, 80);
+        // Long labels are cut to keep the table readable; control
+        // characters (runs stored before import refused them) are escaped
+        // where everything is printed (`emit`).
+        let text = |t: &str| match t.chars().nth(80) {
+            None => t.to_string(),
+            Some(_) => t.chars().take(80).chain(['…']).collect(),
+        };
         let or_dash = |t: &Option<String>| t.as_deref().map_or_else(|| "-".into(), text);
         rows.push(vec![
             text(&run.id),
