@@ -1111,6 +1111,17 @@ fn a_kept_run_never_replaces_a_file_nor_follows_a_link() {
     let error = rtlab_store::keep_unsaved(&run, &linked).unwrap_err();
     assert!(error.to_string().contains("symbolic link"), "{error}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // A directory of another user (as root: nobody's), or one under a
+    // directory of another user, is refused too.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        for place in [theirs.clone(), theirs.join("unsaved")] {
+            let error = rtlab_store::keep_unsaved(&run, &place).unwrap_err();
+            assert!(error.to_string().contains("owned by uid 65534"), "{error}");
+        }
+    }
     // No temporary file is left anywhere.
     assert!(std::fs::read_dir(&unsaved).unwrap().all(|e| !e
         .unwrap()
