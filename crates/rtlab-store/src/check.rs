@@ -121,7 +121,7 @@ impl Store {
             {
                 problems.push(format!(
                     "run `{shown}`: the text at {at} holds control characters (stored before \
-                     rtlab refused them; `rtlab show` prints it raw): delete the run, or export, \
+                     rtlab refused them; shown escaped, exported as it is): delete the run, or export, \
                      fix and import it"
                 ));
             }

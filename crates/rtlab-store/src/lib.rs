@@ -341,150 +341,37 @@ impl Store {
     }
 
     fn write(&mut self, run: &RunResult, update: bool) -> Result<(), StoreError> {
-        check_run_id(&run.id).map_err(|reason| self.invalid_run(run, reason))?;
-        if self.read_only {
-            return Err(self.invalid_run(run, "the store was opened read-only".into()));
-        }
-        let encoded = Encoded::new(run)
-            .map_err(|e| self.invalid_run(run, format!("it cannot be serialized: {e}")))?;
-        let campaign = run.campaign.as_ref();
+        self.write_all(std::slice::from_ref(run), update)
+    }
 
+    /// Saves every run of `runs` in one transaction: all of them are
+    /// stored, or (an error, a crash, a kill) none. A run whose id is
+    /// stored already, or comes twice, is [`StoreError::Duplicate`] and
+    /// nothing is stored. `rtlab import` stores its files so.
+    pub fn save_all(&mut self, runs: &[RunResult]) -> Result<(), StoreError> {
+        self.write_all(runs, false)
+    }
+
+    fn write_all(&mut self, runs: &[RunResult], update: bool) -> Result<(), StoreError> {
+        let mut encoded = Vec::with_capacity(runs.len());
+        for run in runs {
+            check_run_id(&run.id).map_err(|reason| self.invalid_run(run, reason))?;
+            if self.read_only {
+                return Err(self.invalid_run(run, "the store was opened read-only".into()));
+            }
+            encoded.push(
+                Encoded::new(run)
+                    .map_err(|e| self.invalid_run(run, format!("it cannot be serialized: {e}")))?,
+            );
+        }
         let path = self.path.clone();
         let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        // Read in the transaction: another process may be saving too.
-        let stored: Option<(String, String, String, i64)> = tx
-            .query_row(
-                "SELECT r.status, r.started_at, r.probe,
-                     (SELECT coalesce(sum(samples), 0) FROM series WHERE run_id = r.id)
-                 FROM runs AS r WHERE r.id = ?1",
-                [&run.id],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-            )
-            .optional()
-            .map_err(err)?;
-        let same_run = |(status, started_at, probe, _): &(String, String, String, i64)| {
-            status == "running" && *started_at == run.started_at && *probe == run.probe
-        };
-        match (&stored, update) {
-            (None, false) => {}
-            (Some(found), true) if same_run(found) => {
-                delete_rows(&tx, &run.id).map_err(err)?;
-            }
-            (None, true) => {
-                return Err(StoreError::NotFound {
-                    path: self.path.clone(),
-                    id: run.id.clone(),
-                })
-            }
-            (Some((status, started_at, probe, samples)), _) => {
-                return Err(StoreError::Duplicate {
-                    path: self.path.clone(),
-                    id: run.id.clone(),
-                    stored: format!(
-                        "{probe}, {status}, started {}, {samples} samples",
-                        printable(started_at, 40)
-                    ),
-                })
-            }
-        }
-        tx.execute(
-            "INSERT INTO runs (id, format, probe, status, host, started_at, ended_at, elapsed_ns,
-                 command, config, environment, warnings, result,
-                 campaign, execution, plan_index, plan_total, configuration, load, repeat, loads)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
-                 ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-            params![
-                run.id,
-                run.schema,
-                run.probe,
-                status_name(run.status),
-                run.environment.hostname,
-                run.started_at,
-                run.ended_at,
-                int(run.elapsed_ns),
-                encoded.command,
-                encoded.config,
-                encoded.environment,
-                encoded.warnings,
-                encoded.result,
-                campaign.map(|c| &c.name),
-                campaign.map(|c| &c.execution),
-                campaign.map(|c| int(c.index as u64)),
-                campaign.map(|c| int(c.total as u64)),
-                campaign.map(|c| &c.configuration),
-                campaign.map(|c| &c.load),
-                campaign.map(|c| c.repeat),
-                encoded.loads,
-            ],
-        )
-        .map_err(err)?;
-        {
-            let mut insert_series = tx
-                .prepare_cached(
-                    "INSERT INTO series (run_id, position, name, metric, cpu, interval_ns,
-                         samples, missed, dropped, min_ns, max_ns, mean_ns, stdev_ns,
-                         p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, max_at_ns, max_sample,
-                         histogram_ns, histogram_us)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
-                         ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-                )
-                .map_err(err)?;
-            let mut insert_spike = tx
-                .prepare_cached(
-                    "INSERT INTO spikes (run_id, series_index, series, rank, sample, at_ns,
-                         latency_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(err)?;
-            for (position, (series, (hist_ns, hist_us))) in
-                run.series.iter().zip(&encoded.histograms).enumerate()
-            {
-                let stats = &series.stats;
-                let p = &stats.percentiles_ns;
-                insert_series
-                    .execute(params![
-                        run.id,
-                        position as i64,
-                        series.name,
-                        series.metric,
-                        series.cpu.map(|c| int(c as u64)),
-                        int(series.interval_ns),
-                        int(stats.samples),
-                        int(stats.missed),
-                        int(stats.dropped),
-                        int(stats.min_ns),
-                        int(stats.max_ns),
-                        stats.mean_ns,
-                        stats.stdev_ns,
-                        int(p.p50),
-                        int(p.p90),
-                        int(p.p99),
-                        int(p.p99_9),
-                        int(p.p99_99),
-                        stats.max_at.map(|s| int(s.at_ns)),
-                        stats.max_at.map(|s| int(s.sample)),
-                        hist_ns,
-                        hist_us,
-                    ])
-                    .map_err(err)?;
-                for (rank, spike) in stats.top.iter().enumerate() {
-                    insert_spike
-                        .execute(params![
-                            run.id,
-                            position as i64,
-                            series.name,
-                            rank as i64,
-                            int(spike.sample),
-                            int(spike.at_ns),
-                            int(spike.latency_ns),
-                        ])
-                        .map_err(err)?;
-                }
-            }
+        for (run, encoded) in runs.iter().zip(&encoded) {
+            write_in(&tx, &path, run, encoded, update)?;
         }
         tx.commit().map_err(err)
     }
@@ -598,9 +485,6 @@ impl Store {
                 "empty run id: give a run id, a unique prefix of one, or `last`".into(),
             ));
         }
-        if id != "last" {
-            check_run_id(id).map_err(StoreError::Invalid)?;
-        }
         if id == "last" {
             return self
                 .conn
@@ -624,6 +508,11 @@ impl Store {
         if let Some(exact) = exact {
             return Ok(exact);
         }
+        // Checked after the exact lookup: a run stored before ids were
+        // checked is still reached by its full id (as `runs delete` looks
+        // up what a prefix resolved to), and never by a prefix that breaks
+        // the rule.
+        check_run_id(id).map_err(StoreError::Invalid)?;
         let mut statement = self
             .conn
             .prepare_cached(
@@ -677,18 +566,27 @@ impl Store {
     /// Deletes the run with exactly this id (no prefix: deleting is not
     /// undone), with its series and spikes.
     pub fn delete(&mut self, id: &str) -> Result<(), StoreError> {
+        self.delete_all(&[id])
+    }
+
+    /// Deletes the runs with exactly these ids in one transaction: all of
+    /// them, or (one is not there any more, an error, a crash) none.
+    pub fn delete_all<S: AsRef<str>>(&mut self, ids: &[S]) -> Result<(), StoreError> {
         let path = self.path.clone();
         let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        let deleted = delete_rows(&tx, id).map_err(err)?;
-        if deleted == 0 {
-            return Err(StoreError::NotFound {
-                path: self.path.clone(),
-                id: id.to_string(),
-            });
+        for id in ids {
+            let id = id.as_ref();
+            let deleted = delete_rows(&tx, id).map_err(err)?;
+            if deleted == 0 {
+                return Err(StoreError::NotFound {
+                    path: self.path.clone(),
+                    id: id.to_string(),
+                });
+            }
         }
         tx.commit().map_err(err)
     }
@@ -766,34 +664,36 @@ impl Store {
         }
     }
 
-    /// Applies the migrations up to `target`, each in its own transaction
-    /// that also sets `user_version`. The version is read again inside the
-    /// transaction: another process may have migrated meanwhile.
+    /// Applies the migrations up to `target` in one transaction, each
+    /// setting `user_version`. The version is read inside the transaction:
+    /// another process may have migrated meanwhile.
     fn migrate(&mut self, target: u32) -> Result<(), StoreError> {
-        loop {
-            let path = self.path.clone();
-            let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(err)?;
-            let current: i64 = tx
-                .pragma_query_value(None, "user_version", |row| row.get(0))
-                .map_err(err)?;
-            let current = u32::try_from(current).unwrap_or(u32::MAX);
-            if current >= target {
-                return Ok(());
-            }
-            if let Some(detail) = foreign(&tx).map_err(err)? {
-                return Err(StoreError::Foreign {
-                    path: self.path.clone(),
-                    detail,
-                });
-            }
-            let migration = &migrations::MIGRATIONS[current as usize];
+        let path = self.path.clone();
+        let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
+        // One transaction for every step: a kill part way (a new store's
+        // first write) leaves the store as it was, never at a version
+        // between (which a read-only command would have to refuse).
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let current: i64 = tx
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(err)?;
+        let from = u32::try_from(current).unwrap_or(u32::MAX);
+        if from >= target {
+            return Ok(());
+        }
+        if let Some(detail) = foreign(&tx).map_err(err)? {
+            return Err(StoreError::Foreign {
+                path: self.path.clone(),
+                detail,
+            });
+        }
+        for migration in &migrations::MIGRATIONS[from as usize..target as usize] {
             let failed = |cause| StoreError::Migration {
                 path: self.path.clone(),
-                from: current,
+                from,
                 to: migration.version,
                 description: migration.description,
                 cause,
@@ -801,8 +701,14 @@ impl Store {
             tx.execute_batch(migration.sql).map_err(failed)?;
             tx.pragma_update(None, "user_version", migration.version)
                 .map_err(failed)?;
-            tx.commit().map_err(failed)?;
         }
+        tx.commit().map_err(|cause| StoreError::Migration {
+            path: self.path.clone(),
+            from,
+            to: target,
+            description: "committing the migration",
+            cause,
+        })
     }
 }
 
@@ -859,6 +765,151 @@ fn delete_rows(conn: &Connection, id: &str) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM spikes WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM series WHERE run_id = ?1", [id])?;
     conn.execute("DELETE FROM runs WHERE id = ?1", [id])
+}
+
+/// Inserts (or, for `update`, replaces the same running run with) one run
+/// inside the caller's transaction.
+fn write_in(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    run: &RunResult,
+    encoded: &Encoded,
+    update: bool,
+) -> Result<(), StoreError> {
+    let err = |e| StoreError::sqlite(path, BUSY_TIMEOUT, e);
+    let campaign = run.campaign.as_ref();
+    // Read in the transaction: another process may be saving too.
+    let stored: Option<(String, String, String, i64)> = tx
+        .query_row(
+            "SELECT r.status, r.started_at, r.probe,
+                     (SELECT coalesce(sum(samples), 0) FROM series WHERE run_id = r.id)
+                 FROM runs AS r WHERE r.id = ?1",
+            [&run.id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )
+        .optional()
+        .map_err(err)?;
+    let same_run = |(status, started_at, probe, _): &(String, String, String, i64)| {
+        status == "running" && *started_at == run.started_at && *probe == run.probe
+    };
+    match (&stored, update) {
+        (None, false) => {}
+        (Some(found), true) if same_run(found) => {
+            delete_rows(tx, &run.id).map_err(err)?;
+        }
+        (None, true) => {
+            return Err(StoreError::NotFound {
+                path: path.to_path_buf(),
+                id: run.id.clone(),
+            })
+        }
+        (Some((status, started_at, probe, samples)), _) => {
+            return Err(StoreError::Duplicate {
+                path: path.to_path_buf(),
+                id: run.id.clone(),
+                stored: format!(
+                    "{probe}, {status}, started {}, {samples} samples",
+                    printable(started_at, 40)
+                ),
+            })
+        }
+    }
+    tx.execute(
+        "INSERT INTO runs (id, format, probe, status, host, started_at, ended_at, elapsed_ns,
+                 command, config, environment, warnings, result,
+                 campaign, execution, plan_index, plan_total, configuration, load, repeat, loads)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+                 ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+        params![
+            run.id,
+            run.schema,
+            run.probe,
+            status_name(run.status),
+            run.environment.hostname,
+            run.started_at,
+            run.ended_at,
+            int(run.elapsed_ns),
+            encoded.command,
+            encoded.config,
+            encoded.environment,
+            encoded.warnings,
+            encoded.result,
+            campaign.map(|c| &c.name),
+            campaign.map(|c| &c.execution),
+            campaign.map(|c| int(c.index as u64)),
+            campaign.map(|c| int(c.total as u64)),
+            campaign.map(|c| &c.configuration),
+            campaign.map(|c| &c.load),
+            campaign.map(|c| c.repeat),
+            encoded.loads,
+        ],
+    )
+    .map_err(err)?;
+    {
+        let mut insert_series = tx
+            .prepare_cached(
+                "INSERT INTO series (run_id, position, name, metric, cpu, interval_ns,
+                         samples, missed, dropped, min_ns, max_ns, mean_ns, stdev_ns,
+                         p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, max_at_ns, max_sample,
+                         histogram_ns, histogram_us)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+                         ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+            )
+            .map_err(err)?;
+        let mut insert_spike = tx
+            .prepare_cached(
+                "INSERT INTO spikes (run_id, series_index, series, rank, sample, at_ns,
+                         latency_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(err)?;
+        for (position, (series, (hist_ns, hist_us))) in
+            run.series.iter().zip(&encoded.histograms).enumerate()
+        {
+            let stats = &series.stats;
+            let p = &stats.percentiles_ns;
+            insert_series
+                .execute(params![
+                    run.id,
+                    position as i64,
+                    series.name,
+                    series.metric,
+                    series.cpu.map(|c| int(c as u64)),
+                    int(series.interval_ns),
+                    int(stats.samples),
+                    int(stats.missed),
+                    int(stats.dropped),
+                    int(stats.min_ns),
+                    int(stats.max_ns),
+                    stats.mean_ns,
+                    stats.stdev_ns,
+                    int(p.p50),
+                    int(p.p90),
+                    int(p.p99),
+                    int(p.p99_9),
+                    int(p.p99_99),
+                    stats.max_at.map(|s| int(s.at_ns)),
+                    stats.max_at.map(|s| int(s.sample)),
+                    hist_ns,
+                    hist_us,
+                ])
+                .map_err(err)?;
+            for (rank, spike) in stats.top.iter().enumerate() {
+                insert_spike
+                    .execute(params![
+                        run.id,
+                        position as i64,
+                        series.name,
+                        rank as i64,
+                        int(spike.sample),
+                        int(spike.at_ns),
+                        int(spike.latency_ns),
+                    ])
+                    .map_err(err)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a path that is there but is not a regular file (after links):

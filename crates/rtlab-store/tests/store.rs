@@ -1111,6 +1111,17 @@ fn a_kept_run_never_replaces_a_file_nor_follows_a_link() {
     let error = rtlab_store::keep_unsaved(&run, &linked).unwrap_err();
     assert!(error.to_string().contains("symbolic link"), "{error}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // A directory of another user (as root: nobody's), or one under a
+    // directory of another user, is refused too.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        for place in [theirs.clone(), theirs.join("unsaved")] {
+            let error = rtlab_store::keep_unsaved(&run, &place).unwrap_err();
+            assert!(error.to_string().contains("owned by uid 65534"), "{error}");
+        }
+    }
     // No temporary file is left anywhere.
     assert!(std::fs::read_dir(&unsaved).unwrap().all(|e| !e
         .unwrap()
@@ -1149,4 +1160,48 @@ fn a_store_path_that_is_not_a_file_is_refused_at_once() {
         }
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn save_all_and_delete_all_store_or_delete_all_or_nothing() {
+    let (dir, mut store) = temp_store();
+    let path = dir.path().join("results.db");
+    let a = run("20261122T080000Z-1", "2026-11-22T08:00:00.000001Z", "rig1");
+    let b = run("20261122T080000Z-2", "2026-11-22T08:00:01.000001Z", "rig1");
+    let c = run("20261122T080000Z-3", "2026-11-22T08:00:02.000001Z", "rig1");
+    store.save(&b).unwrap();
+    // b is stored: a and c are not stored either.
+    let error = store
+        .save_all(&[a.clone(), b.clone(), c.clone()])
+        .unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Duplicate { id, .. } if *id == b.id),
+        "{error}"
+    );
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+    // Twice the same id in one batch: nothing.
+    assert!(matches!(
+        store.save_all(&[a.clone(), a.clone()]).unwrap_err(),
+        StoreError::Duplicate { .. }
+    ));
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+    store.save_all(&[a.clone(), c.clone()]).unwrap();
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 3);
+    // One id not stored: nothing deleted.
+    assert!(matches!(
+        store
+            .delete_all(&[&a.id, "20261122T080000Z-9", &c.id])
+            .unwrap_err(),
+        StoreError::NotFound { .. }
+    ));
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 3);
+    store.delete_all(&[&a.id, &c.id]).unwrap();
+    assert_eq!(count(&path, "SELECT count(*) FROM runs"), 1);
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM series WHERE run_id <> '20261122T080000Z-2'"
+        ),
+        0
+    );
 }

@@ -704,4 +704,153 @@ fn stored_text_is_printed_with_control_and_bidi_characters_escaped() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_escaped("runs --json", &out.stdout);
     assert_eq!(json(&out)["runs"][0]["host"], format!("host{evil}"));
+    // An id stored before ids were checked, reached by a prefix: `runs`,
+    // `runs tag` and `runs delete` print it escaped.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "foreign_keys", false).unwrap();
+    for table in ["spikes", "series", "runs"] {
+        let column = if table == "runs" { "id" } else { "run_id" };
+        conn.execute(
+            &format!("UPDATE {table} SET {column} = 'zz' || ?1 WHERE {column} = 'hostile-1'"),
+            [evil],
+        )
+        .unwrap();
+    }
+    for command in [
+        &["runs"][..],
+        &["runs", "tag", "zz", "mine"],
+        &["runs", "--tag", "mine"],
+        &["runs", "tag", "zz", "mine", "--untag"],
+        &["runs", "delete", "zz"],
+    ] {
+        let out = rtlab(dir.path(), &db, command);
+        assert!(out.status.success(), "{command:?}: {}", stderr(&out));
+        assert_escaped(&format!("{command:?}"), &out.stdout);
+        assert_escaped(&format!("{command:?}"), &out.stderr);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("zz\\u001b]0;owned"),
+            "{command:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Import and delete stored or deleted run by run: a kill, a full disk or
+// another rtlab part way left some of the files imported (and the next
+// import refused them), some runs deleted
+// ---------------------------------------------------------------------------
+
+/// `n` files of distinct runs, `run-0` to `run-{n-1}`.
+fn run_files(dir: &Path, original: &serde_json::Value, n: usize) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let mut run = original.clone();
+            run["id"] = format!("run-{i}").into();
+            let file = dir.join(format!("run-{i}.json"));
+            write_json(&file, &run);
+            file
+        })
+        .collect()
+}
+
+fn stored_ids(dir: &Path, db: &Path) -> Vec<String> {
+    let mut ids = listed(dir, db, &[]);
+    ids.retain(|id| id.starts_with("run-"));
+    ids.sort();
+    ids
+}
+
+#[test]
+fn an_import_racing_another_stores_all_its_files_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, original) = stored_run(dir.path());
+    let files = run_files(dir.path(), &original, 40);
+    let last = files.last().unwrap().to_str().unwrap().to_string();
+    for round in 0..16 {
+        let db = dir.path().join(format!("race-{round}.db"));
+        assert!(rtlab(dir.path(), &db, &["store", "check"]).status.code() == Some(2));
+        // P1 imports every file; P2 only the last one, while P1 is at work.
+        let mut first = common::rtlab(dir.path());
+        first.arg("import").args(&files).arg("--db").arg(&db);
+        let first = first
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // P2 starts at a different point of P1's work each round (the
+        // delays only spread the races: nothing is asserted about time).
+        std::thread::sleep(std::time::Duration::from_millis(12 * round));
+        let second = rtlab(dir.path(), &db, &["import", &last]);
+        let first = first.wait_with_output().unwrap();
+        eprintln!(
+            "round {round}: {:?} {:?}",
+            first.status.code(),
+            second.status.code()
+        );
+        let ids = stored_ids(dir.path(), &db);
+        match (first.status.code(), second.status.code()) {
+            (Some(0), Some(2)) => assert_eq!(ids.len(), 40, "{ids:?}"),
+            (Some(2), Some(0)) => {
+                assert_eq!(ids, ["run-39"], "{}", stderr(&first));
+                assert!(stderr(&first).contains("nothing was imported"));
+            }
+            other => panic!(
+                "round {round}: {other:?}: {ids:?}\n{}\n{}",
+                stderr(&first),
+                stderr(&second)
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_killed_import_or_delete_leaves_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, original) = stored_run(dir.path());
+    let files = run_files(dir.path(), &original, 40);
+    // Killed at a different point each round (the delays only spread the
+    // kills: nothing is asserted about time).
+    for round in 0..8u64 {
+        let db = dir.path().join(format!("kill-{round}.db"));
+        let mut command = common::rtlab(dir.path());
+        command.arg("import").args(&files).arg("--db").arg(&db);
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(15 * round));
+        let _ = child.kill();
+        let _ = child.wait();
+        if !db.exists() {
+            continue;
+        }
+        let ids = stored_ids(dir.path(), &db);
+        assert!(ids.is_empty() || ids.len() == 40, "round {round}: {ids:?}");
+        let check = rtlab(dir.path(), &db, &["store", "check"]);
+        assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+        if ids.is_empty() {
+            continue;
+        }
+        let mut command = common::rtlab(dir.path());
+        command.args(["runs", "delete", "--yes", "--db"]).arg(&db);
+        command.args(&ids);
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(10 * round));
+        let _ = child.kill();
+        let _ = child.wait();
+        let left = stored_ids(dir.path(), &db);
+        assert!(
+            left.is_empty() || left.len() == 40,
+            "round {round}: {left:?}"
+        );
+        let check = rtlab(dir.path(), &db, &["store", "check"]);
+        assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    }
 }

@@ -4,7 +4,7 @@
 use crate::cli::{RunsDeleteArgs, RunsTagArgs, StoreCheckArgs};
 use crate::input::InputError;
 use crate::session;
-use rtlab_core::result::printable;
+use rtlab_core::result::terminal_text;
 use rtlab_store::{RunFilter, Store, StoreError};
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -27,7 +27,7 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         if runs.is_empty() {
             return Err(InputError(format!(
                 "no run of campaign execution `{}` in result store {}",
-                printable(execution, 80),
+                execution,
                 store.path().display()
             ))
             .into());
@@ -48,7 +48,7 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         if kept > 0 {
             partial.push(format!(
                 "campaign execution {}: {} of its {} runs would be deleted and {kept} kept",
-                printable(execution, 80),
+                execution,
                 all.len() - kept,
                 all.len()
             ));
@@ -59,10 +59,7 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
             "this would delete {} runs from {}: {}",
             ids.len(),
             store.path().display(),
-            ids.iter()
-                .map(|id| printable(id, 80))
-                .collect::<Vec<_>>()
-                .join(", ")
+            ids.iter().cloned().collect::<Vec<_>>().join(", ")
         );
         for line in &partial {
             message.push_str(&format!("; {line}"));
@@ -70,9 +67,10 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         message.push_str("; nothing was deleted: pass --yes to delete them");
         return Err(InputError(message).into());
     }
-    for id in &ids {
-        store.delete(id).map_err(input)?;
-    }
+    // One transaction: a kill or an error part way deletes none of them.
+    store
+        .delete_all(&ids.iter().collect::<Vec<_>>())
+        .map_err(input)?;
     if args.json {
         out!(
             "{}",
@@ -83,10 +81,11 @@ pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         for line in &partial {
-            eprintln!("note: {line}");
+            // Escaped as stdout is (see `emit`): the ids and execution are stored text.
+            eprintln!("note: {}", terminal_text(line));
         }
         for id in &ids {
-            out!("deleted run {}", printable(id, 80));
+            out!("deleted run {id}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -139,11 +138,7 @@ pub fn tag(args: RunsTagArgs) -> anyhow::Result<ExitCode> {
         true => "none".to_string(),
         false => tags.join(", "),
     };
-    out!(
-        "run {} {what} {}; its tags: {list}",
-        printable(&id, 80),
-        args.tag
-    );
+    out!("run {} {what} {}; its tags: {list}", id, args.tag);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -7,7 +7,6 @@ use crate::cli::{
 use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
-use rtlab_core::result::printable;
 use rtlab_core::result::RunResult;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_report::compare::{
@@ -86,9 +85,13 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     .map(String::from)
     .to_vec()];
     for run in &runs {
-        // Runs stored before import refused control characters may hold
-        // some: shown escaped, never obeyed by the terminal.
-        let text = |t: &str| printable(t, 80);
+        // Long labels are cut to keep the table readable; control
+        // characters (runs stored before import refused them) are escaped
+        // where everything is printed (`emit`).
+        let text = |t: &str| match t.chars().nth(80) {
+            None => t.to_string(),
+            Some(_) => t.chars().take(80).chain(['…']).collect(),
+        };
         let or_dash = |t: &Option<String>| t.as_deref().map_or_else(|| "-".into(), text);
         rows.push(vec![
             text(&run.id),
@@ -342,10 +345,31 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
         imported.push((path, result));
     }
-    for (path, result) in &imported {
-        store
-            .save(result)
-            .with_context(|| format!("storing {} in {}", path.display(), store.path().display()))?;
+    // One transaction: every file is stored, or (a kill, a full disk, a run
+    // another rtlab stored meanwhile) none.
+    let (paths, runs): (Vec<_>, Vec<RunResult>) = imported.into_iter().unzip();
+    let imported: Vec<(&std::path::PathBuf, &RunResult)> = paths.into_iter().zip(&runs).collect();
+    match store.save_all(&runs) {
+        Ok(()) => {}
+        Err(rtlab_store::StoreError::Duplicate { id, .. }) => {
+            let file = imported
+                .iter()
+                .find(|(_, r)| r.id == id)
+                .map_or_else(|| "?".into(), |(p, _)| p.display().to_string());
+            return Err(InputError(format!(
+                "{file}: run {id} was stored in result store {} by another process meanwhile: \
+                 a stored run is never replaced; pass --new-id to import it under a new id \
+                 (nothing was imported)",
+                store.path().display()
+            ))
+            .into());
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "storing in {} (nothing was imported)",
+                store.path().display()
+            )))
+        }
     }
     if args.json {
         let ids: Vec<serde_json::Value> = imported

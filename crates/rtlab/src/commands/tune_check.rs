@@ -34,7 +34,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        std::io::Write::write_all(&mut std::io::stdout(), report.render_text().as_bytes())?;
+        // Findings name threads (other users choose their names): escaped.
+        put!("{}", report.render_text());
     }
     Ok(match args.fail_on {
         Some(threshold) if report.fails(threshold) => ExitCode::from(1),
