@@ -2,6 +2,7 @@
 //! maximum of each cell, and the verdict `rtlab quick` ends with.
 
 use rtlab_core::result::RunResult;
+use rtlab_core::text::{pad, Align};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -162,14 +163,15 @@ impl Matrix {
                 Some(cell) => {
                     let _ = writeln!(
                         out,
-                        "  {load:<width$} max {:>10} µs  ({}), p99.9 {} µs",
+                        "  {} max {:>10} µs  ({}), p99.9 {} µs",
+                        pad(load, width, Align::Left),
                         Us1(cell.max_ns),
                         cell.configuration,
                         Us1(cell.p99_9_ns)
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "  {load:<width$} nothing measured");
+                    let _ = writeln!(out, "  {} nothing measured", pad(load, width, Align::Left));
                 }
             }
         }
@@ -202,7 +204,8 @@ impl Matrix {
                 }
                 let _ = writeln!(
                     out,
-                    "  {load:<width$} p99.9 {} → {} µs ({}), max {} → {} µs ({})",
+                    "  {} p99.9 {} → {} µs ({}), max {} → {} µs ({})",
+                    pad(load, width, Align::Left),
                     Us1(b.p99_9_ns),
                     Us1(a.p99_9_ns),
                     change(b.p99_9_ns, a.p99_9_ns),

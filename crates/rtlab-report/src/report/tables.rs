@@ -102,7 +102,9 @@ impl Table {
                 // Data row r is on line r + 2, under the header and its rule.
                 let start = widths[..c].iter().sum::<usize>() + 2 * c;
                 if let Some(line) = lines.get_mut(r + 2) {
-                    *line = format!("{line:<start$}{text}");
+                    // By hand: `{line:<start$}` panics for a width of 65,536 or more.
+                    *line =
+                        rtlab_core::text::pad(line, start, rtlab_core::text::Align::Left) + &text;
                 }
             }
             table = lines.join("\n") + "\n";
