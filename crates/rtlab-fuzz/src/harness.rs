@@ -1,0 +1,531 @@
+//! Runs one target: its regression seeds, its corpus, then mutated
+//! inputs, each under catch_unwind with the allocation guard armed.
+
+use crate::alloc;
+use crate::mutate::Mutator;
+use crate::rng::{fnv1a, Rng};
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// Inputs are cut to 256 KiB: room for 64 Ki-character strings of
+/// multi-byte characters, small enough for thousands of runs a second.
+pub const MAX_INPUT: usize = 256 << 10;
+
+/// The seed when `RTLAB_FUZZ_SEED` is not set: CI runs the same inputs
+/// every time, so a failure there is a change's, not chance's.
+const DEFAULT_SEED: u64 = 0x7274_6c61_6266_757a;
+
+/// Distinct failures after which a run stops: enough for a report.
+const MAX_FAILURES: usize = 20;
+
+/// Oracle calls the minimizer may make per failure, and bytes it may
+/// feed in all (a 70 KB input costs its parser 70 KB a call): bounds in
+/// work, not time, so that a minimized input is the same on any machine.
+const MINIMIZE_CALLS: usize = 1500;
+const MINIMIZE_BYTES: usize = 4 << 20;
+
+/// Accepted mutants kept to mutate further.
+const POOL: usize = 256;
+
+/// What a parser made of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Accepted,
+    Rejected,
+}
+
+/// A parser under test.
+pub struct Target {
+    /// Names the folders `fuzz/{corpus,regressions,pending}/NAME/`.
+    pub name: &'static str,
+    /// Runs the parser on an input: Ok(what it made of it), or Err(the
+    /// property that broke: a round trip that differs, ...). Panics are
+    /// caught by the harness.
+    pub oracle: fn(&[u8]) -> Result<Verdict, String>,
+    /// Seeds computed from the corpus (binary plans from text ones).
+    pub derive: Option<fn(&[Vec<u8>]) -> Vec<Vec<u8>>>,
+    /// Iterations when `RTLAB_FUZZ_ITERS` is not set.
+    pub iterations: u64,
+}
+
+/// An input that panicked, broke a property or asked for too much memory.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// `panic`, `property` or `allocation`.
+    pub kind: &'static str,
+    pub message: String,
+    /// Where it panicked (`file:line:column`), for a panic.
+    pub location: Option<String>,
+    /// Where the input came from: `iteration N`, `corpus FILE`, `regression FILE`.
+    pub origin: String,
+    /// The (minimized) input.
+    pub file: PathBuf,
+}
+
+impl Failure {
+    /// Failures with the same key are the same bug.
+    fn key(&self) -> String {
+        match (&self.location, self.kind) {
+            (Some(location), _) => location.clone(),
+            (None, "property") => self
+                .message
+                .chars()
+                .filter(|c| !c.is_ascii_digit())
+                .take(80)
+                .collect(),
+            (None, kind) => format!("{kind}: {}", self.message),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.kind, self.origin, self.message)?;
+        if let Some(location) = &self.location {
+            write!(f, " at {location}")?;
+        }
+        write!(f, "; input: {}", self.file.display())
+    }
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct Summary {
+    pub target: &'static str,
+    pub seed: u64,
+    pub iterations: u64,
+    pub accepted: u64,
+    pub rejected: u64,
+    /// New failures: the test fails.
+    pub failures: Vec<Failure>,
+    /// Pending seeds (`fuzz/pending/NAME/`, known bugs being fixed by
+    /// their owners) and what they still do: None once fixed.
+    pub pending: Vec<(PathBuf, Option<Failure>)>,
+    /// Mutants that failed as a pending seed does (the same bug).
+    pub known_hits: u64,
+    /// Seeds (corpus, regressions, derived), and how many of them parse.
+    pub seeds: usize,
+    pub seeds_accepted: usize,
+    pub slowest: Duration,
+}
+
+impl Summary {
+    /// Fails the test when anything new failed, listing every failure
+    /// with the seed to reproduce it.
+    pub fn assert_clean(&self) {
+        println!("{self}");
+        if !self.failures.is_empty() {
+            let list: Vec<String> = self.failures.iter().map(|f| format!("  {f}")).collect();
+            panic!(
+                "fuzz target {}: {} failure(s) (seed {:#x}, {} iterations; rerun with \
+                 RTLAB_FUZZ_SEED={:#x} RTLAB_FUZZ_ITERS={}):\n{}\nAdd each input to \
+                 fuzz/regressions/{}/ once fixed (docs/fuzz.md).",
+                self.target,
+                self.failures.len(),
+                self.seed,
+                self.iterations,
+                self.seed,
+                self.iterations,
+                list.join("\n"),
+                self.target
+            );
+        }
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "fuzz {}: {} seeds ({} parse), seed {:#x}, {} iterations, {} accepted, {} rejected, {} failure(s), slowest input {:.1} ms",
+            self.target,
+            self.seeds,
+            self.seeds_accepted,
+            self.seed,
+            self.iterations,
+            self.accepted,
+            self.rejected,
+            self.failures.len(),
+            self.slowest.as_secs_f64() * 1e3
+        )?;
+        for (file, failure) in &self.pending {
+            match failure {
+                Some(failure) => writeln!(
+                    f,
+                    "  pending {}: still fails: {} {}{}",
+                    file.display(),
+                    failure.kind,
+                    failure.message,
+                    failure
+                        .location
+                        .as_ref()
+                        .map_or(String::new(), |l| format!(" at {l}"))
+                )?,
+                None => writeln!(
+                    f,
+                    "  pending {}: passes now: move it to fuzz/regressions/{}/",
+                    file.display(),
+                    self.target
+                )?,
+            }
+        }
+        if self.known_hits > 0 {
+            writeln!(
+                f,
+                "  {} mutant(s) failed as a pending seed does (not counted)",
+                self.known_hits
+            )?;
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    static CAPTURING: Cell<bool> = const { Cell::new(false) };
+    static CAUGHT: RefCell<Option<(String, Option<String>)>> = const { RefCell::new(None) };
+}
+
+/// Panics of fuzz inputs are recorded, not printed (thousands would
+/// drown the output); every other panic goes to the usual hook.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !CAPTURING.with(Cell::get) {
+                return previous(info);
+            }
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(a panic without a message)".into());
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+            CAUGHT.with(|c| *c.borrow_mut() = Some((message, location)));
+        }));
+    });
+}
+
+/// A failure, before its input is written anywhere.
+struct Fault {
+    kind: &'static str,
+    message: String,
+    location: Option<String>,
+}
+
+impl Fault {
+    fn key(&self) -> String {
+        Failure {
+            kind: self.kind,
+            message: self.message.clone(),
+            location: self.location.clone(),
+            origin: String::new(),
+            file: PathBuf::new(),
+        }
+        .key()
+    }
+}
+
+fn run_one(oracle: fn(&[u8]) -> Result<Verdict, String>, input: &[u8]) -> Result<Verdict, Fault> {
+    CAPTURING.with(|c| c.set(true));
+    alloc::arm(true);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| oracle(input)));
+    alloc::arm(false);
+    CAPTURING.with(|c| c.set(false));
+    let refused = alloc::take_refused();
+    let fault = match result {
+        Ok(Ok(verdict)) => match refused {
+            None => return Ok(verdict),
+            Some(size) => Fault {
+                kind: "allocation",
+                message: format!(
+                    "asked for {size} bytes at once (limit {})",
+                    crate::ALLOC_LIMIT
+                ),
+                location: None,
+            },
+        },
+        Ok(Err(property)) => Fault {
+            kind: "property",
+            message: property,
+            location: None,
+        },
+        Err(_) => {
+            let (message, location) = CAUGHT
+                .with(|c| c.borrow_mut().take())
+                .unwrap_or_else(|| ("(panic not captured)".into(), None));
+            Fault {
+                kind: "panic",
+                message,
+                location,
+            }
+        }
+    };
+    Err(fault)
+}
+
+/// Removes chunks of `input` while it still fails the same way.
+fn minimize(oracle: fn(&[u8]) -> Result<Verdict, String>, input: &[u8], key: &str) -> Vec<u8> {
+    let mut best = input.to_vec();
+    let (mut calls, mut bytes) = (0, 0);
+    let spent = |calls: usize, bytes: usize| calls >= MINIMIZE_CALLS || bytes >= MINIMIZE_BYTES;
+    let mut chunk = best.len().div_ceil(2);
+    while chunk >= 1 && !spent(calls, bytes) {
+        let mut progressed = false;
+        let mut at = 0;
+        while at < best.len() && !spent(calls, bytes) {
+            let end = (at + chunk).min(best.len());
+            let candidate: Vec<u8> = best[..at].iter().chain(&best[end..]).copied().collect();
+            calls += 1;
+            bytes += candidate.len();
+            match run_one(oracle, &candidate) {
+                Err(fault) if fault.key() == key => {
+                    best = candidate;
+                    progressed = true;
+                }
+                _ => at += chunk,
+            }
+        }
+        if !progressed {
+            if chunk == 1 {
+                break;
+            }
+            chunk = chunk.div_ceil(2);
+        }
+    }
+    best
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `target/fuzz/NAME/`: the cargo target directory of the running test.
+fn out_dir(name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            // target/debug/deps/fuzz-HASH
+            let exe = std::env::current_exe().ok()?;
+            Some(exe.ancestors().nth(3)?.to_path_buf())
+        })
+        .unwrap_or_else(|| repo_root().join("target"));
+    target.join("fuzz").join(name)
+}
+
+/// The files of a folder, sorted (none if it does not exist).
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    let text = std::env::var(name).ok()?;
+    let text = text.trim();
+    let parsed = match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    Some(parsed.unwrap_or_else(|_| panic!("{name}={text}: expected a whole number")))
+}
+
+/// Runs a target (on a thread with the 8 MiB stack of a main thread, the
+/// stack the parsers get in rtlab itself) and says what it found.
+pub fn run(target: &Target) -> Summary {
+    install_panic_hook();
+    let name = target.name;
+    let oracle = target.oracle;
+    let derive = target.derive;
+    let default_iterations = target.iterations;
+    std::thread::Builder::new()
+        .name(format!("fuzz-{name}"))
+        .stack_size(8 << 20)
+        .spawn(move || run_here(name, oracle, derive, default_iterations))
+        .expect("spawning the fuzz thread")
+        .join()
+        .unwrap_or_else(|e| panic::resume_unwind(e))
+}
+
+fn run_here(
+    name: &'static str,
+    oracle: fn(&[u8]) -> Result<Verdict, String>,
+    derive: Option<fn(&[Vec<u8>]) -> Vec<Vec<u8>>>,
+    default_iterations: u64,
+) -> Summary {
+    let root = repo_root().join("fuzz");
+    let out = out_dir(name);
+    std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("creating {}: {e}", out.display()));
+    let in_flight = out.join("in-flight");
+    let seed = env_number("RTLAB_FUZZ_SEED").unwrap_or(DEFAULT_SEED) ^ fnv1a(name.as_bytes());
+    let iterations = env_number("RTLAB_FUZZ_ITERS").unwrap_or(default_iterations);
+    // Printed first: if the process dies (a refused allocation aborts, a
+    // stack overflow kills), this file holds the input that did it.
+    println!(
+        "fuzz {name}: seed {seed:#x}, {iterations} iterations; the input in flight is kept in {}",
+        in_flight.display()
+    );
+    let run_saved = |input: &[u8]| {
+        let _ = std::fs::write(&in_flight, input);
+        run_one(oracle, input)
+    };
+
+    let mut summary = Summary {
+        target: name,
+        seed,
+        iterations,
+        accepted: 0,
+        rejected: 0,
+        failures: Vec::new(),
+        pending: Vec::new(),
+        known_hits: 0,
+        seeds: 0,
+        seeds_accepted: 0,
+        slowest: Duration::ZERO,
+    };
+    // Keys of the failures met so far: each bug is reported once.
+    let mut seen: HashSet<String> = HashSet::new();
+    let read = |path: &Path| {
+        std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+    };
+
+    // Known bugs first: what they fail with is not news below.
+    for path in files(&root.join("pending").join(name)) {
+        let fault = run_saved(&read(&path)).err();
+        if let Some(fault) = &fault {
+            seen.insert(fault.key());
+        }
+        let failure = fault.map(|f| Failure {
+            kind: f.kind,
+            message: f.message,
+            location: f.location,
+            origin: format!("pending {}", path.display()),
+            file: path.clone(),
+        });
+        summary.pending.push((path, failure));
+    }
+    let known = seen.clone();
+
+    // Regression seeds and corpus seeds must pass as they are.
+    let mut seeds = Vec::new();
+    for (kind, dir) in [("regression", "regressions"), ("corpus", "corpus")] {
+        for path in files(&root.join(dir).join(name)) {
+            let input = read(&path);
+            let result = run_saved(&input);
+            summary.seeds_accepted += usize::from(matches!(result, Ok(Verdict::Accepted)));
+            if let Err(fault) = result {
+                seen.insert(fault.key());
+                summary.failures.push(Failure {
+                    kind: fault.kind,
+                    message: fault.message,
+                    location: fault.location,
+                    origin: format!("{kind} {}", path.display()),
+                    file: path.clone(),
+                });
+            }
+            seeds.push(input);
+        }
+    }
+    if let Some(derive) = derive {
+        for input in derive(&seeds) {
+            let result = run_saved(&input);
+            summary.seeds_accepted += usize::from(matches!(result, Ok(Verdict::Accepted)));
+            if let Err(fault) = result {
+                let file = save(&out, "derived", &input);
+                seen.insert(fault.key());
+                summary.failures.push(Failure {
+                    kind: fault.kind,
+                    message: fault.message,
+                    location: fault.location,
+                    origin: "a seed derived from the corpus".into(),
+                    file,
+                });
+            }
+            seeds.push(input);
+        }
+    }
+
+    assert!(
+        !seeds.is_empty(),
+        "fuzz target {name}: no seeds in {}",
+        root.join("corpus").join(name).display()
+    );
+    summary.seeds = seeds.len();
+    let mutator = Mutator::from_seeds(&seeds, MAX_INPUT);
+    let mut rng = Rng::new(seed);
+    let mut pool: Vec<Vec<u8>> = Vec::new();
+    for iteration in 0..iterations {
+        if summary.failures.len() >= MAX_FAILURES {
+            break;
+        }
+        let base = if !pool.is_empty() && rng.one_in(3) {
+            rng.pick(&pool)
+        } else {
+            rng.pick(&seeds)
+        };
+        let input = mutator.mutate(&mut rng, base, &seeds);
+        let started = Instant::now();
+        let result = run_saved(&input);
+        summary.slowest = summary.slowest.max(started.elapsed());
+        match result {
+            Ok(Verdict::Accepted) => {
+                summary.accepted += 1;
+                if pool.len() < POOL {
+                    pool.push(input);
+                } else {
+                    let i = rng.below(POOL);
+                    pool[i] = input;
+                }
+            }
+            Ok(Verdict::Rejected) => summary.rejected += 1,
+            Err(fault) => {
+                let key = fault.key();
+                if known.contains(&key) {
+                    summary.known_hits += 1;
+                    continue;
+                }
+                if !seen.insert(key.clone()) {
+                    continue;
+                }
+                let small = minimize(oracle, &input, &key);
+                let file = save(&out, fault.kind, &small);
+                summary.failures.push(Failure {
+                    kind: fault.kind,
+                    message: fault.message,
+                    location: fault.location,
+                    origin: format!(
+                        "iteration {iteration}, {} bytes minimized to {}",
+                        input.len(),
+                        small.len()
+                    ),
+                    file,
+                });
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&in_flight);
+    summary
+}
+
+/// Writes a failing input to `target/fuzz/NAME/KIND-HASH`.
+fn save(out: &Path, kind: &str, input: &[u8]) -> PathBuf {
+    let file = out.join(format!("{kind}-{:016x}", fnv1a(input)));
+    std::fs::write(&file, input).unwrap_or_else(|e| panic!("writing {}: {e}", file.display()));
+    file
+}
