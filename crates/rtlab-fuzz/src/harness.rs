@@ -49,6 +49,10 @@ pub struct Target {
     pub oracle: fn(&[u8]) -> Result<Verdict, String>,
     /// Seeds computed from the corpus (binary plans from text ones).
     pub derive: Option<fn(&[Vec<u8>]) -> Vec<Vec<u8>>>,
+    /// Applied to half the mutants: repairs what a format checks before
+    /// anything else (a binary plan's event count against its size), so
+    /// that mutations reach the checks behind it.
+    pub fixup: Option<fn(&mut Vec<u8>)>,
     /// Iterations when `RTLAB_FUZZ_ITERS` is not set.
     pub iterations: u64,
 }
@@ -206,12 +210,35 @@ fn install_panic_hook() {
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(a panic without a message)".into());
-            let location = info
-                .location()
-                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+            let location = info.location().map(|l| {
+                let at = format!("{}:{}:{}", l.file(), l.line(), l.column());
+                match caller_in_workspace(l.file()) {
+                    Some(caller) => format!("{at}, called from {caller}"),
+                    None => at,
+                }
+            });
             CAUGHT.with(|c| *c.borrow_mut() = Some((message, location)));
         }));
     });
+}
+
+/// For a panic inside the standard library or a dependency (a Display
+/// that fails under `to_string`, an `unwrap` in a crate), the first frame
+/// in rtlab's own crates: without it every such panic would look alike.
+fn caller_in_workspace(file: &str) -> Option<String> {
+    if !(file.starts_with("/rustc/") || file.contains("/.cargo/registry/")) {
+        return None;
+    }
+    let trace = std::backtrace::Backtrace::force_capture().to_string();
+    trace
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("at "))
+        .map(|at| at.trim_start_matches("./"))
+        .find(|at| at.contains("crates/rtlab") && !at.contains("rtlab-fuzz"))
+        .map(|at| match at.find("crates/rtlab") {
+            Some(i) => at[i..].to_string(),
+            None => at.to_string(),
+        })
 }
 
 /// A failure, before its input is written anywhere.
@@ -353,11 +380,12 @@ pub fn run(target: &Target) -> Summary {
     let name = target.name;
     let oracle = target.oracle;
     let derive = target.derive;
+    let fixup = target.fixup;
     let default_iterations = target.iterations;
     std::thread::Builder::new()
         .name(format!("fuzz-{name}"))
         .stack_size(8 << 20)
-        .spawn(move || run_here(name, oracle, derive, default_iterations))
+        .spawn(move || run_here(name, oracle, derive, fixup, default_iterations))
         .expect("spawning the fuzz thread")
         .join()
         .unwrap_or_else(|e| panic::resume_unwind(e))
@@ -367,6 +395,7 @@ fn run_here(
     name: &'static str,
     oracle: fn(&[u8]) -> Result<Verdict, String>,
     derive: Option<fn(&[Vec<u8>]) -> Vec<Vec<u8>>>,
+    fixup: Option<fn(&mut Vec<u8>)>,
     default_iterations: u64,
 ) -> Summary {
     let root = repo_root().join("fuzz");
@@ -479,7 +508,12 @@ fn run_here(
         } else {
             rng.pick(&seeds)
         };
-        let input = mutator.mutate(&mut rng, base, &seeds);
+        let mut input = mutator.mutate(&mut rng, base, &seeds);
+        if let Some(fixup) = fixup {
+            if rng.one_in(2) {
+                fixup(&mut input);
+            }
+        }
         let started = Instant::now();
         let result = run_saved(&input);
         summary.slowest = summary.slowest.max(started.elapsed());
