@@ -499,6 +499,7 @@ fn run_here(
     let mutator = Mutator::from_seeds(&seeds, MAX_INPUT);
     let mut rng = Rng::new(seed);
     let mut pool: Vec<Vec<u8>> = Vec::new();
+    let mut slowest = Vec::new();
     for iteration in 0..iterations {
         if summary.failures.len() >= MAX_FAILURES {
             break;
@@ -516,7 +517,10 @@ fn run_here(
         }
         let started = Instant::now();
         let result = run_saved(&input);
-        summary.slowest = summary.slowest.max(started.elapsed());
+        if started.elapsed() > summary.slowest {
+            summary.slowest = started.elapsed();
+            slowest = input.clone();
+        }
         match result {
             Ok(Verdict::Accepted) => {
                 summary.accepted += 1;
@@ -554,6 +558,9 @@ fn run_here(
         }
     }
     let _ = std::fs::remove_file(&in_flight);
+    // Not a failure (times vary with the machine's load), but where to
+    // look when a run takes long.
+    let _ = std::fs::write(out.join("slowest"), &slowest);
     summary
 }
 
