@@ -32,6 +32,11 @@ const MINIMIZE_BYTES: usize = 4 << 20;
 /// Accepted mutants kept to mutate further.
 const POOL: usize = 256;
 
+/// A parser and its properties on one input (see [`Target::oracle`]).
+pub type Oracle = fn(&[u8]) -> Result<Verdict, String>;
+/// Seeds computed from the others (see [`Target::derive`]).
+pub type Derive = fn(&[Vec<u8>]) -> Vec<Vec<u8>>;
+
 /// What a parser made of an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -46,9 +51,9 @@ pub struct Target {
     /// Runs the parser on an input: Ok(what it made of it), or Err(the
     /// property that broke: a round trip that differs, ...). Panics are
     /// caught by the harness.
-    pub oracle: fn(&[u8]) -> Result<Verdict, String>,
+    pub oracle: Oracle,
     /// Seeds computed from the corpus (binary plans from text ones).
-    pub derive: Option<fn(&[Vec<u8>]) -> Vec<Vec<u8>>>,
+    pub derive: Option<Derive>,
     /// Applied to half the mutants: repairs what a format checks before
     /// anything else (a binary plan's event count against its size), so
     /// that mutations reach the checks behind it.
@@ -261,7 +266,7 @@ impl Fault {
     }
 }
 
-fn run_one(oracle: fn(&[u8]) -> Result<Verdict, String>, input: &[u8]) -> Result<Verdict, Fault> {
+fn run_one(oracle: Oracle, input: &[u8]) -> Result<Verdict, Fault> {
     CAPTURING.with(|c| c.set(true));
     alloc::arm(true);
     let result = panic::catch_unwind(AssertUnwindSafe(|| oracle(input)));
@@ -300,7 +305,7 @@ fn run_one(oracle: fn(&[u8]) -> Result<Verdict, String>, input: &[u8]) -> Result
 }
 
 /// Removes chunks of `input` while it still fails the same way.
-fn minimize(oracle: fn(&[u8]) -> Result<Verdict, String>, input: &[u8], key: &str) -> Vec<u8> {
+fn minimize(oracle: Oracle, input: &[u8], key: &str) -> Vec<u8> {
     let mut best = input.to_vec();
     let (mut calls, mut bytes) = (0, 0);
     let spent = |calls: usize, bytes: usize| calls >= MINIMIZE_CALLS || bytes >= MINIMIZE_BYTES;
@@ -393,8 +398,8 @@ pub fn run(target: &Target) -> Summary {
 
 fn run_here(
     name: &'static str,
-    oracle: fn(&[u8]) -> Result<Verdict, String>,
-    derive: Option<fn(&[Vec<u8>]) -> Vec<Vec<u8>>>,
+    oracle: Oracle,
+    derive: Option<Derive>,
     fixup: Option<fn(&mut Vec<u8>)>,
     default_iterations: u64,
 ) -> Summary {

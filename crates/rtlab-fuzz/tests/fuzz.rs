@@ -186,7 +186,7 @@ fn fix_event_count(bytes: &mut Vec<u8>) {
         return;
     }
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
-    if header_len < 64 || header_len > bytes.len() || header_len % 8 != 0 {
+    if header_len < 64 || header_len > bytes.len() || !header_len.is_multiple_of(8) {
         return;
     }
     let count = (bytes.len() - header_len) / EVENT_BYTES;
