@@ -337,7 +337,8 @@ fn minimize(oracle: Oracle, input: &[u8], key: &str) -> Vec<u8> {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
 }
 
 /// `target/fuzz/NAME/`: the cargo target directory of the running test.
@@ -378,8 +379,169 @@ fn env_number(name: &str) -> Option<u64> {
     Some(parsed.unwrap_or_else(|_| panic!("{name}={text}: expected a whole number")))
 }
 
-/// Runs a target (on a thread with the 8 MiB stack of a main thread, the
-/// stack the parsers get in rtlab itself) and says what it found.
+/// Set in a child process to the target it runs.
+const CHILD_ENV: &str = "RTLAB_FUZZ_CHILD";
+/// In a child: the one input to run (a pending seed), and nothing else.
+const REPLAY_ENV: &str = "RTLAB_FUZZ_REPLAY";
+/// In a child: pending seeds that kill the process, not to run there.
+const LETHAL_ENV: &str = "RTLAB_FUZZ_LETHAL";
+
+/// Fuzzes a target and fails the calling test on anything new. The test
+/// must be named `fuzz_NAME`: the work runs in a child process (this test
+/// binary again, for that test alone), so that an input that kills the
+/// process (a refused allocation aborts, a stack overflow is fatal) is
+/// reported with its file instead of ending every other test.
+pub fn fuzz(target: &Target) {
+    match std::env::var(CHILD_ENV) {
+        Ok(name) if name == target.name => match std::env::var_os(REPLAY_ENV) {
+            Some(path) => replay(target, Path::new(&path)),
+            None => run(target).assert_clean(),
+        },
+        _ => supervise(target),
+    }
+}
+
+/// In a child: runs one input, says what it did on stdout.
+fn replay(target: &Target, path: &Path) {
+    install_panic_hook();
+    let oracle = target.oracle;
+    let input = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let result = std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(move || run_one(oracle, &input).err())
+        .expect("spawning the replay thread")
+        .join()
+        .unwrap_or_else(|e| panic::resume_unwind(e));
+    match result {
+        None => println!("replay: passes"),
+        Some(f) => println!("replay: {} {} at {:?}", f.kind, f.message, f.location),
+    }
+}
+
+/// The last lines of a child's output: what it said before dying.
+fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// What a dying child said: the refusal or overflow, and the first frame
+/// in rtlab's crates of the backtrace Rust prints on an allocation failure.
+fn cause(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let said = text.lines().filter(|l| {
+        l.contains("refused an allocation")
+            || l.contains("has overflowed its stack")
+            || l.contains("memory allocation of")
+    });
+    let frame = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("at "))
+        .find(|at| at.contains("crates/rtlab") && !at.contains("rtlab-fuzz"))
+        .map(|at| format!("in {}", at.trim_start_matches("./")));
+    let parts: Vec<String> = said.map(str::to_string).chain(frame).collect();
+    if parts.is_empty() {
+        tail(stderr, 12)
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// How a child ended, when not by exiting.
+fn death(status: std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal().map(|signal| {
+        let name = match signal {
+            libc_signal::SIGABRT => "SIGABRT: an abort, e.g. a refused allocation",
+            libc_signal::SIGSEGV => "SIGSEGV: e.g. a stack overflow",
+            libc_signal::SIGKILL => "SIGKILL: e.g. the out-of-memory killer",
+            _ => "a signal",
+        };
+        format!("killed by signal {signal} ({name})")
+    })
+}
+
+/// The few signal numbers [`death`] names (Linux).
+mod libc_signal {
+    pub const SIGABRT: i32 = 6;
+    pub const SIGKILL: i32 = 9;
+    pub const SIGSEGV: i32 = 11;
+}
+
+/// In the test process: runs the target's pending seeds one child each
+/// (finding those that kill), then the target in one child.
+fn supervise(target: &Target) {
+    let name = target.name;
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let child = || {
+        let mut command = std::process::Command::new(&exe);
+        command
+            .args([
+                &format!("fuzz_{name}"),
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, name);
+        command
+    };
+    let mut lethal = Vec::new();
+    for path in files(&repo_root().join("fuzz/pending").join(name)) {
+        let out = child()
+            .env(REPLAY_ENV, &path)
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()));
+        if let Some(how) = death(out.status) {
+            println!(
+                "  pending {}: kills the process ({how}): {}",
+                path.display(),
+                cause(&out.stderr)
+            );
+            lethal.push(path);
+        }
+    }
+    let lethal_list: Vec<String> = lethal.iter().map(|p| p.display().to_string()).collect();
+    let out = child()
+        .env(LETHAL_ENV, lethal_list.join("\n"))
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()));
+    // The child's report, without its test runner's lines.
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let runner = line.is_empty()
+            || line.starts_with("running ")
+            || line.starts_with("test result:")
+            || line.starts_with("test fuzz_") && !line.contains("fuzz ");
+        if !runner {
+            println!(
+                "{}",
+                line.strip_prefix(&format!("test fuzz_{name} ... "))
+                    .unwrap_or(line)
+            );
+        }
+    }
+    if out.status.success() {
+        return;
+    }
+    if let Some(how) = death(out.status) {
+        let in_flight = out_dir(name).join("in-flight");
+        let input = std::fs::read(&in_flight).unwrap_or_default();
+        let file = save(&out_dir(name), "lethal", &input);
+        panic!(
+            "fuzz target {name}: the fuzz process was {how} running the input now in {}{}:\n{}",
+            file.display(),
+            if lethal.is_empty() {
+                String::new()
+            } else {
+                format!(" (pending seeds kill it too: {})", lethal_list.join(", "))
+            },
+            cause(&out.stderr)
+        );
+    }
+    panic!("fuzz target {name} failed:\n{}", tail(&out.stderr, 40));
+}
+
+/// Runs a target here (on a thread with the 8 MiB stack of a main thread,
+/// the stack the parsers get in rtlab itself) and says what it found.
 pub fn run(target: &Target) -> Summary {
     install_panic_hook();
     let name = target.name;
@@ -439,8 +601,14 @@ fn run_here(
         std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
     };
 
-    // Known bugs first: what they fail with is not news below.
+    // Known bugs first: what they fail with is not news below. Those that
+    // kill the process were run alone by the parent (see `supervise`).
+    let lethal = std::env::var(LETHAL_ENV).unwrap_or_default();
+    let lethal: Vec<&str> = lethal.split('\n').collect();
     for path in files(&root.join("pending").join(name)) {
+        if lethal.contains(&path.display().to_string().as_str()) {
+            continue;
+        }
         let fault = run_saved(&read(&path)).err();
         if let Some(fault) = &fault {
             seen.insert(fault.key());

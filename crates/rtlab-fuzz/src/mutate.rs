@@ -248,7 +248,17 @@ impl Mutator {
             // A run of 64 Ki and more characters (a table cell, a name, a
             // number no type holds).
             89..=92 => {
-                let unit = rng.pick(RUNS).as_bytes();
+                // Half the time a piece of the input itself: `0-8191,`
+                // thousands of times is what a list parser must survive.
+                let own;
+                let unit = if !out.is_empty() && rng.one_in(2) {
+                    let start = rng.below(out.len());
+                    let len = rng.between(1, (out.len() - start).min(16));
+                    own = out[start..start + len].to_vec();
+                    &own[..]
+                } else {
+                    rng.pick(RUNS).as_bytes()
+                };
                 let n = rng.between(65_536 / unit.len(), 70_000 / unit.len());
                 let run: Vec<u8> = unit.iter().copied().cycle().take(unit.len() * n).collect();
                 out.splice(at..at, run);

@@ -9,7 +9,7 @@
 use rtlab_core::result::RunResult;
 use rtlab_exec::plan::binary::{decode_event, decode_header, encode_header, EVENT_BYTES};
 use rtlab_exec::plan::{self, check, Event, EventSource, MappedPlan, PlanHeader};
-use rtlab_fuzz::{run, AllocGuard, Target, Verdict};
+use rtlab_fuzz::{fuzz, AllocGuard, Target, Verdict};
 use rtlab_report::budget::{self, Budget, Clause};
 use rtlab_report::export::{
     CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
@@ -196,26 +196,24 @@ fn fix_event_count(bytes: &mut Vec<u8>) {
 
 #[test]
 fn fuzz_plan_text() {
-    run(&Target {
+    fuzz(&Target {
         name: "plan_text",
         oracle: plan_text,
         derive: None,
         fixup: None,
         iterations: 4000,
-    })
-    .assert_clean();
+    });
 }
 
 #[test]
 fn fuzz_plan_binary() {
-    run(&Target {
+    fuzz(&Target {
         name: "plan_binary",
         oracle: plan_binary,
         derive: Some(compile_text_seeds),
         fixup: Some(fix_event_count),
         iterations: 3000,
-    })
-    .assert_clean();
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -249,14 +247,13 @@ fn campaign(input: &[u8]) -> Outcome {
 
 #[test]
 fn fuzz_campaign() {
-    run(&Target {
+    fuzz(&Target {
         name: "campaign",
         oracle: campaign,
         derive: None,
         fixup: None,
         iterations: 1500,
-    })
-    .assert_clean();
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -277,14 +274,13 @@ fn rules(input: &[u8]) -> Outcome {
 
 #[test]
 fn fuzz_rules() {
-    run(&Target {
+    fuzz(&Target {
         name: "rules",
         oracle: rules,
         derive: None,
         fixup: None,
         iterations: 3000,
-    })
-    .assert_clean();
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -358,38 +354,35 @@ fn import_rtlab_json(input: &[u8]) -> Outcome {
 
 #[test]
 fn fuzz_import_histfile() {
-    run(&Target {
+    fuzz(&Target {
         name: "import_histfile",
         oracle: import_histfile,
         derive: None,
         fixup: None,
         iterations: 2000,
-    })
-    .assert_clean();
+    });
 }
 
 #[test]
 fn fuzz_import_cyclictest_json() {
-    run(&Target {
+    fuzz(&Target {
         name: "import_cyclictest_json",
         oracle: import_cyclictest_json,
         derive: None,
         fixup: None,
         iterations: 2000,
-    })
-    .assert_clean();
+    });
 }
 
 #[test]
 fn fuzz_import_rtlab_json() {
-    run(&Target {
+    fuzz(&Target {
         name: "import_rtlab_json",
         oracle: import_rtlab_json,
         derive: None,
         fixup: None,
         iterations: 1000,
-    })
-    .assert_clean();
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -472,14 +465,13 @@ fn budget(input: &[u8]) -> Outcome {
 
 #[test]
 fn fuzz_budget() {
-    run(&Target {
+    fuzz(&Target {
         name: "budget",
         oracle: budget,
         derive: None,
         fixup: None,
         iterations: 3000,
-    })
-    .assert_clean();
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -524,12 +516,11 @@ fn units(input: &[u8]) -> Outcome {
 
 #[test]
 fn fuzz_units() {
-    run(&Target {
+    fuzz(&Target {
         name: "units",
         oracle: units,
         derive: None,
         fixup: None,
         iterations: 5000,
-    })
-    .assert_clean();
+    });
 }
