@@ -385,6 +385,9 @@ const CHILD_ENV: &str = "RTLAB_FUZZ_CHILD";
 const REPLAY_ENV: &str = "RTLAB_FUZZ_REPLAY";
 /// In a child: pending seeds that kill the process, not to run there.
 const LETHAL_ENV: &str = "RTLAB_FUZZ_LETHAL";
+/// In a child: iterations not to run (their mutants kill the process as
+/// a pending seed does).
+const SKIP_ENV: &str = "RTLAB_FUZZ_SKIP";
 
 /// Fuzzes a target and fails the calling test on anything new. The test
 /// must be named `fuzz_NAME`: the work runs in a child process (this test
@@ -434,17 +437,22 @@ fn cause(stderr: &[u8]) -> String {
             || l.contains("has overflowed its stack")
             || l.contains("memory allocation of")
     });
-    let frame = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("at "))
-        .find(|at| at.contains("crates/rtlab") && !at.contains("rtlab-fuzz"))
-        .map(|at| format!("in {}", at.trim_start_matches("./")));
+    let frame = frame(stderr).map(|at| format!("in {at}"));
     let parts: Vec<String> = said.map(str::to_string).chain(frame).collect();
     if parts.is_empty() {
         tail(stderr, 12)
     } else {
         parts.join("; ")
     }
+}
+
+/// The first frame in rtlab's crates of a dying child's backtrace.
+fn frame(stderr: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("at "))
+        .find(|at| at.contains("crates/rtlab") && !at.contains("rtlab-fuzz"))
+        .map(|at| at.trim_start_matches("./").to_string())
 }
 
 /// How a child ended, when not by exiting.
@@ -482,35 +490,54 @@ fn supervise(target: &Target) {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(CHILD_ENV, name);
+            .env(CHILD_ENV, name)
+            // The backtrace of an allocation failure names the parser.
+            .env("RUST_BACKTRACE", "1");
         command
     };
-    let mut lethal = Vec::new();
-    for path in files(&repo_root().join("fuzz/pending").join(name)) {
-        let out = child()
-            .env(REPLAY_ENV, &path)
+    let run_child = |command: &mut std::process::Command| {
+        command
             .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()));
+            .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()))
+    };
+    // Pending seeds that kill the process, and the frame that asked.
+    let mut lethal = Vec::new();
+    let mut lethal_frames = Vec::new();
+    for path in files(&repo_root().join("fuzz/pending").join(name)) {
+        let out = run_child(child().env(REPLAY_ENV, &path));
         if let Some(how) = death(out.status) {
             println!(
                 "  pending {}: kills the process ({how}): {}",
                 path.display(),
                 cause(&out.stderr)
             );
-            lethal.push(path);
+            lethal.push(path.display().to_string());
+            lethal_frames.extend(frame(&out.stderr));
         }
     }
-    let lethal_list: Vec<String> = lethal.iter().map(|p| p.display().to_string()).collect();
-    let out = child()
-        .env(LETHAL_ENV, lethal_list.join("\n"))
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()));
+    // A mutant that dies where a pending seed does is the same bug: the
+    // child runs again, skipping it (at most a few times).
+    let mut skip: Vec<String> = Vec::new();
+    let out = loop {
+        let out = run_child(
+            child()
+                .env(LETHAL_ENV, lethal.join("\n"))
+                .env(SKIP_ENV, skip.join(",")),
+        );
+        let known = death(out.status).is_some()
+            && frame(&out.stderr).is_some_and(|f| lethal_frames.contains(&f));
+        let iteration = std::fs::read_to_string(out_dir(name).join("in-flight.iteration"));
+        match iteration {
+            Ok(i) if known && skip.len() < 5 => skip.push(i.trim().to_string()),
+            _ => break out,
+        }
+    };
     // The child's report, without its test runner's lines.
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let runner = line.is_empty()
             || line.starts_with("running ")
             || line.starts_with("test result:")
-            || line.starts_with("test fuzz_") && !line.contains("fuzz ");
+            || (line.starts_with("test fuzz_") && !line.contains("fuzz "));
         if !runner {
             println!(
                 "{}",
@@ -518,6 +545,12 @@ fn supervise(target: &Target) {
                     .unwrap_or(line)
             );
         }
+    }
+    if !skip.is_empty() {
+        println!(
+            "  mutant(s) of iteration(s) {} killed the process where a pending seed does (not counted)",
+            skip.join(", ")
+        );
     }
     if out.status.success() {
         return;
@@ -527,13 +560,8 @@ fn supervise(target: &Target) {
         let input = std::fs::read(&in_flight).unwrap_or_default();
         let file = save(&out_dir(name), "lethal", &input);
         panic!(
-            "fuzz target {name}: the fuzz process was {how} running the input now in {}{}:\n{}",
+            "fuzz target {name}: the fuzz process was {how} running the input now in {}:\n{}",
             file.display(),
-            if lethal.is_empty() {
-                String::new()
-            } else {
-                format!(" (pending seeds kill it too: {})", lethal_list.join(", "))
-            },
             cause(&out.stderr)
         );
     }
@@ -569,6 +597,8 @@ fn run_here(
     let out = out_dir(name);
     std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("creating {}: {e}", out.display()));
     let in_flight = out.join("in-flight");
+    // A previous run's, if it died: only this run's may be read.
+    let _ = std::fs::remove_file(out.join("in-flight.iteration"));
     let seed = env_number("RTLAB_FUZZ_SEED").unwrap_or(DEFAULT_SEED) ^ fnv1a(name.as_bytes());
     let iterations = env_number("RTLAB_FUZZ_ITERS").unwrap_or(default_iterations);
     // Printed first: if the process dies (a refused allocation aborts, a
@@ -673,6 +703,12 @@ fn run_here(
     let mut rng = Rng::new(seed);
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut slowest = Vec::new();
+    let iteration_file = out.join("in-flight.iteration");
+    let skip: Vec<u64> = std::env::var(SKIP_ENV)
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|i| i.parse().ok())
+        .collect();
     for iteration in 0..iterations {
         if summary.failures.len() >= MAX_FAILURES {
             break;
@@ -688,6 +724,11 @@ fn run_here(
                 fixup(&mut input);
             }
         }
+        if skip.contains(&iteration) {
+            summary.known_hits += 1;
+            continue;
+        }
+        let _ = std::fs::write(&iteration_file, iteration.to_string());
         let started = Instant::now();
         let result = run_saved(&input);
         if started.elapsed() > summary.slowest {
@@ -731,6 +772,7 @@ fn run_here(
         }
     }
     let _ = std::fs::remove_file(&in_flight);
+    let _ = std::fs::remove_file(&iteration_file);
     // Not a failure (times vary with the machine's load), but where to
     // look when a run takes long.
     let _ = std::fs::write(out.join("slowest"), &slowest);
