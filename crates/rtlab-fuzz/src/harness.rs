@@ -87,6 +87,8 @@ impl Failure {
                 .filter(|c| !c.is_ascii_digit())
                 .take(80)
                 .collect(),
+            // The allocator cannot say who asked: one per target.
+            (None, "allocation") => "allocation".into(),
             (None, kind) => format!("{kind}: {}", self.message),
         }
     }
@@ -568,19 +570,30 @@ fn supervise(target: &Target) {
     panic!("fuzz target {name} failed:\n{}", tail(&out.stderr, 40));
 }
 
-/// Runs a target here (on a thread with the 8 MiB stack of a main thread,
-/// the stack the parsers get in rtlab itself) and says what it found.
+/// Runs a target here with the seeds of `fuzz/` and the seed and
+/// iteration count of the environment (`RTLAB_FUZZ_SEED`,
+/// `RTLAB_FUZZ_ITERS`), and says what it found.
 pub fn run(target: &Target) -> Summary {
+    let seed =
+        env_number("RTLAB_FUZZ_SEED").unwrap_or(DEFAULT_SEED) ^ fnv1a(target.name.as_bytes());
+    let iterations = env_number("RTLAB_FUZZ_ITERS").unwrap_or(target.iterations);
+    run_in(target, &repo_root().join("fuzz"), seed, iterations)
+}
+
+/// Runs a target with the seeds under `root` (`corpus/NAME/`,
+/// `regressions/NAME/`, `pending/NAME/`), on a thread with the 8 MiB
+/// stack of a main thread (the stack the parsers get in rtlab itself).
+pub fn run_in(target: &Target, root: &Path, seed: u64, iterations: u64) -> Summary {
     install_panic_hook();
     let name = target.name;
     let oracle = target.oracle;
     let derive = target.derive;
     let fixup = target.fixup;
-    let default_iterations = target.iterations;
+    let root = root.to_path_buf();
     std::thread::Builder::new()
         .name(format!("fuzz-{name}"))
         .stack_size(8 << 20)
-        .spawn(move || run_here(name, oracle, derive, fixup, default_iterations))
+        .spawn(move || run_here(name, &root, oracle, derive, fixup, seed, iterations))
         .expect("spawning the fuzz thread")
         .join()
         .unwrap_or_else(|e| panic::resume_unwind(e))
@@ -588,19 +601,18 @@ pub fn run(target: &Target) -> Summary {
 
 fn run_here(
     name: &'static str,
+    root: &Path,
     oracle: Oracle,
     derive: Option<Derive>,
     fixup: Option<fn(&mut Vec<u8>)>,
-    default_iterations: u64,
+    seed: u64,
+    iterations: u64,
 ) -> Summary {
-    let root = repo_root().join("fuzz");
     let out = out_dir(name);
     std::fs::create_dir_all(&out).unwrap_or_else(|e| panic!("creating {}: {e}", out.display()));
     let in_flight = out.join("in-flight");
     // A previous run's, if it died: only this run's may be read.
     let _ = std::fs::remove_file(out.join("in-flight.iteration"));
-    let seed = env_number("RTLAB_FUZZ_SEED").unwrap_or(DEFAULT_SEED) ^ fnv1a(name.as_bytes());
-    let iterations = env_number("RTLAB_FUZZ_ITERS").unwrap_or(default_iterations);
     // Printed first: if the process dies (a refused allocation aborts, a
     // stack overflow kills), this file holds the input that did it.
     println!(

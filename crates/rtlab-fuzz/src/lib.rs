@@ -22,6 +22,8 @@ mod mutate;
 mod rng;
 
 pub use alloc::{AllocGuard, ALLOC_LIMIT};
-pub use harness::{fuzz, run, Derive, Failure, Oracle, Summary, Target, Verdict, MAX_INPUT};
+pub use harness::{
+    fuzz, run, run_in, Derive, Failure, Oracle, Summary, Target, Verdict, MAX_INPUT,
+};
 pub use mutate::Mutator;
 pub use rng::Rng;
