@@ -459,7 +459,15 @@ fn budget(input: &[u8]) -> Outcome {
     }
     let _ = budget::summary_line(&evaluations);
     let _ = budget::failures_table(&evaluations);
-    let _ = rtlab_report::junit::to_xml("fuzz", &evaluations);
+    // JUnit XML for the CI: XML 1.0 allows no control character but
+    // tab, line feed and carriage return, even escaped.
+    let xml = rtlab_report::junit::to_xml("fuzz", &evaluations);
+    if let Some(c) = xml
+        .chars()
+        .find(|c| (*c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
+    {
+        return Err(format!("the JUnit XML holds the control character {c:?}"));
+    }
     Ok(Verdict::Accepted)
 }
 
