@@ -451,6 +451,75 @@ fn cause(stderr: &[u8]) -> String {
     }
 }
 
+/// How long one input may run before the child is taken for hung and
+/// killed (`RTLAB_FUZZ_HANG_SECS`): no timing is asserted, but a parser
+/// that never returns must not hang CI.
+const HANG_SECS: u64 = 600;
+
+/// Runs a child to its end like `Command::output`, killing it when the
+/// input in flight (`in_flight`, rewritten before each input) has not
+/// changed for [`HANG_SECS`].
+fn watched(
+    command: &mut std::process::Command,
+    in_flight: &Path,
+) -> std::io::Result<std::process::Output> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let hang = Duration::from_secs(env_number("RTLAB_FUZZ_HANG_SECS").unwrap_or(HANG_SECS));
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let changed = || std::fs::metadata(in_flight).and_then(|m| m.modified()).ok();
+    let (mut last, mut since) = (changed(), Instant::now());
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let now = changed();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if since.elapsed() > hang {
+            let _ = child.kill();
+            let status = child.wait()?;
+            let file = save(
+                in_flight.parent().unwrap_or(in_flight),
+                "hang",
+                &std::fs::read(in_flight).unwrap_or_default(),
+            );
+            let mut stdout = stdout.join().unwrap_or_default();
+            stdout.extend(
+                format!(
+                    "  HANG: one input ran over {} s; killed; the input: {}\n",
+                    hang.as_secs(),
+                    file.display()
+                )
+                .into_bytes(),
+            );
+            return Ok(std::process::Output {
+                status,
+                stdout,
+                stderr: stderr.join().unwrap_or_default(),
+            });
+        }
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
 /// The first frame in rtlab's crates of a dying child's backtrace.
 fn frame(stderr: &[u8]) -> Option<String> {
     String::from_utf8_lossy(stderr)
@@ -500,10 +569,9 @@ fn supervise(target: &Target) {
             .env("RUST_BACKTRACE", "1");
         command
     };
+    let in_flight = out_dir(name).join("in-flight");
     let run_child = |command: &mut std::process::Command| {
-        command
-            .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()))
+        watched(command, &in_flight).unwrap_or_else(|e| panic!("running {}: {e}", exe.display()))
     };
     // Pending seeds that kill the process, and the frame that asked.
     let mut lethal = Vec::new();
@@ -561,7 +629,6 @@ fn supervise(target: &Target) {
         return;
     }
     if let Some(how) = death(out.status) {
-        let in_flight = out_dir(name).join("in-flight");
         let input = std::fs::read(&in_flight).unwrap_or_default();
         let file = save(&out_dir(name), "lethal", &input);
         panic!(
