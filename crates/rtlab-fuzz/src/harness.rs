@@ -346,8 +346,9 @@ fn repo_root() -> PathBuf {
     root.canonicalize().unwrap_or(root)
 }
 
-/// `target/fuzz/NAME/`: the cargo target directory of the running test.
-fn out_dir(name: &str) -> PathBuf {
+/// `target/fuzz/NAME/`, in the cargo target directory of the running test:
+/// where a target's failing inputs go (and any scratch file of its own).
+pub fn out_dir(name: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .or_else(|| {

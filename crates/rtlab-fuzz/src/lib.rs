@@ -23,7 +23,7 @@ mod rng;
 
 pub use alloc::{AllocGuard, ALLOC_LIMIT};
 pub use harness::{
-    fuzz, run, run_in, Derive, Failure, Oracle, Summary, Target, Verdict, MAX_INPUT,
+    fuzz, out_dir, run, run_in, Derive, Failure, Oracle, Summary, Target, Verdict, MAX_INPUT,
 };
 pub use mutate::Mutator;
 pub use rng::Rng;

@@ -101,19 +101,23 @@ fn plan_text(input: &[u8]) -> Outcome {
     Ok(Verdict::Accepted)
 }
 
-/// Where a binary input is written to be mapped: one file per thread.
-fn scratch_file(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rtlab-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("creating the scratch directory");
-    dir.join(name)
+/// Where a binary input is written to be mapped: in the target's own
+/// directory under target/ (nothing left in /tmp), made once.
+fn scratch_file() -> &'static Path {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let dir = rtlab_fuzz::out_dir("plan_binary");
+        std::fs::create_dir_all(&dir).expect("creating the target's directory");
+        dir.join("mapped.rtlplan")
+    })
 }
 
 fn plan_binary(input: &[u8]) -> Outcome {
     let decoded = decode(input);
     // The real entry point: `plan::load` maps the file.
-    let path = scratch_file("plan_binary.rtlplan");
-    std::fs::write(&path, input).map_err(|e| format!("scratch file: {e}"))?;
-    let loaded = plan::load(&path);
+    let path = scratch_file();
+    std::fs::write(path, input).map_err(|e| format!("scratch file: {e}"))?;
+    let loaded = plan::load(path);
     match (&decoded, &loaded) {
         (Ok((header, events)), Ok(loaded)) => {
             if !loaded.binary || &loaded.header != header || &events_of(&*loaded.events) != events {
@@ -126,7 +130,7 @@ fn plan_binary(input: &[u8]) -> Outcome {
         (Err(e), Ok(_)) => return Err(format!("plan::load maps what decode refuses ({e})")),
         (Err(_), Err(_)) => {}
     }
-    if let Ok(mapped) = MappedPlan::open(&path) {
+    if let Ok(mapped) = MappedPlan::open(path) {
         let report = check::check(mapped.header(), &mapped);
         serde_json::to_string(&report).map_err(|e| e.to_string())?;
     }
