@@ -555,7 +555,13 @@ mod libc_signal {
 /// (finding those that kill), then the target in one child.
 fn supervise(target: &Target) {
     let name = target.name;
-    let exe = std::env::current_exe().expect("the test binary's path");
+    // /proc/self/exe runs this very binary even after a rebuild replaced
+    // (deleted) its file during a long run.
+    let exe = if Path::new("/proc/self/exe").exists() {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().expect("the test binary's path")
+    };
     let child = || {
         let mut command = std::process::Command::new(&exe);
         command
