@@ -312,7 +312,7 @@ pub fn format_eta(ns: u64) -> String {
     if ns < 60_000_000_000 {
         return human_duration(ns);
     }
-    let seconds = (ns + 500_000_000) / 1_000_000_000;
+    let seconds = ns.saturating_add(500_000_000) / 1_000_000_000;
     let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
     if h > 0 {
         format!("{h}h {m}m {s}s")

@@ -25,7 +25,9 @@ impl CpuSet {
             input: input.to_string(),
             reason,
         };
-        let mut cpus = Vec::new();
+        // One flag per possible CPU, not a list extended by each range:
+        // `0-8191,` repeated would otherwise grow without bound.
+        let mut present = vec![false; MAX_CPU + 1];
         for part in input.trim().split(',') {
             let part = part.trim();
             if part.is_empty() {
@@ -47,13 +49,12 @@ impl CpuSet {
                     if lo > hi {
                         return Err(err(format!("range {lo}-{hi} runs backwards")));
                     }
-                    cpus.extend(lo..=hi);
+                    present[lo..=hi].fill(true);
                 }
-                None => cpus.push(number(part)?),
+                None => present[number(part)?] = true,
             }
         }
-        cpus.sort_unstable();
-        cpus.dedup();
+        let cpus = (0..=MAX_CPU).filter(|&cpu| present[cpu]).collect();
         Ok(CpuSet(cpus))
     }
 

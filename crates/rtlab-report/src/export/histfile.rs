@@ -6,6 +6,11 @@ use super::Exporter;
 use rtlab_core::result::{RunResult, Series};
 use std::io::{self, Write};
 
+/// The widest histfile rtlab writes: 10 s of 1 µs bins (80 MB of counters
+/// per series). `measure timer --hist-max` and `export --hist-max` are
+/// held to it, and so is a range read from a stored or imported run.
+pub const MAX_RANGE_US: u64 = 10_000_000;
+
 pub struct HistfileExporter {
     /// Number of 1 µs bins (cyclictest's `-h`/`-H` argument).
     pub hist_max_us: u64,
@@ -22,15 +27,17 @@ struct Column<'a> {
 
 impl<'a> Column<'a> {
     fn new(series: &'a Series, hist_max: u64) -> Column<'a> {
-        let mut bins = vec![0u64; hist_max as usize];
+        let mut bins = vec![0u64; hist_max.min(MAX_RANGE_US) as usize];
         let mut overflows = 0;
         for &[bin, count] in &series.stats.histogram_us {
             match bins.get_mut(bin as usize) {
-                Some(slot) => *slot += count,
-                None => overflows += count,
+                // Saturating: counts come from imported files, and a
+                // crafted one may sum past u64.
+                Some(slot) => *slot = slot.saturating_add(count),
+                None => overflows = u64::saturating_add(overflows, count),
             }
         }
-        let in_range = bins.iter().sum();
+        let in_range = bins.iter().fold(0u64, |sum, n| sum.saturating_add(*n));
         Column {
             series,
             bins,
@@ -45,8 +52,12 @@ impl<'a> Column<'a> {
         if stats.samples == 0 {
             return 0;
         }
-        let sum: u64 = stats.histogram_us.iter().map(|[bin, n]| bin * n).sum();
-        sum / stats.samples
+        let sum: u128 = stats
+            .histogram_us
+            .iter()
+            .map(|[bin, n]| u128::from(*bin) * u128::from(*n))
+            .sum();
+        u64::try_from(sum / u128::from(stats.samples)).unwrap_or(u64::MAX)
     }
 }
 

@@ -7,7 +7,7 @@ mod json;
 mod markdown;
 
 pub use csv::CsvExporter;
-pub use histfile::HistfileExporter;
+pub use histfile::{HistfileExporter, MAX_RANGE_US as HISTFILE_MAX_RANGE_US};
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 

@@ -449,6 +449,21 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
                     })?,
             ),
         };
+        // A mean above the maximum is no cyclictest output, and one near
+        // f64::MAX would become infinite in ns (and `null` in our JSON).
+        // In ns (the unit is at most a second) a mean must stay a finite
+        // u64, or the run's JSON would hold `null` for it.
+        if let Some(a) = avg.filter(|a| *a > u64::MAX as f64 / 1e9) {
+            return Err(ctx.err(at("avg"), format!("{a} is too large for a mean latency")));
+        }
+        if let (Some(a), Some(m)) = (avg, max) {
+            if a > m as f64 + 1.0 {
+                return Err(ctx.err(
+                    at("avg"),
+                    format!("{a} is above the thread's max ({m}): not a mean of its samples"),
+                ));
+            }
+        }
         let mut bins: Vec<[u64; 2]> = Vec::new();
         match t.get("histogram") {
             None | Some(Value::Null) => {}

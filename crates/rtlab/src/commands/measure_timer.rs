@@ -55,7 +55,7 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
         );
     }
     let hist_max_us = args.hist_max / 1000;
-    if hist_max_us > 10_000_000 {
+    if hist_max_us > rtlab_report::export::HISTFILE_MAX_RANGE_US {
         bad_input!(
             "--hist-max {}: at most 10s of 1 µs bins",
             human_duration(args.hist_max)

@@ -276,8 +276,18 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
                     ))
                     .into());
                 }
+                Some(ns) if ns / 1000 > rtlab_report::export::HISTFILE_MAX_RANGE_US => {
+                    return Err(InputError(format!(
+                        "--hist-max {}: at most 10s of 1 µs bins",
+                        human_duration(ns)
+                    ))
+                    .into());
+                }
                 Some(ns) => ns / 1000,
-                None => recorded_us.unwrap_or(1000),
+                // A range recorded in an imported file is input too.
+                None => recorded_us
+                    .unwrap_or(1000)
+                    .min(rtlab_report::export::HISTFILE_MAX_RANGE_US),
             };
             histfile = HistfileExporter {
                 hist_max_us,
