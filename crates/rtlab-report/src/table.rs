@@ -43,12 +43,10 @@ pub fn summary_table(result: &RunResult) -> String {
     align(&rows, |col, _| col == 0, true)
 }
 
-/// Lays rows out in columns two spaces apart: a cell is left-aligned where
-/// `left(column, cell)` says so and right-aligned otherwise (numbers); with
-/// `rule`, a line of dashes follows the first row (the header).
-pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: bool) -> String {
+/// The width in characters of each column: its widest cell.
+pub fn column_widths(rows: &[Vec<String>]) -> Vec<usize> {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
+    (0..columns)
         .map(|col| {
             rows.iter()
                 .filter_map(|r| r.get(col))
@@ -56,7 +54,15 @@ pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: boo
                 .max()
                 .unwrap_or(0)
         })
-        .collect();
+        .collect()
+}
+
+/// Lays rows out in columns two spaces apart: a cell is left-aligned where
+/// `left(column, cell)` says so and right-aligned otherwise (numbers); with
+/// `rule`, a line of dashes follows the first row (the header).
+pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: bool) -> String {
+    let widths = column_widths(rows);
+    let columns = widths.len();
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row

@@ -7,7 +7,7 @@ use super::RunView;
 use crate::compare::md_cell;
 use crate::evt::{CheckStatus, EvtReport, Method, Verdict};
 use crate::matrix::Matrix;
-use crate::table::align;
+use crate::table::{align, column_widths};
 use rtlab_core::result::{RunResult, SeriesStats};
 use rtlab_core::units::Micros;
 use serde::Serialize;
@@ -88,15 +88,7 @@ impl Table {
         }
         let mut table = align(&rows, |col, _| col < self.text_columns, true);
         if !spanned.is_empty() {
-            let widths: Vec<usize> = (0..self.header.len())
-                .map(|col| {
-                    rows.iter()
-                        .filter_map(|r| r.get(col))
-                        .map(|cell| cell.chars().count())
-                        .max()
-                        .unwrap_or(0)
-                })
-                .collect();
+            let widths = column_widths(&rows);
             let mut lines: Vec<String> = table.lines().map(str::to_string).collect();
             for (r, c, text) in spanned {
                 // Data row r is on line r + 2, under the header and its rule.
