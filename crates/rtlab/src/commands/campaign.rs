@@ -176,10 +176,12 @@ fn run_plan(
     (budget, junit): (Option<Budget>, Option<&Path>),
 ) -> anyhow::Result<ExitCode> {
     let mut store = session::open_store(db)?;
-    if let Some(path) = json.filter(|p| *p != Path::new("-")) {
-        std::fs::File::create(path)
-            .map_err(|e| InputError(format!("--json {}: cannot create: {e}", path.display())))?;
-    }
+    // Opened, not emptied: a campaign refused before its first run leaves
+    // a result file that was there as it was (and removes one it created).
+    let json_output = match json.filter(|p| *p != Path::new("-")) {
+        Some(path) => Some(super::measure::create_output(path, "--json")?),
+        None => None,
+    };
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");
     }
@@ -219,6 +221,9 @@ fn run_plan(
             budget::json(budget.as_ref(), &evaluations),
         )?;
         write_text(path, &text)?;
+    }
+    if let Some(output) = json_output {
+        output.keep()?;
     }
     if let Some(path) = junit {
         let title = junit_title(&plan.campaign.name, &outcome.execution);

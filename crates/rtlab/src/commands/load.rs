@@ -188,8 +188,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let json_path = args.json.clone();
     let to_stdout = json_path.as_deref() == Some(Path::new("-"));
     if let Some(path) = json_path.as_deref().filter(|p| *p != Path::new("-")) {
-        std::fs::File::create(path)
-            .map_err(|e| InputError(format!("--json {}: cannot create: {e}", path.display())))?;
+        // Checked, not emptied: the file is replaced when first written.
+        super::budget::check_writable(path, "--json")?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
@@ -334,13 +334,11 @@ fn load_doc(
 }
 
 /// Writes through a temporary file and a rename, so a reader (or a kill)
-/// never sees half a file.
+/// never sees half a file, never through a planted symlink (see
+/// [`rtlab_core::fsutil`]).
 fn write_atomic(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, serde_json::to_string_pretty(doc)? + "\n")?;
-    std::fs::rename(&tmp, path)?;
+    let text = serde_json::to_string_pretty(doc)? + "\n";
+    rtlab_core::fsutil::write_atomic_bytes(path, text.as_bytes())?;
     Ok(())
 }
 

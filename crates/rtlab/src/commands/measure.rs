@@ -10,9 +10,9 @@ use crate::progress::LiveStatus;
 use crate::session;
 use anyhow::Context;
 use rtlab_campaign::runner::{self, RunObserver, RunRequest};
-use rtlab_core::journal;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
+use rtlab_core::{fsutil, journal};
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::{Probe, ProbeRun};
 use rtlab_report::budget::{Evaluation, JsonWithBudget};
@@ -20,7 +20,7 @@ use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
 use rtlab_store::Store;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -57,23 +57,11 @@ pub struct Output {
     emptied: Option<Arc<AtomicBool>>,
 }
 
-/// Opens `path` (named `what` in errors) as an [`Output`].
+/// Opens `path` (named `what` in errors) as an [`Output`], without
+/// following a symlink another user could have planted (see
+/// [`rtlab_core::fsutil`]).
 pub fn create_output(path: &Path, what: &str) -> anyhow::Result<Output> {
-    let write = || OpenOptions::new().write(true).clone();
-    let opened = match write().create_new(true).open(path) {
-        Ok(file) => Ok((file, true)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            match write().open(path) {
-                // A link to a file not there yet: created through it.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    write().create(true).open(path).map(|f| (f, false))
-                }
-                opened => opened.map(|f| (f, false)),
-            }
-        }
-        Err(e) => Err(e),
-    };
-    let (file, created) = opened.map_err(|e| {
+    let (file, created) = fsutil::open_output(path).map_err(|e| {
         anyhow::Error::new(InputError(format!(
             "{what} {}: cannot create: {e}",
             path.display()
@@ -181,6 +169,9 @@ pub fn measure(
     others.extend(args.json.as_deref().map(|p| ("--json", p)));
     others.extend(args.samples.as_deref().map(|p| ("--samples", p)));
     others.extend(store_path.as_deref().map(|p| ("result store (--db)", p)));
+    // Two outputs in one file: the last written would silently destroy
+    // the other (or the result store).
+    budget::check_distinct(&others)?;
     budget::check(&args.budget, args.budget.budget.as_ref(), &others)?;
     let json_path = args.json.as_deref();
     let to_stdout = json_path == Some(Path::new("-"));
