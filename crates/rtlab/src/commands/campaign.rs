@@ -135,6 +135,7 @@ pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
         args.json.as_deref(),
         None,
     );
+    budget::check_distinct(&others)?;
     budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
@@ -156,6 +157,7 @@ pub fn quick(args: QuickArgs) -> anyhow::Result<ExitCode> {
         args.json.as_deref(),
         None,
     );
+    budget::check_distinct(&others)?;
     budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
@@ -510,7 +512,9 @@ impl CampaignObserver for Progress {
                 eprintln!("warning: {e:#}");
             }
         }
-        if let Some(path) = self.json.clone().filter(|p| *p != Path::new("-")) {
+        // Snapshots only into a file: a FIFO or a device gets the last.
+        let json = self.json.clone().filter(|p| *p != Path::new("-"));
+        if let Some(path) = json.filter(|p| super::measure::rewritable(p)) {
             let text = serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.campaign/1",
                 "name": self.plan_name,

@@ -235,7 +235,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let loading_since = Instant::now();
     let json_file = json_path.as_deref().filter(|p| *p != Path::new("-"));
     let write_running = |loads: &mut RunningLoads| {
-        if let Some(path) = json_file {
+        if let Some(path) = json_file.filter(|p| super::measure::rewritable(p)) {
             let doc = load_doc("running", &started_at, None, began, &loads.live());
             if let Err(e) = write_atomic(path, &doc) {
                 eprintln!("warning: rewriting {}: {e:#}", path.display());

@@ -28,6 +28,13 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Whether `path` may take snapshots of a running command's JSON, each
+/// replacing the last: a regular file or none yet, not a FIFO or a device
+/// (`--json >(jq .)`, `/dev/null`), which gets one document only.
+pub fn rewritable(path: &Path) -> bool {
+    std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
+
 /// A finished measurement, before its exit code is decided.
 pub struct Measured {
     pub result: RunResult,
@@ -208,7 +215,9 @@ pub fn measure(
         status: None,
         planned_ns: probe.planned_ns(),
         quiet: args.quiet,
-        json_file,
+        // Snapshots while running only into a file: a FIFO or a device
+        // gets the one final document.
+        json_file: json_file.filter(|p| rewritable(p)),
     };
     let request = RunRequest {
         probe,
