@@ -243,8 +243,7 @@ fn open_direct(dir: &OwnedFd, name: &OsStr, extra: OFlags) -> io::Result<Target>
             io::ErrorKind::InvalidInput,
             "a block device: refusing to write to it",
         )),
-        FileType::RegularFile if !extra.is_empty() => Err(io::Error::new(
-            io::ErrorKind::Other,
+        FileType::RegularFile if !extra.is_empty() => Err(io::Error::other(
             "changed from a FIFO or device to a file while being opened",
         )),
         _ => Ok(Target::Direct(File::from(fd))),
