@@ -260,3 +260,106 @@ fn a_campaign_does_not_empty_its_json_before_it_has_results() {
         "the previous result was emptied"
     );
 }
+
+/// Runs `cmd` as process `pid` (chosen through the kernel's last pid, as
+/// root) after `plant(pid)`; None when the pid could not be had.
+fn run_as_pid(
+    mut cmd: std::process::Command,
+    mut plant: impl FnMut(u32) -> Vec<PathBuf>,
+) -> Option<std::process::Output> {
+    for _ in 0..100 {
+        // A pid well past the last one handed out, free now.
+        let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let pid = last + 20;
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let planted = plant(pid);
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let got = child.id();
+        let out = child.wait_with_output().unwrap();
+        if got == pid {
+            return Some(out);
+        }
+        for link in planted {
+            let _ = std::fs::remove_file(link);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_symlink_planted_at_the_pid_named_temporary_is_not_written_through() {
+    if !common::is_root() || std::fs::metadata("/proc/sys/kernel/ns_last_pid").is_err() {
+        common::skip("needs root and /proc/sys/kernel/ns_last_pid to run rtlab at a chosen pid");
+        return;
+    }
+    // The temporaries were `.NAME.tmp-PID` (--json, export, report, JUnit)
+    // and `.NAME.tmpPID` (plan compile -o): a pid is easy to guess.
+    let (dir, shared, victim) = shared_tmp();
+    let json = shared.join("out.json");
+    let out = run_as_pid(
+        {
+            let mut cmd = timer(dir.path());
+            cmd.arg("--json").arg(&json);
+            cmd
+        },
+        |pid| {
+            let link = shared.join(format!(".out.json.tmp-{pid}"));
+            plant(&link, &victim);
+            vec![link]
+        },
+    );
+    let Some(out) = out else {
+        common::skip("could not run rtlab at a chosen pid");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(common::read_json(&json).unwrap()["schema"], "rtlab.run/1");
+
+    let source = dir.path().join("p.txt");
+    std::fs::write(
+        &source,
+        "rtlab-plan 1\nmodule tick mark\nrepeat 10ms\nevents\n0us tick\n",
+    )
+    .unwrap();
+    let compiled = shared.join("p.plan");
+    let out = run_as_pid(
+        {
+            let mut cmd = common::rtlab(dir.path());
+            cmd.args(["plan", "compile"])
+                .arg(&source)
+                .arg("-o")
+                .arg(&compiled);
+            cmd
+        },
+        |pid| {
+            let link = shared.join(format!(".p.plan.tmp{pid}"));
+            plant(&link, &victim);
+            vec![link]
+        },
+    )
+    .expect("rtlab ran at a chosen pid once");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(std::fs::metadata(&compiled).unwrap().len() > 0);
+}

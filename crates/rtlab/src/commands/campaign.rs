@@ -224,7 +224,7 @@ fn run_plan(
         )?;
         write_text(path, &text)?;
     }
-    if let Some(output) = json_output {
+    if let Some(mut output) = json_output {
         output.keep()?;
     }
     if let Some(path) = junit {

@@ -45,6 +45,11 @@ pub struct Measured {
     pub json: Option<std::path::PathBuf>,
     /// The run checked against `--budget`, when one was given.
     pub budget: Option<Evaluation>,
+    /// The outputs opened before measuring, held open until the command
+    /// has written them: the reader of a FIFO given as one (`--json
+    /// >(jq .)` as a named pipe) would otherwise see the end of its input
+    /// before the document, and the final write would wait for it forever.
+    _held: Vec<Output>,
 }
 
 /// An output file opened before measuring, so a bad path fails in the
@@ -98,7 +103,7 @@ impl Output {
     /// The command went on to write it: never removed. A file given to
     /// [`Output::writer`] that nothing was written to is emptied (the run
     /// measured, so what it held is not this run's).
-    pub fn keep(mut self) -> io::Result<()> {
+    pub fn keep(&mut self) -> io::Result<()> {
         self.kept = true;
         match &self.emptied {
             Some(emptied) if !emptied.load(Ordering::SeqCst) => empty(&self.file),
@@ -242,10 +247,9 @@ pub fn measure(
     })?;
     // Measured: the outputs are this run's now (a file that cannot be
     // emptied must not cost the result).
-    for output in outputs {
-        let path = output.path.clone();
+    for output in &mut outputs {
         if let Err(e) = output.keep() {
-            eprintln!("warning: emptying {}: {e}", path.display());
+            eprintln!("warning: emptying {}: {e}", output.path.display());
         }
     }
     if let Some(status) = observer.status.take() {
@@ -290,6 +294,7 @@ pub fn measure(
         stored: store.is_some(),
         json: json_path.map(Path::to_path_buf),
         budget: evaluation,
+        _held: outputs,
     })
 }
 
