@@ -363,3 +363,32 @@ fn a_symlink_planted_at_the_pid_named_temporary_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     assert!(std::fs::metadata(&compiled).unwrap().len() > 0);
 }
+
+#[test]
+fn load_json_into_a_fifo_gets_the_final_document_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("load.fifo");
+    mknod(&fifo, libc::S_IFIFO | 0o600, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["load", "cpu", "--duration", "2500ms", "--quiet", "--json"])
+            .arg(&fifo),
+    );
+    let sent = reader.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One document (not the running snapshots before it), and a FIFO still.
+    let doc: serde_json::Value = serde_json::from_slice(&sent).expect("one JSON document");
+    assert_eq!(doc["status"], "complete");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+}

@@ -187,10 +187,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let planned_ns = (!args.forever).then(|| args.duration.unwrap_or(DEFAULT_DURATION_NS));
     let json_path = args.json.clone();
     let to_stdout = json_path.as_deref() == Some(Path::new("-"));
-    if let Some(path) = json_path.as_deref().filter(|p| *p != Path::new("-")) {
-        // Checked, not emptied: the file is replaced when first written.
-        super::budget::check_writable(path, "--json")?;
-    }
+    // Checked, not emptied (the file is replaced when first written), and
+    // held open until the end: a FIFO's reader sees its end only then.
+    let mut json_output = match json_path.as_deref().filter(|p| *p != Path::new("-")) {
+        Some(path) => Some(super::measure::create_output(path, "--json")?),
+        None => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -283,6 +285,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().write_all((serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     } else if let Some(path) = json_file {
         write_atomic(path, &doc).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(output) = &mut json_output {
+        output.keep()?;
     }
     if !args.quiet {
         let mut out: Box<dyn Write> = if to_stdout {
