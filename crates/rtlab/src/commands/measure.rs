@@ -46,9 +46,9 @@ pub struct Measured {
     /// The run checked against `--budget`, when one was given.
     pub budget: Option<Evaluation>,
     /// The outputs opened before measuring, held open until the command
-    /// has written them: the reader of a FIFO given as one (`--json
-    /// >(jq .)` as a named pipe) would otherwise see the end of its input
-    /// before the document, and the final write would wait for it forever.
+    /// has written them: the reader of a FIFO given as one (a named pipe
+    /// to `jq`) would otherwise see the end of its input before the
+    /// document, and the final write would wait for it forever.
     _held: Vec<Output>,
 }
 
