@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod cpuset;
 pub mod env;
+pub mod fsutil;
 pub mod journal;
 pub mod pmqos;
 pub mod record;

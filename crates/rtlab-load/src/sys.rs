@@ -31,8 +31,14 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     })
 }
 
+/// Read as bytes: a process's name is any bytes its user picked (and the
+/// kernel cuts it at 15 bytes, even inside a character), and a name that
+/// is not UTF-8 must not hide the process from its group's cleanup. Only
+/// the fields after the last ')' are parsed, so a lossy name is harmless.
 pub fn proc_stat(pid: i32) -> Option<ProcStat> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    parse_stat(&String::from_utf8_lossy(
+        &std::fs::read(format!("/proc/{pid}/stat")).ok()?,
+    ))
 }
 
 /// Every process in /proc (threads are not listed there).
@@ -341,6 +347,34 @@ mod tests {
         assert_eq!(stat.cpu_ticks, 10);
         let me = proc_stat(std::process::id() as i32).unwrap();
         assert_eq!(me.pid, std::process::id() as i32);
+    }
+
+    #[test]
+    fn a_process_with_a_name_that_is_not_utf8_is_found_in_its_group() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let link = tmp.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
+        std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+        let mut child = std::process::Command::new(&link)
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        // Until it has exec'd under its new name.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let named = |stat: Vec<u8>| stat.windows(8).any(|w| w == b"(sl\xffeep)");
+        while !named(std::fs::read(format!("/proc/{pid}/stat")).unwrap()) {
+            assert!(Instant::now() < deadline, "{pid} never ran");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let stat = proc_stat(pid);
+        let members = group_members(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(stat.map(|s| s.pgrp), Some(pid));
+        assert_eq!(members, vec![pid]);
     }
 
     #[test]

@@ -415,10 +415,13 @@ fn open_at(dir: &File, name: &str, flags: i32) -> io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
+/// Read as bytes: `stat` and `status` hold the process's name, any bytes
+/// its user chose, and a name that is not UTF-8 must not make the process
+/// look gone.
 fn read_at(dir: &File, name: &str) -> io::Result<String> {
-    let mut text = String::new();
-    open_at(dir, name, 0)?.read_to_string(&mut text)?;
-    Ok(text)
+    let mut bytes = Vec::new();
+    open_at(dir, name, 0)?.read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn readlink_at(dir: &File, name: &str) -> io::Result<PathBuf> {

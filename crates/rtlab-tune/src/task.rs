@@ -138,9 +138,41 @@ fn read_cmdline(process: &procfs::process::Process, detail: Detail) -> String {
         return String::new();
     }
     process
-        .cmdline()
-        .map(|args| args.join(" "))
+        .read::<_, Lossy<Cmdline>>("cmdline")
+        .map(|args| args.0 .0.join(" "))
         .unwrap_or_default()
+}
+
+/// A /proc file read as bytes and parsed with what is not UTF-8 replaced:
+/// a process's name and command line are whatever bytes its user chose
+/// (and the kernel cuts a name at 15 bytes, even inside a character).
+/// procfs reads `status` and `cmdline` as text, so such a process would
+/// have no affinity, no switch counts and an empty command line (which no
+/// `cmdline` rule matches).
+struct Lossy<T>(T);
+
+impl<T: procfs::FromRead> procfs::FromRead for Lossy<T> {
+    fn from_read<R: io::Read>(mut r: R) -> procfs::ProcResult<Self> {
+        let mut bytes = Vec::new();
+        r.read_to_end(&mut bytes)?;
+        T::from_read(String::from_utf8_lossy(&bytes).as_bytes()).map(Lossy)
+    }
+}
+
+/// /proc/PID/cmdline: the arguments.
+struct Cmdline(Vec<String>);
+
+impl procfs::FromRead for Cmdline {
+    fn from_read<R: io::Read>(mut r: R) -> procfs::ProcResult<Self> {
+        let mut text = String::new();
+        r.read_to_string(&mut text)?;
+        Ok(Cmdline(
+            text.split('\0')
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ))
+    }
 }
 
 /// The start time of thread `tid` now, or None when no such thread exists.
@@ -161,7 +193,10 @@ fn read_thread(
 ) -> Option<Task> {
     let stat = thread.stat().ok()?;
     let status = match detail {
-        Detail::Full => thread.status().ok(),
+        Detail::Full => thread
+            .read::<_, Lossy<procfs::process::Status>>("status")
+            .ok()
+            .map(|s| s.0),
         Detail::Matching { .. } => None,
     };
     let policy = stat

@@ -514,8 +514,11 @@ fn fresh_threads(
 /// Whether some rule's process pattern matches process `pid`'s name now
 /// (true when it cannot be read: then the full read decides).
 fn any_rule_names(rules: &[Rule], pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+    // As bytes: a name that is not UTF-8 is matched as the full read
+    // (procfs's lossy stat) sees it.
+    match std::fs::read(format!("/proc/{pid}/comm")) {
         Ok(name) => {
+            let name = String::from_utf8_lossy(&name);
             let name = name.trim_end_matches('\n');
             rules.iter().any(|r| r.selector.process.is_match(name))
         }

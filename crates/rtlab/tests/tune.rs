@@ -2186,3 +2186,62 @@ fn a_broad_pattern_needs_yes_and_never_touches_rtlab() {
         run(rtlab(state.path()).args(["tune", "set", "rtlab", "--policy", "other", "--dry-run"]));
     assert_eq!(out.status.code(), Some(1), "rtlab matched itself");
 }
+
+/// Anyone picks their process's name bytes (and the kernel cuts a name at
+/// 15 bytes, even inside a character): a name that is not UTF-8 must not
+/// make the process look gone to the identity check, nor empty its command
+/// line. It is matched like any other, by name and by command line.
+#[test]
+fn a_process_whose_name_is_not_utf8_is_matched_and_promoted() {
+    require_root!();
+    use std::os::unix::ffi::OsStrExt;
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let name = unique_name("u");
+    let mut bytes = name.clone().into_bytes();
+    bytes.push(0xff);
+    let link = dir.path().join(std::ffi::OsStr::from_bytes(&bytes));
+    std::os::unix::fs::symlink(sleep_path(), &link).unwrap();
+    let child = Proc(
+        Command::new(&link)
+            .arg("300")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.id() as i32;
+    wait_until("the child to run under its name", || {
+        fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with(&bytes))
+    });
+    let apply = |rule: &str| {
+        let rules = write_rules(state.path(), rule);
+        let out = run(rtlab(state.path()).args([
+            "tune",
+            "apply",
+            "--rules",
+            rules.to_str().unwrap(),
+            "--json",
+        ]));
+        assert_eq!(json_of(&out)["changed"], 1, "{rule}: {}", json_of(&out));
+    };
+    // By name, with an exe check (which reads the process's identity).
+    let exe = fs::canonicalize(sleep_path()).unwrap();
+    apply(&format!(
+        "[[rule]]\nmatch = \"{name}.\"\nexe = \"{}\"\npolicy = \"fifo\"\npriority = 23\n",
+        exe.display()
+    ));
+    assert_eq!(policy_of(pid), (Policy::Fifo, 23));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    assert_eq!(policy_of(pid).0, Policy::Other);
+    // By command line (its first word holds the name's bytes).
+    apply(&format!(
+        "[[rule]]\ncmdline = \"/{name}. 300$\"\npolicy = \"fifo\"\npriority = 24\n"
+    ));
+    assert_eq!(policy_of(pid), (Policy::Fifo, 24));
+    assert!(run(rtlab(state.path()).args(["tune", "undo"]))
+        .status
+        .success());
+    stop(child);
+}

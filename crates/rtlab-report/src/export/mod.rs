@@ -26,42 +26,38 @@ pub fn write_file(exporter: &dyn Exporter, result: &RunResult, path: &Path) -> i
 }
 
 /// Writes what `body` produces to `path` so that a reader (or a crash)
-/// never sees a half-written file: write a temporary file beside it, flush
-/// it to disk, then rename it over the old one. `-` is stdout.
+/// never sees a half-written file, and another user who controls a
+/// directory on the way cannot redirect the write (rtlab runs as root):
+/// see [`rtlab_core::fsutil`]. `-` is stdout; an existing FIFO or
+/// character device is written as it is, never replaced.
 pub fn write_with(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    if path == Path::new("-") {
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        body(&mut lock)?;
-        return lock.flush();
+    rtlab_core::fsutil::write_atomic(path, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The temporary file was `.NAME.tmp-PID`: anyone who could write the
+    /// directory could plant a symlink there, and root wrote through it.
+    #[test]
+    fn a_symlink_at_the_old_temporary_name_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("tmp");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let planted = shared.join(format!(".out.json.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let out = shared.join("out.json");
+        write_with(&out, |w| w.write_all(b"{}\n")).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(std::fs::read(&out).unwrap(), b"{}\n");
+        assert!(std::fs::symlink_metadata(&planted).unwrap().is_symlink());
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        {
-            let mut buffered = io::BufWriter::new(&mut file);
-            body(&mut buffered)?;
-            buffered.flush()?;
-        }
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }

@@ -85,6 +85,13 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
         let joined = dir.join(name);
         Some(joined.canonicalize().unwrap_or(joined))
     };
+    // Two names of one inode (a hard link, a bind mount).
+    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        use std::os::unix::fs::MetadataExt;
+        if ma.dev() == mb.dev() && ma.ino() == mb.ino() {
+            return true;
+        }
+    }
     let (Some(a), Some(b)) = (normal(a), normal(b)) else {
         return false;
     };
@@ -97,17 +104,13 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Fails now, as bad input, when `path` cannot be written, without
-/// truncating a file that is there (it is replaced atomically at the end).
+/// truncating a file that is there (it is replaced atomically at the end)
+/// nor following a symlink another user could have planted.
 pub fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
-    let existed = path.exists();
-    let opened = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path);
-    match opened {
-        Ok(_) => {
-            if !existed {
-                let _ = std::fs::remove_file(path);
+    match rtlab_core::fsutil::open_output(path) {
+        Ok((file, created)) => {
+            if created {
+                remove_if_still(path, &file);
             }
             Ok(())
         }
@@ -116,6 +119,49 @@ pub fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
             path.display()
         )))),
     }
+}
+
+/// Removes `path` if it is still the (empty) file `file` created there.
+fn remove_if_still(path: &Path, file: &std::fs::File) {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(ours), Ok(there)) = (file.metadata(), std::fs::symlink_metadata(path)) else {
+        return;
+    };
+    if ours.dev() == there.dev() && ours.ino() == there.ino() && there.len() == 0 {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Refuses, as bad input, two of a command's outputs (flag and path) that
+/// are the same file: the second written would destroy the first. `-`
+/// (stdout) twice is refused too; a FIFO or a device (`/dev/null`) may
+/// take several.
+pub fn check_distinct(outputs: &[(&str, &Path)]) -> anyhow::Result<()> {
+    for (i, (flag_a, a)) in outputs.iter().enumerate() {
+        for (flag_b, b) in &outputs[i + 1..] {
+            let stdout = Path::new("-");
+            if *a == stdout && *b == stdout {
+                bad_input!("{flag_a} - and {flag_b} -: both on stdout; give one of them a file");
+            }
+            if *a == stdout || *b == stdout || special(a) || special(b) {
+                continue;
+            }
+            if same_file(a, b) || same_file(b, a) {
+                bad_input!(
+                    "{flag_a} {} and {flag_b} {}: the same file, one would destroy the other; \
+                     give two files",
+                    a.display(),
+                    b.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An existing FIFO, device or socket (not a file one output replaces).
+fn special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// `rtlab measure timer`: the command's words, to title the JUnit report.

@@ -135,6 +135,7 @@ pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
         args.json.as_deref(),
         None,
     );
+    budget::check_distinct(&others)?;
     budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
@@ -156,6 +157,7 @@ pub fn quick(args: QuickArgs) -> anyhow::Result<ExitCode> {
         args.json.as_deref(),
         None,
     );
+    budget::check_distinct(&others)?;
     budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
@@ -176,10 +178,12 @@ fn run_plan(
     (budget, junit): (Option<Budget>, Option<&Path>),
 ) -> anyhow::Result<ExitCode> {
     let mut store = session::open_store(db)?;
-    if let Some(path) = json.filter(|p| *p != Path::new("-")) {
-        std::fs::File::create(path)
-            .map_err(|e| InputError(format!("--json {}: cannot create: {e}", path.display())))?;
-    }
+    // Opened, not emptied: a campaign refused before its first run leaves
+    // a result file that was there as it was (and removes one it created).
+    let json_output = match json.filter(|p| *p != Path::new("-")) {
+        Some(path) => Some(super::measure::create_output(path, "--json")?),
+        None => None,
+    };
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");
     }
@@ -219,6 +223,9 @@ fn run_plan(
             budget::json(budget.as_ref(), &evaluations),
         )?;
         write_text(path, &text)?;
+    }
+    if let Some(mut output) = json_output {
+        output.keep()?;
     }
     if let Some(path) = junit {
         let title = junit_title(&plan.campaign.name, &outcome.execution);
@@ -505,7 +512,9 @@ impl CampaignObserver for Progress {
                 eprintln!("warning: {e:#}");
             }
         }
-        if let Some(path) = self.json.clone().filter(|p| *p != Path::new("-")) {
+        // Snapshots only into a file: a FIFO or a device gets the last.
+        let json = self.json.clone().filter(|p| *p != Path::new("-"));
+        if let Some(path) = json.filter(|p| super::measure::rewritable(p)) {
             let text = serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.campaign/1",
                 "name": self.plan_name,

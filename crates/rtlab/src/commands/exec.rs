@@ -105,17 +105,12 @@ fn human_out(json: Option<&Path>) -> Box<dyn Write> {
     }
 }
 
-/// Writes a command's JSON document to a file or stdout.
+/// Writes a command's JSON document to a file or stdout, atomically and
+/// without following a planted symlink (see [`rtlab_core::fsutil`]).
 fn write_json(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc)? + "\n";
-    if path == Path::new("-") {
-        std::io::stdout().write_all(text.as_bytes())?;
-        return Ok(());
-    }
-    // Written aside then renamed: an interrupted write never leaves half a file.
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    rtlab_core::fsutil::write_atomic_bytes(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Activations planned by a run's config (every task together), if recorded.
@@ -199,6 +194,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         args.run.json.as_deref(),
         args.run.samples.as_deref(),
     );
+    budget::check_distinct(&others)?;
     budget::check(&args.run.budget, spec, &others)?;
     let json_path = args.run.json.as_deref();
     // Removed again if nothing is written to it (a refused run).
@@ -350,6 +346,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         args.run.json.as_deref(),
         args.run.samples.as_deref(),
     );
+    budget::check_distinct(&others)?;
     budget::check(&args.run.budget, spec, &others)?;
     let json_path = args.run.json.as_deref();
     // Removed again if nothing is written to it (a refused run).

@@ -187,10 +187,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let planned_ns = (!args.forever).then(|| args.duration.unwrap_or(DEFAULT_DURATION_NS));
     let json_path = args.json.clone();
     let to_stdout = json_path.as_deref() == Some(Path::new("-"));
-    if let Some(path) = json_path.as_deref().filter(|p| *p != Path::new("-")) {
-        std::fs::File::create(path)
-            .map_err(|e| InputError(format!("--json {}: cannot create: {e}", path.display())))?;
-    }
+    // Checked, not emptied (the file is replaced when first written), and
+    // held open until the end: a FIFO's reader sees its end only then.
+    let mut json_output = match json_path.as_deref().filter(|p| *p != Path::new("-")) {
+        Some(path) => Some(super::measure::create_output(path, "--json")?),
+        None => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -235,7 +237,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let loading_since = Instant::now();
     let json_file = json_path.as_deref().filter(|p| *p != Path::new("-"));
     let write_running = |loads: &mut RunningLoads| {
-        if let Some(path) = json_file {
+        if let Some(path) = json_file.filter(|p| super::measure::rewritable(p)) {
             let doc = load_doc("running", &started_at, None, began, &loads.live());
             if let Err(e) = write_atomic(path, &doc) {
                 eprintln!("warning: rewriting {}: {e:#}", path.display());
@@ -283,6 +285,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().write_all((serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     } else if let Some(path) = json_file {
         write_atomic(path, &doc).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(output) = &mut json_output {
+        output.keep()?;
     }
     if !args.quiet {
         let mut out: Box<dyn Write> = if to_stdout {
@@ -334,13 +339,11 @@ fn load_doc(
 }
 
 /// Writes through a temporary file and a rename, so a reader (or a kill)
-/// never sees half a file.
+/// never sees half a file, never through a planted symlink (see
+/// [`rtlab_core::fsutil`]).
 fn write_atomic(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, serde_json::to_string_pretty(doc)? + "\n")?;
-    std::fs::rename(&tmp, path)?;
+    let text = serde_json::to_string_pretty(doc)? + "\n";
+    rtlab_core::fsutil::write_atomic_bytes(path, text.as_bytes())?;
     Ok(())
 }
 

@@ -10,9 +10,9 @@ use crate::progress::LiveStatus;
 use crate::session;
 use anyhow::Context;
 use rtlab_campaign::runner::{self, RunObserver, RunRequest};
-use rtlab_core::journal;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
+use rtlab_core::{fsutil, journal};
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::{Probe, ProbeRun};
 use rtlab_report::budget::{Evaluation, JsonWithBudget};
@@ -20,13 +20,20 @@ use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
 use rtlab_store::Store;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Whether `path` may take snapshots of a running command's JSON, each
+/// replacing the last: a regular file or none yet, not a FIFO or a device
+/// (`--json >(jq .)`, `/dev/null`), which gets one document only.
+pub fn rewritable(path: &Path) -> bool {
+    std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
 
 /// A finished measurement, before its exit code is decided.
 pub struct Measured {
@@ -38,6 +45,11 @@ pub struct Measured {
     pub json: Option<std::path::PathBuf>,
     /// The run checked against `--budget`, when one was given.
     pub budget: Option<Evaluation>,
+    /// The outputs opened before measuring, held open until the command
+    /// has written them: the reader of a FIFO given as one (a named pipe
+    /// to `jq`) would otherwise see the end of its input before the
+    /// document, and the final write would wait for it forever.
+    _held: Vec<Output>,
 }
 
 /// An output file opened before measuring, so a bad path fails in the
@@ -57,23 +69,11 @@ pub struct Output {
     emptied: Option<Arc<AtomicBool>>,
 }
 
-/// Opens `path` (named `what` in errors) as an [`Output`].
+/// Opens `path` (named `what` in errors) as an [`Output`], without
+/// following a symlink another user could have planted (see
+/// [`rtlab_core::fsutil`]).
 pub fn create_output(path: &Path, what: &str) -> anyhow::Result<Output> {
-    let write = || OpenOptions::new().write(true).clone();
-    let opened = match write().create_new(true).open(path) {
-        Ok(file) => Ok((file, true)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            match write().open(path) {
-                // A link to a file not there yet: created through it.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    write().create(true).open(path).map(|f| (f, false))
-                }
-                opened => opened.map(|f| (f, false)),
-            }
-        }
-        Err(e) => Err(e),
-    };
-    let (file, created) = opened.map_err(|e| {
+    let (file, created) = fsutil::open_output(path).map_err(|e| {
         anyhow::Error::new(InputError(format!(
             "{what} {}: cannot create: {e}",
             path.display()
@@ -103,7 +103,7 @@ impl Output {
     /// The command went on to write it: never removed. A file given to
     /// [`Output::writer`] that nothing was written to is emptied (the run
     /// measured, so what it held is not this run's).
-    pub fn keep(mut self) -> io::Result<()> {
+    pub fn keep(&mut self) -> io::Result<()> {
         self.kept = true;
         match &self.emptied {
             Some(emptied) if !emptied.load(Ordering::SeqCst) => empty(&self.file),
@@ -181,6 +181,9 @@ pub fn measure(
     others.extend(args.json.as_deref().map(|p| ("--json", p)));
     others.extend(args.samples.as_deref().map(|p| ("--samples", p)));
     others.extend(store_path.as_deref().map(|p| ("result store (--db)", p)));
+    // Two outputs in one file: the last written would silently destroy
+    // the other (or the result store).
+    budget::check_distinct(&others)?;
     budget::check(&args.budget, args.budget.budget.as_ref(), &others)?;
     let json_path = args.json.as_deref();
     let to_stdout = json_path == Some(Path::new("-"));
@@ -217,7 +220,9 @@ pub fn measure(
         status: None,
         planned_ns: probe.planned_ns(),
         quiet: args.quiet,
-        json_file,
+        // Snapshots while running only into a file: a FIFO or a device
+        // gets the one final document.
+        json_file: json_file.filter(|p| rewritable(p)),
     };
     let request = RunRequest {
         probe,
@@ -242,10 +247,9 @@ pub fn measure(
     })?;
     // Measured: the outputs are this run's now (a file that cannot be
     // emptied must not cost the result).
-    for output in outputs {
-        let path = output.path.clone();
+    for output in &mut outputs {
         if let Err(e) = output.keep() {
-            eprintln!("warning: emptying {}: {e}", path.display());
+            eprintln!("warning: emptying {}: {e}", output.path.display());
         }
     }
     if let Some(status) = observer.status.take() {
@@ -290,6 +294,7 @@ pub fn measure(
         stored: store.is_some(),
         json: json_path.map(Path::to_path_buf),
         budget: evaluation,
+        _held: outputs,
     })
 }
 

@@ -3,7 +3,6 @@
 
 use crate::input::{bad_input, InputError};
 use crate::progress::bar_style;
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_core::units::human_duration;
@@ -169,7 +168,8 @@ fn progress(total: u64, quiet: bool, what: &str) -> Option<ProgressBar> {
 }
 
 /// Writes `count` events from `events` to `output` (via a temporary file
-/// renamed at the end), binary or text.
+/// renamed at the end, never through a planted symlink: see
+/// [`rtlab_core::fsutil`]), binary or text.
 fn write_plan(
     output: &Path,
     header: &PlanHeader,
@@ -178,26 +178,14 @@ fn write_plan(
     text: bool,
     quiet: bool,
 ) -> anyhow::Result<u64> {
-    let tmp = output.with_file_name(format!(
-        ".{}.tmp{}",
-        output
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    // Where the plan cannot be created is bad input (exit 2), named as
-    // given; a write failing later (a full disk) is a failure (exit 1).
-    let file = std::fs::File::create(&tmp).map_err(|e| {
-        InputError(format!(
-            "-o {}: cannot create {}: {e}",
-            output.display(),
-            tmp.display()
-        ))
-    })?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
     let bar = progress(count, quiet, &format!("writing {}", output.display()));
-    let result = (|| -> anyhow::Result<()> {
+    // The body runs once the file is created: an error before it is bad
+    // input (exit 2), named as given; a write failing later (a full disk)
+    // is a failure (exit 1).
+    let mut created = false;
+    let result = rtlab_core::fsutil::write_atomic(output, |file| {
+        created = true;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
         if text {
             let mut line = String::new();
             write_header(header, &mut line);
@@ -212,7 +200,6 @@ fn write_plan(
                     }
                 }
             }
-            out.flush()?;
         } else {
             write_binary_iter(header, count, events, &mut out, |n| {
                 if let Some(bar) = &bar {
@@ -220,18 +207,20 @@ fn write_plan(
                 }
             })?;
         }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        Ok(())
-    })();
+        out.flush()
+    });
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e.context(format!("cannot write {}", output.display())));
+    match result {
+        Err(e) if !created => {
+            bad_input!("-o {}: cannot create: {e}", output.display())
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot write {}", output.display())))
+        }
+        Ok(()) => {}
     }
-    std::fs::rename(&tmp, output)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), output.display()))?;
     Ok(std::fs::metadata(output)?.len())
 }
 
