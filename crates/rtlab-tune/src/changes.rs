@@ -1265,6 +1265,10 @@ mod tests {
     /// thread (a reuse that quick needs a chosen pid, as here; the kernel
     /// hands pids out in turn).
     fn sleeper_at(pid: i32, after: u64) -> Option<Kid> {
+        // One test at a time chooses a pid: two writing ns_last_pid at once
+        // would hand each other's pid out.
+        static CHOOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = CHOOSING.lock().unwrap_or_else(|e| e.into_inner());
         while boot_ticks() <= after {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
