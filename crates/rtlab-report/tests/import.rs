@@ -728,3 +728,42 @@ fn a_histfile_line_is_quoted_with_control_characters_escaped() {
     assert!(message.contains("\\u{1b}"), "{message}");
     assert!(!message.contains('\u{1b}'), "{message}");
 }
+
+#[test]
+fn counts_no_run_reaches_are_refused_in_every_format() {
+    // A histfile whose overflow line says i64::MAX, and an rtlab result of
+    // three series of u64::MAX samples: both were stored, then their sums
+    // overflowed (`rtlab import` exit 101 after storing the run, `report`
+    // exit 101, `runs` 'integer overflow' for good).
+    let histfile = "0 1\t0\n1 0\t4\n#Total:1 4\n#Histogram Overflows:9223372036854775807 0\n";
+    let mut run = import_golden("cyclictest-2.40-no-hist.json");
+    run.id = "20261126T000000Z-9".into();
+    let template = run.series[0].clone();
+    run.series = (0..3)
+        .map(|i| {
+            let mut series = template.clone();
+            series.name = format!("cpu{i}");
+            series.stats.samples = u64::MAX;
+            series
+        })
+        .collect();
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    let json = String::from_utf8(json).unwrap();
+    for (text, series) in [(histfile, "`thread0`"), (json.as_str(), "`cpu0`")] {
+        let error = import_text(text, "big", None).unwrap_err();
+        assert!(matches!(error, ImportError::Counts { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.starts_with("big: series "), "{message}");
+        assert!(message.contains(series), "{message}");
+        assert!(message.contains("2^53"), "{message}");
+    }
+    // The limit itself imports.
+    run.series.truncate(1);
+    run.series[0].stats.samples = import::MAX_IMPORTED_EVENTS - run.series[0].stats.missed;
+    run.series[0].stats.dropped = 0;
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    let back = import_text(&String::from_utf8(json).unwrap(), "big", None).unwrap();
+    assert_eq!(back.series[0].stats.samples, run.series[0].stats.samples);
+}

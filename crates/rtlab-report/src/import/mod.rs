@@ -60,6 +60,9 @@ pub enum ImportError {
     /// Neither of the formats accepted.
     #[error("{path}: {message}")]
     UnknownFormat { path: String, message: String },
+    /// Counts no measurement reaches (see [`MAX_IMPORTED_EVENTS`]).
+    #[error("{path}: {message}")]
+    Counts { path: String, message: String },
 }
 
 /// The largest file [`import_file`] reads: a cyclictest histogram of
@@ -213,7 +216,48 @@ fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> 
         at: "$.id".into(),
         message,
     })?;
+    check_counts(&run, origin)?;
     Ok(run)
+}
+
+/// The most events (samples, missed and dropped, or histogram counts) an
+/// imported run may hold over all its series: 2^53, 285 years of one event
+/// a microsecond, and the largest count a report's floating-point figures
+/// hold exactly. Larger counts are no measurement, and their sums
+/// overflowed wherever a run's series are added up (the import's summary,
+/// the report's exceedance chart, compare, the campaign matrix).
+pub const MAX_IMPORTED_EVENTS: u64 = 1 << 53;
+
+/// Refuses a run whose counts add up past [`MAX_IMPORTED_EVENTS`], naming
+/// the series where the total crosses it. Every importer calls it last, so
+/// that what one format's parser accepts, its rtlab JSON export imports.
+pub(crate) fn check_counts(run: &RunResult, origin: &str) -> Result<(), ImportError> {
+    let limit = u128::from(MAX_IMPORTED_EVENTS);
+    let (mut events, mut binned) = (0u128, 0u128);
+    for series in &run.series {
+        let stats = &series.stats;
+        events += u128::from(stats.samples) + u128::from(stats.missed) + u128::from(stats.dropped);
+        binned += stats
+            .histogram_ns
+            .iter()
+            .map(|bin| u128::from(bin[1]))
+            .sum::<u128>();
+        let (what, total) = match events > limit {
+            true => ("samples, missed and dropped", events),
+            false => ("histogram counts", binned),
+        };
+        if total > limit {
+            return Err(ImportError::Counts {
+                path: origin.to_string(),
+                message: format!(
+                    "series `{}`: the run's {what} add up to {total} with this series, more \
+                     than the {limit} (2^53) a run can hold; refused",
+                    rtlab_core::result::printable(&series.name, 80)
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a control character (other than tab and newline) in any key or
