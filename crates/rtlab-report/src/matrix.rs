@@ -121,9 +121,13 @@ impl Matrix {
             for configuration in &self.configurations {
                 row.push(match self.cell(load, configuration) {
                     None => "-".to_string(),
-                    Some(cell) if cell.samples == 0 => "no samples".to_string(),
                     Some(cell) => {
-                        let mut text = format!("{} / {}", Us1(cell.p99_9_ns), Us1(cell.max_ns));
+                        // Without samples there are no figures; the status
+                        // still says why (a failed run that measured nothing).
+                        let mut text = match cell.samples {
+                            0 => "no samples".to_string(),
+                            _ => format!("{} / {}", Us1(cell.p99_9_ns), Us1(cell.max_ns)),
+                        };
                         if cell.missed > 0 {
                             let _ = write!(text, " ({} missed)", cell.missed);
                         }

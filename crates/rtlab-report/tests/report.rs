@@ -900,3 +900,21 @@ fn the_environment_says_where_the_preemption_model_was_read() {
         "dynamic-voluntary (from uname -v: PREEMPT_DYNAMIC; /boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line))"
     );
 }
+
+#[test]
+fn a_cell_whose_run_measured_nothing_says_no_samples_not_zero() {
+    // A campaign cell refused before it measured (a --sysctl another rtlab
+    // held) read `0.000 / 0.000 [failed]` in the report's matrix: a
+    // perfect result at a glance.
+    let mut results = campaign();
+    results[0].status = RunStatus::Failed;
+    results[0].series.clear();
+    let matrix = rtlab_report::matrix::Matrix::of(&results);
+    let text = matrix.table();
+    let idle = text.lines().find(|l| l.starts_with("idle")).unwrap();
+    assert!(idle.contains("no samples [failed]"), "{text}");
+    let md = build(results).to_markdown();
+    let idle = md.lines().find(|l| l.starts_with("| idle |")).unwrap();
+    assert!(idle.contains("| no samples [failed] |"), "{idle}");
+    assert!(!idle.contains("0.000 / 0.000"), "{idle}");
+}
