@@ -423,7 +423,7 @@ fn store_check_finds_a_damaged_run() {
     let out = rtlab(dir.path(), &db, &["store", "check"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("1 problems"), "{text}");
+    assert!(text.contains(": 1 problem ("), "{text}");
     assert!(text.contains(original["id"].as_str().unwrap()), "{text}");
     assert!(text.contains("its JSON is not a run"), "{text}");
     // A file that is not a store at all is a problem too.
@@ -436,6 +436,18 @@ fn store_check_finds_a_damaged_run() {
     let out = rtlab(dir.path(), &junk, &["store", "check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["ok"], false);
+    // A path that is no file is a usage error, as for every command (it
+    // was '1 problems', exit 1); nothing is created there.
+    for (path, what) in [
+        (dir.path().to_path_buf(), "a directory"),
+        ("/dev/null".into(), "a character device"),
+    ] {
+        let out = rtlab(dir.path(), &path, &["store", "check"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("it is {what}, not a file")), "{err}");
+        assert!(out.stdout.is_empty());
+    }
 }
 
 /// Three runs: two of one campaign execution, one alone.

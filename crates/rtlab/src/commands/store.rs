@@ -149,11 +149,13 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
     };
     // Opened read-only: checking never changes the store. A file that
     // does not open as a store is a problem found, not a usage error; a
-    // path with nothing at all is.
+    // path with nothing at all is, and so is one that is no file (a
+    // directory, a FIFO, a device), as for every other command.
     if !path.exists() {
         return Err(input(StoreError::NoStore { path }));
     }
     let report = match Store::open_read_only(&path) {
+        Err(e) if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) => return Err(input(e)),
         Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
         Err(e) => rtlab_store::CheckReport {
             db: path.clone(),
@@ -182,10 +184,11 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
             report.runs
         );
     } else {
+        let count = report.problems.len();
         out!(
-            "{}: {} problems ({} runs read)",
+            "{}: {count} problem{} ({} runs read)",
             report.db.display(),
-            report.problems.len(),
+            if count == 1 { "" } else { "s" },
             report.runs
         );
         for problem in &report.problems {
