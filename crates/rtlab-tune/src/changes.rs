@@ -1024,6 +1024,13 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
                     }
                 }
             };
+            // Already as it was: the change never landed (the command was
+            // killed between recording it and making it) or was taken back
+            // by hand. Nothing to write; left in the record, it was 'changed
+            // since' and made every later undo exit 1.
+            if now == *old {
+                return UndoOutcome::Restored;
+            }
             if now != *new && !force {
                 return UndoOutcome::ChangedSince {
                     now: now.to_string(),
@@ -1051,6 +1058,11 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
                     }
                 }
             };
+            // As it was before: the write never happened (killed first)
+            // or was taken back by hand.
+            if now == *old {
+                return UndoOutcome::Restored;
+            }
             if now.as_deref() != Some(new.as_str()) && !force {
                 return UndoOutcome::ChangedSince {
                     now: match now {
@@ -1161,6 +1173,51 @@ mod tests {
         let forced = log.undo(UndoScope::All, true, false).unwrap();
         assert_eq!(forced[0].outcome, UndoOutcome::Restored);
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_change_recorded_but_never_made_leaves_the_record() {
+        // `tune apply` killed between recording a change and making it left
+        // an entry whose thread still had its old settings: every later
+        // undo said 'left alone: changed since' and exited 1, for good.
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path().join("state"));
+        let file = dir.path().join("x.conf");
+        fs::write(&file, "before\n").unwrap();
+        log.begin("a").unwrap().write_file(&file, "ours\n").unwrap();
+        // As if the write had not happened.
+        fs::write(&file, "before\n").unwrap();
+        let log2 = log.clone();
+        std::thread::spawn(move || {
+            let me = crate::task::thread(
+                std::process::id() as i32,
+                rtlab_core::sched::gettid(),
+                crate::task::Detail::Full,
+            )
+            .unwrap();
+            let txn = log2.begin("batch").unwrap();
+            txn.change_thread(&me, |current| Settings {
+                policy: rtlab_core::sched::Policy::Batch,
+                ..current.clone()
+            })
+            .unwrap();
+            // As if the kill had come before the system call.
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: this thread, a valid parameter.
+            assert_eq!(
+                unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) },
+                0
+            );
+            let undone = log2.undo(UndoScope::All, false, false).unwrap();
+            assert_eq!(undone.len(), 2);
+            for u in &undone {
+                assert_eq!(u.outcome, UndoOutcome::Restored, "{}", u.entry);
+            }
+        })
+        .join()
+        .unwrap();
+        assert!(log.entries().unwrap().is_empty());
+        assert_eq!(fs::read_to_string(&file).unwrap(), "before\n");
     }
 
     #[test]
