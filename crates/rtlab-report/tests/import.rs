@@ -767,3 +767,29 @@ fn counts_no_run_reaches_are_refused_in_every_format() {
     let back = import_text(&String::from_utf8(json).unwrap(), "big", None).unwrap();
     assert_eq!(back.series[0].stats.samples, run.series[0].stats.samples);
 }
+
+#[test]
+fn an_rtlab_result_with_a_label_longer_than_rtlab_takes_is_refused() {
+    // `--load` and campaign names stop at 1024 characters; an imported run
+    // stored 70,000-character ones and printed them whole.
+    let mut run = import_golden("cyclictest-2.40-no-hist.json");
+    run.id = "20261126T000000Z-7".into();
+    run.loads.push(rtlab_core::result::LoadRecord {
+        name: "cmd".into(),
+        spec: "s".repeat(70_000),
+        ..Default::default()
+    });
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    let error = import_text(&String::from_utf8(json).unwrap(), "long.json", None).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with("long.json: $.loads[0].spec: the label is 70000 characters long"),
+        "{message}"
+    );
+    // At the limit it imports.
+    run.loads[0].spec = "s".repeat(rtlab_core::text::MAX_LABEL_CHARS);
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    import_text(&String::from_utf8(json).unwrap(), "long.json", None).unwrap();
+}

@@ -216,8 +216,38 @@ fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> 
         at: "$.id".into(),
         message,
     })?;
+    check_labels(&run, origin)?;
     check_counts(&run, origin)?;
     Ok(run)
+}
+
+/// Refuses a label longer than rtlab takes at its own input
+/// ([`rtlab_core::text::MAX_LABEL_CHARS`]: `--load`, campaign names and load
+/// specs), naming its JSON path: an imported run is input too, and a
+/// 70,000-character load or campaign name was stored and printed whole.
+fn check_labels(run: &RunResult, origin: &str) -> Result<(), ImportError> {
+    let mut labels = vec![("$.probe".to_string(), run.probe.as_str())];
+    if let Some(campaign) = &run.campaign {
+        labels.push(("$.campaign.name".to_string(), campaign.name.as_str()));
+        labels.push(("$.campaign.execution".to_string(), &campaign.execution));
+        labels.push((
+            "$.campaign.configuration".to_string(),
+            &campaign.configuration,
+        ));
+        labels.push(("$.campaign.load".to_string(), &campaign.load));
+    }
+    for (i, load) in run.loads.iter().enumerate() {
+        labels.push((format!("$.loads[{i}].name"), load.name.as_str()));
+        labels.push((format!("$.loads[{i}].spec"), &load.spec));
+    }
+    for (at, label) in labels {
+        rtlab_core::text::check_label("the label", label).map_err(|e| ImportError::Json {
+            path: origin.to_string(),
+            at: at.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
 }
 
 /// The most events (samples, missed and dropped, or histogram counts) an
