@@ -398,6 +398,13 @@ fn reading_commands_do_not_create_a_store() {
     let out = rtlab(dir.path(), &db, &["store", "check"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no result store"), "{}", stderr(&out));
+    // A refused import neither (it created the store, then read the file).
+    let bad = dir.path().join("notes.txt");
+    std::fs::write(&bad, "not a result\n").unwrap();
+    for file in [bad, dir.path().join("missing.json")] {
+        let out = rtlab(dir.path(), &db, &["import", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    }
     assert!(!dir.path().join("none").exists());
 }
 

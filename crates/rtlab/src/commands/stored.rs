@@ -316,13 +316,20 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(args.store.db.as_deref())?;
-    // Everything is read and checked before anything is stored, so a bad
-    // file among good ones leaves the store as it was.
-    let mut imported: Vec<(&std::path::PathBuf, RunResult)> = Vec::new();
+    // Every file is read and checked before the store is opened: a bad
+    // file creates no store (a new --db, or the default one of a user who
+    // never stored anything, was left behind by a refused import) ...
+    let mut read = Vec::new();
     for path in &args.files {
-        let mut result = rtlab_report::import::import_file(path)
+        let result = rtlab_report::import::import_file(path)
             .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+        read.push((path, result));
+    }
+    let mut store = session::open_store(args.store.db.as_deref())?;
+    // ... and before anything is stored, so a bad file among good ones
+    // leaves the store as it was.
+    let mut imported: Vec<(&std::path::PathBuf, RunResult)> = Vec::new();
+    for (path, mut result) in read {
         let taken = |id: &str, imported: &[(&std::path::PathBuf, RunResult)]| {
             Ok::<_, anyhow::Error>(
                 store.contains(id)? || imported.iter().any(|(_, other)| other.id == id),
