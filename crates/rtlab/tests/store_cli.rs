@@ -405,6 +405,15 @@ fn reading_commands_do_not_create_a_store() {
         let out = rtlab(dir.path(), &db, &["import", file.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     }
+    // Nor deleting or tagging in a store that is not there.
+    for args in [
+        ["runs", "tag", "last", "x"],
+        ["runs", "delete", "last", "--yes"],
+    ] {
+        let out = rtlab(dir.path(), &db, &args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("no result store"), "{}", stderr(&out));
+    }
     assert!(!dir.path().join("none").exists());
 }
 

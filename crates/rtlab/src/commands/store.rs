@@ -15,7 +15,7 @@ fn input(e: StoreError) -> anyhow::Error {
 }
 
 pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(args.store.db.as_deref())?;
+    let mut store = session::open_existing_store(args.store.db.as_deref())?;
     // Every id is resolved before anything is deleted: one unknown or
     // ambiguous id deletes nothing.
     let mut ids = BTreeSet::new();
@@ -106,7 +106,7 @@ fn execution_runs(store: &Store, execution: &str) -> anyhow::Result<Vec<String>>
 }
 
 pub fn tag(args: RunsTagArgs) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(args.store.db.as_deref())?;
+    let mut store = session::open_existing_store(args.store.db.as_deref())?;
     let (id, changed) = if args.untag {
         store.untag(&args.run, &args.tag).map_err(input)?
     } else {
