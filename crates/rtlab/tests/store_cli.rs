@@ -882,3 +882,34 @@ fn a_killed_import_or_delete_leaves_all_or_nothing() {
         assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
     }
 }
+
+#[test]
+fn export_to_a_path_that_cannot_be_created_is_bad_input() {
+    // It was exit 1 and 'writing PATH', where report -o and plan gen -o
+    // say exit 2 and name the flag.
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = stored_run(dir.path());
+    for path in [
+        dir.path().join("no/such/dir/x.csv"),
+        dir.path().to_path_buf(),
+    ] {
+        let path = path.to_str().unwrap();
+        let out = rtlab(
+            dir.path(),
+            &db,
+            &["export", "last", "--format", "csv", "-o", path],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("error: -o {path}: cannot create: ")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}

@@ -310,9 +310,35 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    write_file(exporter, &result, &args.output)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    match write_file(exporter, &result, &args.output) {
+        Ok(()) => {}
+        // A path that cannot be created is bad input (exit 2), as for
+        // report -o and plan gen -o; a write that fails on the way (a full
+        // disk) stays an error of the run (exit 1).
+        Err(e) if cannot_create(&e) => {
+            return Err(
+                InputError(format!("-o {}: cannot create: {e}", args.output.display())).into(),
+            )
+        }
+        Err(e) => return Err(e).with_context(|| format!("writing {}", args.output.display())),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether an error creating an output file says the path is wrong (no
+/// such directory, no permission, a directory, a read-only file system)
+/// rather than that writing failed.
+fn cannot_create(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        NotFound
+            | PermissionDenied
+            | InvalidInput
+            | IsADirectory
+            | NotADirectory
+            | ReadOnlyFilesystem
+    )
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
