@@ -913,6 +913,17 @@ fn a_cell_whose_run_measured_nothing_says_no_samples_not_zero() {
     let text = matrix.table();
     let idle = text.lines().find(|l| l.starts_with("idle")).unwrap();
     assert!(idle.contains("no samples [failed]"), "{text}");
+    // The verdict names it too: the worst case of the other cell alone
+    // read as the load's.
+    let verdict = matrix.verdict();
+    let idle = verdict
+        .lines()
+        .find(|l| l.trim_start().starts_with("idle"))
+        .unwrap();
+    assert!(
+        idle.contains("(other)") && idle.ends_with("; nothing measured under promoted"),
+        "{verdict}"
+    );
     let md = build(results).to_markdown();
     let idle = md.lines().find(|l| l.starts_with("| idle |")).unwrap();
     assert!(idle.contains("| no samples [failed] |"), "{idle}");
