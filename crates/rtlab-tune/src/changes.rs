@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "rtlab.tune-changes/1";
 const FILE_NAME: &str = "tune-changes.json";
+/// The start of the name of the record's temporary files.
+const TEMP_PREFIX: &str = ".tune-changes.json.tmp";
 const LOCK_NAME: &str = "tune-changes.lock";
 
 /// Where the record lives: `$RTLAB_STATE_DIR`, else `/var/lib/rtlab` for
@@ -246,10 +248,23 @@ impl ChangeLog {
         Ok(record)
     }
 
+    /// Writes the record through a temporary file beside it. Called under
+    /// the lock only, so a temporary file of ours found there is one a
+    /// killed rtlab left part way (`kill -9` during `tune apply`): removed,
+    /// where it was left for good in rtlab's state directory.
     fn write(&self, record: &Record) -> Result<(), ChangeError> {
         let json = serde_json::to_vec_pretty(record).expect("the record serializes");
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| self.record_error(e))?;
+        if let Ok(entries) = fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(&self.dir)
+            .map_err(|e| self.record_error(e))?;
         tmp.write_all(&json)
             .and_then(|_| tmp.as_file().sync_all())
             .map_err(|e| self.record_error(e))?;
@@ -1218,6 +1233,28 @@ mod tests {
         .unwrap();
         assert!(log.entries().unwrap().is_empty());
         assert_eq!(fs::read_to_string(&file).unwrap(), "before\n");
+    }
+
+    #[test]
+    fn a_temporary_record_a_killed_rtlab_left_is_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let stale = dir.path().join(format!("{TEMP_PREFIX}Xxp3FS"));
+        fs::write(&stale, "{\"schema\": \"half").unwrap();
+        let other = dir.path().join(".tmpNotOurs");
+        fs::write(&other, "").unwrap();
+        log.begin("a")
+            .unwrap()
+            .write_file(&dir.path().join("x.conf"), "1")
+            .unwrap();
+        assert!(!stale.exists(), "left by a killed rtlab: removed");
+        assert!(other.exists(), "another program's file is not ours");
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(TEMP_PREFIX))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
     }
 
     #[test]
