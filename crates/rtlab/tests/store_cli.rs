@@ -277,6 +277,54 @@ fn a_run_the_full_store_cannot_take_is_kept_and_imports_back() {
     assert_eq!(json(&out), kept_json);
 }
 
+/// A campaign whose store fills up: the run is kept as a file, and the
+/// message says the campaign stopped there and what was not run (it ended
+/// with the store's error alone).
+#[test]
+fn a_campaign_whose_store_fills_up_says_it_stopped_and_what_did_not_run() {
+    require_realtime!();
+    if !common::is_root() {
+        common::skip("mounting a tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let mount = match Tmpfs::mount(&dir.path().join("full"), "4M") {
+        Ok(mount) => mount,
+        Err(why) => return common::skip(&why),
+    };
+    let db = mount.0.join("r.db");
+    let golden_file = golden("cyclictest-2.40-no-hist.json");
+    let out = rtlab(&state, &db, &["import", golden_file.to_str().unwrap()]);
+    assert!(out.status.success());
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "name = \"fills\"\nduration = \"200ms\"\n\
+         [[probe]]\nkind = \"timer\"\ncpus = \"0\"\n\
+         [[load]]\nname = \"idle\"\nrun = []\n\
+         [[configuration]]\nname = \"a\"\npolicy = \"other\"\n\
+         [[configuration]]\nname = \"b\"\npolicy = \"other\"\n\
+         [[configuration]]\nname = \"c\"\npolicy = \"other\"\n",
+    )
+    .unwrap();
+    fill(&mount.0, 36 * 1024);
+    let out = rtlab(
+        &state,
+        &db,
+        &["campaign", "run", "--quiet", file.to_str().unwrap()],
+    );
+    let message = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("campaign fills stopped at run 1 of 3 (the 2 after it were not run;"),
+        "{message}"
+    );
+    assert!(message.contains("disk is full"), "{message}");
+    let kept = std::fs::read_dir(state.join("unsaved")).unwrap().count();
+    assert_eq!(kept, 1, "{message}");
+}
+
 /// Without a default store (no HOME, no XDG_DATA_HOME) and without --json,
 /// the run is kept in a file rather than nowhere.
 #[test]
