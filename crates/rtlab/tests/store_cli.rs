@@ -961,3 +961,18 @@ fn export_to_a_path_that_cannot_be_created_is_bad_input() {
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+#[test]
+fn runs_that_no_filter_matches_are_not_reported_as_an_empty_store() {
+    // `runs --probe switch` on a store of timer runs said 'no runs in
+    // STORE', and `--limit 0` listed nothing and said the same.
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = stored_run(dir.path());
+    let out = rtlab(dir.path(), &db, &["runs", "--probe", "switch"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("matches the filters given"), "{text}");
+    let out = rtlab(dir.path(), &db, &["runs", "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--limit 0"), "{}", stderr(&out));
+}

@@ -37,6 +37,12 @@ fn status_name(result: &RunResult) -> String {
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    if args.limit == Some(0) {
+        return Err(InputError(
+            "--limit 0: at least 1 run is listed (leave --limit out for all)".into(),
+        )
+        .into());
+    }
     let filter = RunFilter {
         campaign: args.campaign,
         execution: args.execution,
@@ -65,7 +71,17 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        out!("no runs in {}", path.display());
+        // With filters, the store may well hold runs: say that none match.
+        let filtered = filter.campaign.is_some()
+            || filter.execution.is_some()
+            || filter.host.is_some()
+            || filter.probe.is_some()
+            || filter.status.is_some()
+            || filter.tag.is_some();
+        match filtered {
+            true => out!("no run in {} matches the filters given", path.display()),
+            false => out!("no runs in {}", path.display()),
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows = vec![[
