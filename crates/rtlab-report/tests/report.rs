@@ -929,3 +929,19 @@ fn a_cell_whose_run_measured_nothing_says_no_samples_not_zero() {
     assert!(idle.contains("| no samples [failed] |"), "{idle}");
     assert!(!idle.contains("0.000 / 0.000"), "{idle}");
 }
+
+#[test]
+fn the_page_shows_bidi_and_zero_width_characters_escaped() {
+    // A stored hostname `vm<U+202E>gnp.exe` was written raw into the page,
+    // where it reads `vmexe.png`; the terminal already showed `\u202e`.
+    assert_eq!(escape("vm\u{202e}gnp.exe"), "vm\\u202egnp.exe");
+    assert_eq!(escape("a\u{200b}b<"), "a\\u200bb&lt;");
+    let mut results = campaign();
+    results[0].environment.hostname = Some("vm\u{202e}gnp.exe".into());
+    let html = build(results).to_html();
+    assert!(
+        !html.contains('\u{202e}'),
+        "a raw bidi override in the page"
+    );
+    assert!(html.contains("vm\\u202egnp.exe"));
+}
