@@ -938,10 +938,18 @@ fn the_page_shows_bidi_and_zero_width_characters_escaped() {
     assert_eq!(escape("a\u{200b}b<"), "a\\u200bb&lt;");
     let mut results = campaign();
     results[0].environment.hostname = Some("vm\u{202e}gnp.exe".into());
-    let html = build(results).to_html();
+    let report = build(results);
+    let html = report.to_html();
     assert!(
         !html.contains('\u{202e}'),
         "a raw bidi override in the page"
     );
     assert!(html.contains("vm\\u202egnp.exe"));
+    // And in the Markdown, which GitHub renders.
+    let md = report.to_markdown();
+    assert!(
+        !md.contains('\u{202e}'),
+        "a raw bidi override in the Markdown"
+    );
+    assert!(md.contains("vm\\u202egnp.exe"), "{md}");
 }
