@@ -698,7 +698,23 @@ fn configuration(r: &Reader, s: &Section) -> Result<Configuration, CampaignError
             .into_iter()
             .enumerate()
         {
-            check_sysctl(&text).map_err(|e| r.error(span, &format!("{field}[{i}]"), e))?;
+            check_sysctl(&text).map_err(|e| r.error(span.clone(), &format!("{field}[{i}]"), e))?;
+            // One value per sysctl: two ran with one of them, silently.
+            let key = |t: &str| {
+                let (k, v) = t.split_once('=').unwrap_or((t, ""));
+                (k.trim().replace('/', "."), v.trim().to_string())
+            };
+            let (name, value) = key(&text);
+            if let Some(first) = c.sysctl.iter().find(|t| {
+                let (k, v) = key(t);
+                k == name && v != value
+            }) {
+                return Err(r.error(
+                    span,
+                    &format!("{field}[{i}]"),
+                    format!("{name} is given twice, as `{first}` and as `{text}`: give it once"),
+                ));
+            }
             c.sysctl.push(text);
         }
     }

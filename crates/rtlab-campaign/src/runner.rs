@@ -624,8 +624,23 @@ pub fn run_campaign(
             Err(e) => *e.downcast::<Refused>()?.result,
         };
         // Kept as a file when the store cannot take it (disk full): the
-        // error names the file, and the campaign stops.
-        store.save_or_keep(&result)?;
+        // error names the file, and the campaign stops, saying so.
+        store.save_or_keep(&result).map_err(|e| {
+            let rest = match plan.runs.len() - planned.index {
+                0 => "it was the last".to_string(),
+                n => format!("the {n} after it were not run"),
+            };
+            let before = match planned.index {
+                1 => "",
+                _ => "; the runs before it are stored",
+            };
+            anyhow::Error::new(e).context(format!(
+                "campaign {} stopped at run {} of {} ({rest}{before}; execution {execution})",
+                plan.campaign.name,
+                planned.index,
+                plan.runs.len()
+            ))
+        })?;
         observer.run_stored(planned, &result);
         results.push(result);
         remaining_ns = remaining_ns.saturating_sub(per_run_ns(planned));

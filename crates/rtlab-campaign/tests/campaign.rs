@@ -640,6 +640,28 @@ fn sysctls_must_be_key_value() {
 }
 
 #[test]
+fn a_sysctl_given_twice_with_two_values_is_refused() {
+    // It was accepted, and the run had one of the two.
+    let text = file(&[
+        &valid(),
+        "sysctl = [\"kernel.timer_migration=0\", \"kernel/timer_migration=1\"]\n",
+    ]);
+    assert_error(
+        &text,
+        "sysctl =",
+        "configuration[1].sysctl[1]",
+        "kernel.timer_migration is given twice, as `kernel.timer_migration=0` and as \
+         `kernel/timer_migration=1`: give it once",
+    );
+    // The same value twice is only redundant.
+    let text = file(&[
+        &valid(),
+        "sysctl = [\"kernel.timer_migration=0\", \"kernel.timer_migration=0\"]\n",
+    ]);
+    parse(&text, "c.toml", &check_load).unwrap();
+}
+
+#[test]
 fn probes_are_checked() {
     let text = valid().replace("kind = \"timer\"", "kind = \"disk\"");
     assert_error(

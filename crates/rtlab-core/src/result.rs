@@ -573,7 +573,7 @@ pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Format characters that change how the text around them shows
 /// (bidirectional overrides, zero-width joiners).
-fn is_invisible(c: char) -> bool {
+pub fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{061c}'

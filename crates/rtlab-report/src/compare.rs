@@ -905,6 +905,10 @@ pub(crate) fn md_cell(text: &str) -> String {
             '(' if out.ends_with(']') => out.push_str("\\("),
             '\n' | '\r' | '\t' => out.push(' '),
             c if c.is_control() => out.push('?'),
+            // A bidirectional override would reorder the rendered cell.
+            c if rtlab_core::result::is_invisible(c) => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
             c => out.push(c),
         }
     }

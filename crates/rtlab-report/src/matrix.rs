@@ -121,9 +121,13 @@ impl Matrix {
             for configuration in &self.configurations {
                 row.push(match self.cell(load, configuration) {
                     None => "-".to_string(),
-                    Some(cell) if cell.samples == 0 => "no samples".to_string(),
                     Some(cell) => {
-                        let mut text = format!("{} / {}", Us1(cell.p99_9_ns), Us1(cell.max_ns));
+                        // Without samples there are no figures; the status
+                        // still says why (a failed run that measured nothing).
+                        let mut text = match cell.samples {
+                            0 => "no samples".to_string(),
+                            _ => format!("{} / {}", Us1(cell.p99_9_ns), Us1(cell.max_ns)),
+                        };
                         if cell.missed > 0 {
                             let _ = write!(text, " ({} missed)", cell.missed);
                         }
@@ -159,9 +163,18 @@ impl Matrix {
                 .iter()
                 .filter(|c| &c.load == load && c.samples > 0)
                 .max_by_key(|c| c.max_ns);
+            // A configuration that measured nothing under this load (a run
+            // refused before it measured) is named: the worst case of the
+            // others alone read as if it had been measured and done better.
+            let unmeasured: Vec<&str> = self
+                .cells
+                .iter()
+                .filter(|c| &c.load == load && c.samples == 0)
+                .map(|c| c.configuration.as_str())
+                .collect();
             match worst {
                 Some(cell) => {
-                    let _ = writeln!(
+                    let _ = write!(
                         out,
                         "  {} max {:>10} µs  ({}), p99.9 {} µs",
                         pad(load, width, Align::Left),
@@ -169,6 +182,10 @@ impl Matrix {
                         cell.configuration,
                         Us1(cell.p99_9_ns)
                     );
+                    if !unmeasured.is_empty() {
+                        let _ = write!(out, "; nothing measured under {}", unmeasured.join(", "));
+                    }
+                    let _ = writeln!(out);
                 }
                 None => {
                     let _ = writeln!(out, "  {} nothing measured", pad(load, width, Align::Left));

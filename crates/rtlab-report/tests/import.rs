@@ -728,3 +728,68 @@ fn a_histfile_line_is_quoted_with_control_characters_escaped() {
     assert!(message.contains("\\u{1b}"), "{message}");
     assert!(!message.contains('\u{1b}'), "{message}");
 }
+
+#[test]
+fn counts_no_run_reaches_are_refused_in_every_format() {
+    // A histfile whose overflow line says i64::MAX, and an rtlab result of
+    // three series of u64::MAX samples: both were stored, then their sums
+    // overflowed (`rtlab import` exit 101 after storing the run, `report`
+    // exit 101, `runs` 'integer overflow' for good).
+    let histfile = "0 1\t0\n1 0\t4\n#Total:1 4\n#Histogram Overflows:9223372036854775807 0\n";
+    let mut run = import_golden("cyclictest-2.40-no-hist.json");
+    run.id = "20261126T000000Z-9".into();
+    let template = run.series[0].clone();
+    run.series = (0..3)
+        .map(|i| {
+            let mut series = template.clone();
+            series.name = format!("cpu{i}");
+            series.stats.samples = u64::MAX;
+            series
+        })
+        .collect();
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    let json = String::from_utf8(json).unwrap();
+    for (text, series) in [(histfile, "`thread0`"), (json.as_str(), "`cpu0`")] {
+        let error = import_text(text, "big", None).unwrap_err();
+        assert!(matches!(error, ImportError::Counts { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.starts_with("big: series "), "{message}");
+        assert!(message.contains(series), "{message}");
+        assert!(message.contains("2^53"), "{message}");
+    }
+    // The limit itself imports.
+    run.series.truncate(1);
+    run.series[0].stats.samples = import::MAX_IMPORTED_EVENTS - run.series[0].stats.missed;
+    run.series[0].stats.dropped = 0;
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    let back = import_text(&String::from_utf8(json).unwrap(), "big", None).unwrap();
+    assert_eq!(back.series[0].stats.samples, run.series[0].stats.samples);
+}
+
+#[test]
+fn an_rtlab_result_with_a_label_longer_than_rtlab_takes_is_refused() {
+    // `--load` and campaign names stop at 1024 characters; an imported run
+    // stored 70,000-character ones and printed them whole.
+    let mut run = import_golden("cyclictest-2.40-no-hist.json");
+    run.id = "20261126T000000Z-7".into();
+    run.loads.push(rtlab_core::result::LoadRecord {
+        name: "cmd".into(),
+        spec: "s".repeat(70_000),
+        ..Default::default()
+    });
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    let error = import_text(&String::from_utf8(json).unwrap(), "long.json", None).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with("long.json: $.loads[0].spec: the label is 70000 characters long"),
+        "{message}"
+    );
+    // At the limit it imports.
+    run.loads[0].spec = "s".repeat(rtlab_core::text::MAX_LABEL_CHARS);
+    let mut json = Vec::new();
+    JsonExporter.write(&run, &mut json).unwrap();
+    import_text(&String::from_utf8(json).unwrap(), "long.json", None).unwrap();
+}

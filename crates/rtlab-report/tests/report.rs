@@ -900,3 +900,56 @@ fn the_environment_says_where_the_preemption_model_was_read() {
         "dynamic-voluntary (from uname -v: PREEMPT_DYNAMIC; /boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line))"
     );
 }
+
+#[test]
+fn a_cell_whose_run_measured_nothing_says_no_samples_not_zero() {
+    // A campaign cell refused before it measured (a --sysctl another rtlab
+    // held) read `0.000 / 0.000 [failed]` in the report's matrix: a
+    // perfect result at a glance.
+    let mut results = campaign();
+    results[0].status = RunStatus::Failed;
+    results[0].series.clear();
+    let matrix = rtlab_report::matrix::Matrix::of(&results);
+    let text = matrix.table();
+    let idle = text.lines().find(|l| l.starts_with("idle")).unwrap();
+    assert!(idle.contains("no samples [failed]"), "{text}");
+    // The verdict names it too: the worst case of the other cell alone
+    // read as the load's.
+    let verdict = matrix.verdict();
+    let idle = verdict
+        .lines()
+        .find(|l| l.trim_start().starts_with("idle"))
+        .unwrap();
+    assert!(
+        idle.contains("(other)") && idle.ends_with("; nothing measured under promoted"),
+        "{verdict}"
+    );
+    let md = build(results).to_markdown();
+    let idle = md.lines().find(|l| l.starts_with("| idle |")).unwrap();
+    assert!(idle.contains("| no samples [failed] |"), "{idle}");
+    assert!(!idle.contains("0.000 / 0.000"), "{idle}");
+}
+
+#[test]
+fn the_page_shows_bidi_and_zero_width_characters_escaped() {
+    // A stored hostname `vm<U+202E>gnp.exe` was written raw into the page,
+    // where it reads `vmexe.png`; the terminal already showed `\u202e`.
+    assert_eq!(escape("vm\u{202e}gnp.exe"), "vm\\u202egnp.exe");
+    assert_eq!(escape("a\u{200b}b<"), "a\\u200bb&lt;");
+    let mut results = campaign();
+    results[0].environment.hostname = Some("vm\u{202e}gnp.exe".into());
+    let report = build(results);
+    let html = report.to_html();
+    assert!(
+        !html.contains('\u{202e}'),
+        "a raw bidi override in the page"
+    );
+    assert!(html.contains("vm\\u202egnp.exe"));
+    // And in the Markdown, which GitHub renders.
+    let md = report.to_markdown();
+    assert!(
+        !md.contains('\u{202e}'),
+        "a raw bidi override in the Markdown"
+    );
+    assert!(md.contains("vm\\u202egnp.exe"), "{md}");
+}

@@ -410,12 +410,13 @@ impl Store {
             false => "?7 IS NULL",
         };
         let limit = filter.limit.map_or(-1, |l| int(l as u64));
+        let samples = saturating_sum("s.samples");
+        let missed = saturating_sum("s.missed");
         let mut statement = self
             .conn
             .prepare_cached(&format!(
                 "SELECT r.id, r.started_at, r.probe, r.status, r.host, r.campaign, r.execution,
-                     r.configuration, r.load, count(s.position), coalesce(sum(s.samples), 0),
-                     coalesce(sum(s.missed), 0), coalesce(max(s.p99_9_ns), 0),
+                     r.configuration, r.load, count(s.position), {samples}, {missed}, coalesce(max(s.p99_9_ns), 0),
                      coalesce(max(s.max_ns), 0), {tags}
                  FROM runs AS r LEFT JOIN series AS s ON s.run_id = r.id
                  WHERE (?1 IS NULL OR r.campaign = ?1)
@@ -781,9 +782,12 @@ fn write_in(
     // Read in the transaction: another process may be saving too.
     let stored: Option<(String, String, String, i64)> = tx
         .query_row(
-            "SELECT r.status, r.started_at, r.probe,
-                     (SELECT coalesce(sum(samples), 0) FROM series WHERE run_id = r.id)
+            &format!(
+                "SELECT r.status, r.started_at, r.probe,
+                     (SELECT {} FROM series WHERE run_id = r.id)
                  FROM runs AS r WHERE r.id = ?1",
+                saturating_sum("samples")
+            ),
             [&run.id],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
         )
@@ -980,6 +984,16 @@ fn default_path_from(
 
 /// A u64 as an SQLite integer. Columns saturate at i64::MAX (292 years in
 /// ns); the run's JSON keeps the exact value.
+/// SQL for the sum of an integer column that saturates at i64::MAX.
+/// SQLite's sum() fails the whole query with 'integer overflow' instead,
+/// and counts read from an imported file can be as large as i64::MAX (a
+/// histfile's overflow line): `rtlab runs` then failed on that store for
+/// good. total() sums in floating point, exact below 2^53 and 0.0 for no
+/// rows, and CAST takes a real beyond i64 to i64::MAX.
+fn saturating_sum(column: &str) -> String {
+    format!("CAST(total({column}) AS INTEGER)")
+}
+
 fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }

@@ -1205,3 +1205,27 @@ fn save_all_and_delete_all_store_or_delete_all_or_nothing() {
         0
     );
 }
+
+#[test]
+fn list_saturates_sample_counts_that_overflow_sqlite_integers() {
+    // A histfile's overflow line can say i64::MAX samples: two such series
+    // made sum() fail with 'integer overflow', and with it every listing of
+    // the store and every later save of that id.
+    let (_dir, mut store) = temp_store();
+    let mut a = run("20261101T100000Z-1", "2026-11-01T10:00:00.000001Z", "rig1");
+    a.series = vec![busy_series("cpu0", 0, 1), busy_series("cpu1", 1, 1)];
+    for series in &mut a.series {
+        series.stats.samples = i64::MAX as u64;
+        series.stats.missed = u64::MAX;
+    }
+    store.save(&a).unwrap();
+    let all = store.list(&RunFilter::default()).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        (all[0].samples, all[0].missed),
+        (i64::MAX as u64, i64::MAX as u64)
+    );
+    // Saving the same id again is refused as a duplicate, not a SQL error.
+    let again = store.save(&a).unwrap_err();
+    assert!(matches!(again, StoreError::Duplicate { .. }), "{again}");
+}

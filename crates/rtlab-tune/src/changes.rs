@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "rtlab.tune-changes/1";
 const FILE_NAME: &str = "tune-changes.json";
+/// The start of the name of the record's temporary files.
+const TEMP_PREFIX: &str = ".tune-changes.json.tmp";
 const LOCK_NAME: &str = "tune-changes.lock";
 
 /// Where the record lives: `$RTLAB_STATE_DIR`, else `/var/lib/rtlab` for
@@ -246,10 +248,23 @@ impl ChangeLog {
         Ok(record)
     }
 
+    /// Writes the record through a temporary file beside it. Called under
+    /// the lock only, so a temporary file of ours found there is one a
+    /// killed rtlab left part way (`kill -9` during `tune apply`): removed,
+    /// where it was left for good in rtlab's state directory.
     fn write(&self, record: &Record) -> Result<(), ChangeError> {
         let json = serde_json::to_vec_pretty(record).expect("the record serializes");
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| self.record_error(e))?;
+        if let Ok(entries) = fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(&self.dir)
+            .map_err(|e| self.record_error(e))?;
         tmp.write_all(&json)
             .and_then(|_| tmp.as_file().sync_all())
             .map_err(|e| self.record_error(e))?;
@@ -1024,6 +1039,13 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
                     }
                 }
             };
+            // Already as it was: the change never landed (the command was
+            // killed between recording it and making it) or was taken back
+            // by hand. Nothing to write; left in the record, it was 'changed
+            // since' and made every later undo exit 1.
+            if now == *old {
+                return UndoOutcome::Restored;
+            }
             if now != *new && !force {
                 return UndoOutcome::ChangedSince {
                     now: now.to_string(),
@@ -1051,6 +1073,11 @@ fn undo_one(entry: &Entry, this_boot: Option<&str>, force: bool, dry_run: bool) 
                     }
                 }
             };
+            // As it was before: the write never happened (killed first)
+            // or was taken back by hand.
+            if now == *old {
+                return UndoOutcome::Restored;
+            }
             if now.as_deref() != Some(new.as_str()) && !force {
                 return UndoOutcome::ChangedSince {
                     now: match now {
@@ -1161,6 +1188,73 @@ mod tests {
         let forced = log.undo(UndoScope::All, true, false).unwrap();
         assert_eq!(forced[0].outcome, UndoOutcome::Restored);
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_change_recorded_but_never_made_leaves_the_record() {
+        // `tune apply` killed between recording a change and making it left
+        // an entry whose thread still had its old settings: every later
+        // undo said 'left alone: changed since' and exited 1, for good.
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path().join("state"));
+        let file = dir.path().join("x.conf");
+        fs::write(&file, "before\n").unwrap();
+        log.begin("a").unwrap().write_file(&file, "ours\n").unwrap();
+        // As if the write had not happened.
+        fs::write(&file, "before\n").unwrap();
+        let log2 = log.clone();
+        std::thread::spawn(move || {
+            let me = crate::task::thread(
+                std::process::id() as i32,
+                rtlab_core::sched::gettid(),
+                crate::task::Detail::Full,
+            )
+            .unwrap();
+            let txn = log2.begin("batch").unwrap();
+            txn.change_thread(&me, |current| Settings {
+                policy: rtlab_core::sched::Policy::Batch,
+                ..current.clone()
+            })
+            .unwrap();
+            // As if the kill had come before the system call.
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: this thread, a valid parameter.
+            assert_eq!(
+                unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) },
+                0
+            );
+            let undone = log2.undo(UndoScope::All, false, false).unwrap();
+            assert_eq!(undone.len(), 2);
+            for u in &undone {
+                assert_eq!(u.outcome, UndoOutcome::Restored, "{}", u.entry);
+            }
+        })
+        .join()
+        .unwrap();
+        assert!(log.entries().unwrap().is_empty());
+        assert_eq!(fs::read_to_string(&file).unwrap(), "before\n");
+    }
+
+    #[test]
+    fn a_temporary_record_a_killed_rtlab_left_is_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ChangeLog::at(dir.path());
+        let stale = dir.path().join(format!("{TEMP_PREFIX}Xxp3FS"));
+        fs::write(&stale, "{\"schema\": \"half").unwrap();
+        let other = dir.path().join(".tmpNotOurs");
+        fs::write(&other, "").unwrap();
+        log.begin("a")
+            .unwrap()
+            .write_file(&dir.path().join("x.conf"), "1")
+            .unwrap();
+        assert!(!stale.exists(), "left by a killed rtlab: removed");
+        assert!(other.exists(), "another program's file is not ours");
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(TEMP_PREFIX))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
     }
 
     #[test]

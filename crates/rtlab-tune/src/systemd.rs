@@ -463,7 +463,7 @@ const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /// How to put rtlab where a root service may run it.
 const INSTALL_HINT: &str = "install rtlab where only root can write, e.g. \
-    `cargo install --path crates/rtlab --root /usr/local`, and run \
+    `cargo install --locked --path crates/rtlab --root /usr/local`, and run \
     `/usr/local/bin/rtlab tune systemd --watch-unit` from there";
 
 /// Refuses a binary the watch unit must not run: the unit runs it as root

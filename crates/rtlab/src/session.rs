@@ -45,6 +45,23 @@ pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
     Store::open(&path).map_err(|e| anyhow::Error::new(InputError(e.to_string())))
 }
 
+/// Opens the store at `--db PATH` or the default place for writing, but
+/// only one that exists: deleting or tagging runs of a store with none
+/// refuses without creating it (`runs tag last x` with a mistyped --db
+/// left a new empty store there).
+pub fn open_existing_store(db: Option<&Path>) -> anyhow::Result<Store> {
+    let path = match db {
+        Some(path) => path.to_path_buf(),
+        None => {
+            Store::default_path().map_err(|e| InputError(format!("{e} (or give --db PATH)")))?
+        }
+    };
+    if !path.exists() {
+        return Err(InputError(rtlab_store::StoreError::NoStore { path }.to_string()).into());
+    }
+    open_store(Some(&path))
+}
+
 /// Opens the store at `--db PATH` or the default place for reading only:
 /// never created, migrated nor written (see `Store::open_read_only`), so
 /// a store one may read but not write can be listed and shown. Every

@@ -67,6 +67,16 @@ fn bad_files_and_sysctls() {
         &["--sysctl", "kernel.no_such_key"],
     );
     refused(&["--sysctl", "../../etc/passwd=x"], &["--sysctl"]);
+    // Two values for one sysctl: the run had one of them, silently.
+    refused(
+        &[
+            "--sysctl",
+            "kernel.timer_migration=0",
+            "--sysctl",
+            "kernel/timer_migration=1",
+        ],
+        &["--sysctl", "timer_migration is given twice", "give it once"],
+    );
 }
 
 #[test]

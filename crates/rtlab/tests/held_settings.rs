@@ -208,6 +208,16 @@ fn a_setting_held_by_another_rtlab_is_refused_before_measuring() {
     runs.reverse(); // oldest first
     assert_eq!(runs.len(), 2, "{doc}");
     assert_eq!(runs[0]["status"], "failed", "{doc}");
+    // The failed run is named with the store it is in (the message said
+    // `rtlab show RUN`, which looks in the default store).
+    let failed = runs[0]["id"].as_str().unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "error: 1 of 2 runs failed ({failed}): see `rtlab show --db {} {failed}` for why",
+            db.display()
+        )),
+        "{stderr}"
+    );
     assert_eq!(runs[1]["status"], "complete", "{doc}");
     assert_eq!(read_sysctl(), held, "the campaign changed nothing");
 

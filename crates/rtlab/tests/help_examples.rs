@@ -361,3 +361,102 @@ fn man_pages_cover_every_command() {
         "{top}"
     );
 }
+
+/// The lines of the fenced shell code blocks (no language, sh, bash,
+/// console) of a Markdown page that run rtlab, with `\` continuations
+/// joined and a `$ ` or `# ` prompt dropped. rtlab's own output shown in
+/// such a block is left out: a line whose first words end with `:`
+/// (`rtlab tune check: host vm, ...`), a row whose second word is no
+/// command (`rtlab executive  99.03%`) and a sentence ending in `.`.
+fn doc_examples(text: &str) -> Vec<(usize, String)> {
+    let commands: Vec<String> = command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let mut out = Vec::new();
+    let mut fenced = None;
+    let mut pending: Option<(usize, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            fenced = match fenced {
+                Some(_) => None,
+                None => Some(matches!(
+                    info.trim(),
+                    "" | "sh" | "bash" | "console" | "shell"
+                )),
+            };
+            continue;
+        }
+        if fenced != Some(true) {
+            continue;
+        }
+        let line = line.trim();
+        let (number, joined) = match pending.take() {
+            Some((number, before)) => (number, format!("{before} {line}")),
+            None => (n + 1, line.to_string()),
+        };
+        if let Some(head) = joined.strip_suffix('\\') {
+            pending = Some((number, head.trim_end().to_string()));
+            continue;
+        }
+        let joined = joined
+            .strip_prefix("$ ")
+            .or_else(|| joined.strip_prefix("# "))
+            .unwrap_or(&joined)
+            .to_string();
+        let words: Vec<&str> = joined.split_whitespace().collect();
+        let output = words.iter().take(3).any(|w| w.ends_with(':'))
+            || joined.ends_with('.')
+            || (words.first() == Some(&"rtlab")
+                && !words
+                    .get(1)
+                    .is_some_and(|w| commands.iter().any(|c| c == w)));
+        if (joined.starts_with("rtlab ") || joined.contains("&& rtlab ")) && !output {
+            out.push((number, joined));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_example_in_the_docs_and_readme_parses() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    let mut failures = Vec::new();
+    let mut parsed = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let name = page
+            .strip_prefix(&root)
+            .unwrap_or(page)
+            .display()
+            .to_string();
+        for (line_number, line) in doc_examples(&text) {
+            let Ok(commands) = shell_commands(&line) else {
+                continue;
+            };
+            for words in commands.into_iter().filter(|w| w[0] == "rtlab") {
+                parsed += 1;
+                if let Err(e) = command().try_get_matches_from(&words) {
+                    let first = e.to_string();
+                    let first = first.lines().next().unwrap_or_default().to_string();
+                    failures.push(format!("{name}:{line_number}: `{line}`: {first}"));
+                }
+            }
+        }
+    }
+    assert!(parsed > 100, "only {parsed} examples found in the docs");
+    assert!(
+        failures.is_empty(),
+        "{} example(s) in the docs do not parse:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+}

@@ -277,6 +277,54 @@ fn a_run_the_full_store_cannot_take_is_kept_and_imports_back() {
     assert_eq!(json(&out), kept_json);
 }
 
+/// A campaign whose store fills up: the run is kept as a file, and the
+/// message says the campaign stopped there and what was not run (it ended
+/// with the store's error alone).
+#[test]
+fn a_campaign_whose_store_fills_up_says_it_stopped_and_what_did_not_run() {
+    require_realtime!();
+    if !common::is_root() {
+        common::skip("mounting a tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let mount = match Tmpfs::mount(&dir.path().join("full"), "4M") {
+        Ok(mount) => mount,
+        Err(why) => return common::skip(&why),
+    };
+    let db = mount.0.join("r.db");
+    let golden_file = golden("cyclictest-2.40-no-hist.json");
+    let out = rtlab(&state, &db, &["import", golden_file.to_str().unwrap()]);
+    assert!(out.status.success());
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "name = \"fills\"\nduration = \"200ms\"\n\
+         [[probe]]\nkind = \"timer\"\ncpus = \"0\"\n\
+         [[load]]\nname = \"idle\"\nrun = []\n\
+         [[configuration]]\nname = \"a\"\npolicy = \"other\"\n\
+         [[configuration]]\nname = \"b\"\npolicy = \"other\"\n\
+         [[configuration]]\nname = \"c\"\npolicy = \"other\"\n",
+    )
+    .unwrap();
+    fill(&mount.0, 36 * 1024);
+    let out = rtlab(
+        &state,
+        &db,
+        &["campaign", "run", "--quiet", file.to_str().unwrap()],
+    );
+    let message = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("campaign fills stopped at run 1 of 3 (the 2 after it were not run;"),
+        "{message}"
+    );
+    assert!(message.contains("disk is full"), "{message}");
+    let kept = std::fs::read_dir(state.join("unsaved")).unwrap().count();
+    assert_eq!(kept, 1, "{message}");
+}
+
 /// Without a default store (no HOME, no XDG_DATA_HOME) and without --json,
 /// the run is kept in a file rather than nowhere.
 #[test]
@@ -398,6 +446,22 @@ fn reading_commands_do_not_create_a_store() {
     let out = rtlab(dir.path(), &db, &["store", "check"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no result store"), "{}", stderr(&out));
+    // A refused import neither (it created the store, then read the file).
+    let bad = dir.path().join("notes.txt");
+    std::fs::write(&bad, "not a result\n").unwrap();
+    for file in [bad, dir.path().join("missing.json")] {
+        let out = rtlab(dir.path(), &db, &["import", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    }
+    // Nor deleting or tagging in a store that is not there.
+    for args in [
+        ["runs", "tag", "last", "x"],
+        ["runs", "delete", "last", "--yes"],
+    ] {
+        let out = rtlab(dir.path(), &db, &args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("no result store"), "{}", stderr(&out));
+    }
     assert!(!dir.path().join("none").exists());
 }
 
@@ -423,7 +487,7 @@ fn store_check_finds_a_damaged_run() {
     let out = rtlab(dir.path(), &db, &["store", "check"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("1 problems"), "{text}");
+    assert!(text.contains(": 1 problem ("), "{text}");
     assert!(text.contains(original["id"].as_str().unwrap()), "{text}");
     assert!(text.contains("its JSON is not a run"), "{text}");
     // A file that is not a store at all is a problem too.
@@ -436,6 +500,18 @@ fn store_check_finds_a_damaged_run() {
     let out = rtlab(dir.path(), &junk, &["store", "check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["ok"], false);
+    // A path that is no file is a usage error, as for every command (it
+    // was '1 problems', exit 1); nothing is created there.
+    for (path, what) in [
+        (dir.path().to_path_buf(), "a directory"),
+        ("/dev/null".into(), "a character device"),
+    ] {
+        let out = rtlab(dir.path(), &path, &["store", "check"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("it is {what}, not a file")), "{err}");
+        assert!(out.stdout.is_empty());
+    }
 }
 
 /// Three runs: two of one campaign execution, one alone.
@@ -853,4 +929,50 @@ fn a_killed_import_or_delete_leaves_all_or_nothing() {
         let check = rtlab(dir.path(), &db, &["store", "check"]);
         assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
     }
+}
+
+#[test]
+fn export_to_a_path_that_cannot_be_created_is_bad_input() {
+    // It was exit 1 and 'writing PATH', where report -o and plan gen -o
+    // say exit 2 and name the flag.
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = stored_run(dir.path());
+    for path in [
+        dir.path().join("no/such/dir/x.csv"),
+        dir.path().to_path_buf(),
+    ] {
+        let path = path.to_str().unwrap();
+        let out = rtlab(
+            dir.path(),
+            &db,
+            &["export", "last", "--format", "csv", "-o", path],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("error: -o {path}: cannot create: ")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn runs_that_no_filter_matches_are_not_reported_as_an_empty_store() {
+    // `runs --probe switch` on a store of timer runs said 'no runs in
+    // STORE', and `--limit 0` listed nothing and said the same.
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = stored_run(dir.path());
+    let out = rtlab(dir.path(), &db, &["runs", "--probe", "switch"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("matches the filters given"), "{text}");
+    let out = rtlab(dir.path(), &db, &["runs", "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--limit 0"), "{}", stderr(&out));
 }

@@ -1488,7 +1488,8 @@ fn the_watch_unit_refuses_an_rtlab_under_tmp() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("PrivateTmp") && stderr.contains("cargo install --path crates/rtlab"),
+        stderr.contains("PrivateTmp")
+            && stderr.contains("cargo install --locked --path crates/rtlab --root /usr/local"),
         "{stderr}"
     );
     assert!(

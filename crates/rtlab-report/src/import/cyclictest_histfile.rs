@@ -28,8 +28,8 @@
 //! samples beyond the histogram (counted at the max).
 
 use super::{
-    imported_run, now_rfc3339, rfc3339, thread_series, unknown_environment, unknown_sched,
-    BinnedThread, Format, ImportError,
+    check_counts, imported_run, now_rfc3339, rfc3339, thread_series, unknown_environment,
+    unknown_sched, BinnedThread, Format, ImportError,
 };
 use rtlab_core::result::RunResult;
 use std::time::SystemTime;
@@ -397,14 +397,16 @@ pub fn parse(
         }
     };
     let environment = unknown_environment(&started_at);
-    Ok(imported_run(
+    let run = imported_run(
         Format::CyclictestHistfile,
         origin,
         started_at,
         environment,
         series,
         warnings,
-    ))
+    );
+    check_counts(&run, origin)?;
+    Ok(run)
 }
 
 /// A piece of input short enough to quote in an error.

@@ -20,8 +20,8 @@
 //! `config.cyclictest`.
 
 use super::{
-    imported_run, json_syntax_error, now_rfc3339, rfc3339, thread_series, unknown_environment,
-    BinnedThread, Format, ImportError,
+    check_counts, imported_run, json_syntax_error, now_rfc3339, rfc3339, thread_series,
+    unknown_environment, BinnedThread, Format, ImportError,
 };
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::sched::{Policy, SchedParams};
@@ -672,6 +672,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
                 .push(format!("cyclictest exited with return code {code}"));
         }
     }
+    check_counts(&run, origin)?;
     Ok(run)
 }
 

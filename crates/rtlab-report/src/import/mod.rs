@@ -60,6 +60,9 @@ pub enum ImportError {
     /// Neither of the formats accepted.
     #[error("{path}: {message}")]
     UnknownFormat { path: String, message: String },
+    /// Counts no measurement reaches (see [`MAX_IMPORTED_EVENTS`]).
+    #[error("{path}: {message}")]
+    Counts { path: String, message: String },
 }
 
 /// The largest file [`import_file`] reads: a cyclictest histogram of
@@ -213,7 +216,78 @@ fn parse_rtlab_json(text: &str, origin: &str) -> Result<RunResult, ImportError> 
         at: "$.id".into(),
         message,
     })?;
+    check_labels(&run, origin)?;
+    check_counts(&run, origin)?;
     Ok(run)
+}
+
+/// Refuses a label longer than rtlab takes at its own input
+/// ([`rtlab_core::text::MAX_LABEL_CHARS`]: `--load`, campaign names and load
+/// specs), naming its JSON path: an imported run is input too, and a
+/// 70,000-character load or campaign name was stored and printed whole.
+fn check_labels(run: &RunResult, origin: &str) -> Result<(), ImportError> {
+    let mut labels = vec![("$.probe".to_string(), run.probe.as_str())];
+    if let Some(campaign) = &run.campaign {
+        labels.push(("$.campaign.name".to_string(), campaign.name.as_str()));
+        labels.push(("$.campaign.execution".to_string(), &campaign.execution));
+        labels.push((
+            "$.campaign.configuration".to_string(),
+            &campaign.configuration,
+        ));
+        labels.push(("$.campaign.load".to_string(), &campaign.load));
+    }
+    for (i, load) in run.loads.iter().enumerate() {
+        labels.push((format!("$.loads[{i}].name"), load.name.as_str()));
+        labels.push((format!("$.loads[{i}].spec"), &load.spec));
+    }
+    for (at, label) in labels {
+        rtlab_core::text::check_label("the label", label).map_err(|e| ImportError::Json {
+            path: origin.to_string(),
+            at: at.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
+/// The most events (samples, missed and dropped, or histogram counts) an
+/// imported run may hold over all its series: 2^53, 285 years of one event
+/// a microsecond, and the largest count a report's floating-point figures
+/// hold exactly. Larger counts are no measurement, and their sums
+/// overflowed wherever a run's series are added up (the import's summary,
+/// the report's exceedance chart, compare, the campaign matrix).
+pub const MAX_IMPORTED_EVENTS: u64 = 1 << 53;
+
+/// Refuses a run whose counts add up past [`MAX_IMPORTED_EVENTS`], naming
+/// the series where the total crosses it. Every importer calls it last, so
+/// that what one format's parser accepts, its rtlab JSON export imports.
+pub(crate) fn check_counts(run: &RunResult, origin: &str) -> Result<(), ImportError> {
+    let limit = u128::from(MAX_IMPORTED_EVENTS);
+    let (mut events, mut binned) = (0u128, 0u128);
+    for series in &run.series {
+        let stats = &series.stats;
+        events += u128::from(stats.samples) + u128::from(stats.missed) + u128::from(stats.dropped);
+        binned += stats
+            .histogram_ns
+            .iter()
+            .map(|bin| u128::from(bin[1]))
+            .sum::<u128>();
+        let (what, total) = match events > limit {
+            true => ("samples, missed and dropped", events),
+            false => ("histogram counts", binned),
+        };
+        if total > limit {
+            return Err(ImportError::Counts {
+                path: origin.to_string(),
+                message: format!(
+                    "series `{}`: the run's {what} add up to {total} with this series, more \
+                     than the {limit} (2^53) a run can hold; refused",
+                    rtlab_core::result::printable(&series.name, 80)
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a control character (other than tab and newline) in any key or

@@ -272,6 +272,13 @@ pub fn escape(text: &str) -> String {
         match c {
             '\t' | '\n' | '\r' => out.push(' '),
             c if c.is_control() => out.push('?'),
+            // A bidirectional override or zero-width character from a
+            // stored hostname or label would reorder or hide the text of
+            // the page (`vm<U+202E>gnp.exe` shown as `vmexe.png`): shown
+            // as the terminal shows it.
+            c if rtlab_core::result::is_invisible(c) => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),

@@ -438,7 +438,13 @@ fn matrix_table(matrix: &Matrix, probe: Option<&str>) -> Table {
             row.push(matrix.cell(load, configuration).map_or_else(
                 || "-".into(),
                 |c| {
-                    let mut text = format!("{} / {}", us(c.p99_9_ns), us(c.max_ns));
+                    // A cell whose runs measured nothing (a refused
+                    // sysctl, a failed start) has no figures: 0.000 / 0.000
+                    // read as a perfect result.
+                    let mut text = match c.samples {
+                        0 => "no samples".to_string(),
+                        _ => format!("{} / {}", us(c.p99_9_ns), us(c.max_ns)),
+                    };
                     if c.missed > 0 {
                         let _ = write!(text, " ({} missed)", c.missed);
                     }

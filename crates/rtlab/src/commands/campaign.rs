@@ -271,7 +271,23 @@ fn run_plan(
         .iter()
         .any(|r| r.status == RunStatus::Failed)
     {
-        eprintln!("error: some runs failed: see `rtlab show RUN` for why");
+        // Name them, with the store they are in: `rtlab show RUN` alone
+        // looked in the default store, not the --db the campaign used.
+        let failed: Vec<&str> = outcome
+            .results
+            .iter()
+            .filter(|r| r.status == RunStatus::Failed)
+            .map(|r| r.id.as_str())
+            .collect();
+        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
+        let message = format!(
+            "error: {} of {} runs failed ({}): see `rtlab show{db_flag} {}` for why",
+            failed.len(),
+            outcome.results.len(),
+            failed.join(", "),
+            failed[0]
+        );
+        eprintln!("{}", rtlab_core::result::terminal_text(&message));
         1
     } else {
         0

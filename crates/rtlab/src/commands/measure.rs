@@ -164,8 +164,20 @@ pub fn measure(
     args: &RunArgs,
     extra_outputs: &[(&Path, &str)],
 ) -> anyhow::Result<Measured> {
+    // One value per sysctl: `--sysctl k=0 --sysctl k=1` ran with one of
+    // them, silently.
+    let mut given: Vec<(std::path::PathBuf, String, &str)> = Vec::new();
     for assignment in &args.sysctl {
-        journal::parse_sysctl(assignment).map_err(|e| InputError(format!("--sysctl: {e}")))?;
+        let (path, value) =
+            journal::parse_sysctl(assignment).map_err(|e| InputError(format!("--sysctl: {e}")))?;
+        if let Some((_, _, first)) = given.iter().find(|(p, v, _)| *p == path && *v != value) {
+            return Err(InputError(format!(
+                "--sysctl: {} is given twice, as {first} and as {assignment}: give it once",
+                path.display()
+            ))
+            .into());
+        }
+        given.push((path, value, assignment));
     }
     let loads = match &args.load {
         Some(list) => {

@@ -15,7 +15,7 @@ fn input(e: StoreError) -> anyhow::Error {
 }
 
 pub fn delete(args: RunsDeleteArgs) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(args.store.db.as_deref())?;
+    let mut store = session::open_existing_store(args.store.db.as_deref())?;
     // Every id is resolved before anything is deleted: one unknown or
     // ambiguous id deletes nothing.
     let mut ids = BTreeSet::new();
@@ -106,7 +106,7 @@ fn execution_runs(store: &Store, execution: &str) -> anyhow::Result<Vec<String>>
 }
 
 pub fn tag(args: RunsTagArgs) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(args.store.db.as_deref())?;
+    let mut store = session::open_existing_store(args.store.db.as_deref())?;
     let (id, changed) = if args.untag {
         store.untag(&args.run, &args.tag).map_err(input)?
     } else {
@@ -149,11 +149,13 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
     };
     // Opened read-only: checking never changes the store. A file that
     // does not open as a store is a problem found, not a usage error; a
-    // path with nothing at all is.
+    // path with nothing at all is, and so is one that is no file (a
+    // directory, a FIFO, a device), as for every other command.
     if !path.exists() {
         return Err(input(StoreError::NoStore { path }));
     }
     let report = match Store::open_read_only(&path) {
+        Err(e) if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) => return Err(input(e)),
         Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
         Err(e) => rtlab_store::CheckReport {
             db: path.clone(),
@@ -182,10 +184,11 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
             report.runs
         );
     } else {
+        let count = report.problems.len();
         out!(
-            "{}: {} problems ({} runs read)",
+            "{}: {count} problem{} ({} runs read)",
             report.db.display(),
-            report.problems.len(),
+            if count == 1 { "" } else { "s" },
             report.runs
         );
         for problem in &report.problems {

@@ -37,6 +37,12 @@ fn status_name(result: &RunResult) -> String {
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    if args.limit == Some(0) {
+        return Err(InputError(
+            "--limit 0: at least 1 run is listed (leave --limit out for all)".into(),
+        )
+        .into());
+    }
     let filter = RunFilter {
         campaign: args.campaign,
         execution: args.execution,
@@ -65,7 +71,17 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        out!("no runs in {}", path.display());
+        // With filters, the store may well hold runs: say that none match.
+        let filtered = filter.campaign.is_some()
+            || filter.execution.is_some()
+            || filter.host.is_some()
+            || filter.probe.is_some()
+            || filter.status.is_some()
+            || filter.tag.is_some();
+        match filtered {
+            true => out!("no run in {} matches the filters given", path.display()),
+            false => out!("no runs in {}", path.display()),
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows = vec![[
@@ -310,19 +326,52 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    write_file(exporter, &result, &args.output)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    match write_file(exporter, &result, &args.output) {
+        Ok(()) => {}
+        // A path that cannot be created is bad input (exit 2), as for
+        // report -o and plan gen -o; a write that fails on the way (a full
+        // disk) stays an error of the run (exit 1).
+        Err(e) if cannot_create(&e) => {
+            return Err(
+                InputError(format!("-o {}: cannot create: {e}", args.output.display())).into(),
+            )
+        }
+        Err(e) => return Err(e).with_context(|| format!("writing {}", args.output.display())),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether an error creating an output file says the path is wrong (no
+/// such directory, no permission, a directory, a read-only file system)
+/// rather than that writing failed.
+fn cannot_create(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        NotFound
+            | PermissionDenied
+            | InvalidInput
+            | IsADirectory
+            | NotADirectory
+            | ReadOnlyFilesystem
+    )
+}
+
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(args.store.db.as_deref())?;
-    // Everything is read and checked before anything is stored, so a bad
-    // file among good ones leaves the store as it was.
-    let mut imported: Vec<(&std::path::PathBuf, RunResult)> = Vec::new();
+    // Every file is read and checked before the store is opened: a bad
+    // file creates no store (a new --db, or the default one of a user who
+    // never stored anything, was left behind by a refused import) ...
+    let mut read = Vec::new();
     for path in &args.files {
-        let mut result = rtlab_report::import::import_file(path)
+        let result = rtlab_report::import::import_file(path)
             .map_err(|e| anyhow::Error::new(InputError(e.to_string())))?;
+        read.push((path, result));
+    }
+    let mut store = session::open_store(args.store.db.as_deref())?;
+    // ... and before anything is stored, so a bad file among good ones
+    // leaves the store as it was.
+    let mut imported: Vec<(&std::path::PathBuf, RunResult)> = Vec::new();
+    for (path, mut result) in read {
         let taken = |id: &str, imported: &[(&std::path::PathBuf, RunResult)]| {
             Ok::<_, anyhow::Error>(
                 store.contains(id)? || imported.iter().any(|(_, other)| other.id == id),
