@@ -21,6 +21,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::process::{boot_id, Stat};
+
 /// Value of the `schema` field of every journal file.
 pub const SCHEMA: &str = "rtlab.journal/1";
 
@@ -427,13 +429,6 @@ impl Owner {
     }
 }
 
-fn boot_id() -> Option<String> {
-    fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
 fn read_starttime(pid: u32) -> io::Result<u64> {
     read_stat(pid).map(|stat| stat.starttime)
 }
@@ -448,6 +443,14 @@ struct ProcStat {
 }
 
 impl ProcStat {
+    /// Fields 3 and 22 of a stat line, None if either is missing.
+    fn from_stat(stat: &Stat) -> Option<ProcStat> {
+        Some(ProcStat {
+            state: stat.state()?,
+            starttime: stat.starttime()?,
+        })
+    }
+
     /// The process has exited: a zombie waiting for its parent, or dead.
     fn has_exited(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
@@ -466,7 +469,10 @@ fn other_task_runs(pid: u32) -> bool {
             return false;
         }
         match fs::read(task.path().join("stat")) {
-            Ok(stat) => parse_stat(&String::from_utf8_lossy(&stat)).is_none_or(|s| !s.has_exited()),
+            Ok(stat) => Stat::parse(&stat)
+                .as_ref()
+                .and_then(ProcStat::from_stat)
+                .is_none_or(|s| !s.has_exited()),
             // Gone since the listing.
             Err(e) => e.kind() != io::ErrorKind::NotFound && e.raw_os_error() != Some(libc::ESRCH),
         }
@@ -474,26 +480,16 @@ fn other_task_runs(pid: u32) -> bool {
 }
 
 fn read_stat(pid: u32) -> io::Result<ProcStat> {
-    // Read as bytes: the name (field 2) is whatever its process chose, or
-    // 15 bytes of it cut inside a character, and need not be UTF-8; a
-    // read that failed on it would make any process look alive.
-    let stat = fs::read(format!("/proc/{pid}/stat"))?;
-    parse_stat(&String::from_utf8_lossy(&stat)).ok_or_else(|| {
+    // Read as bytes (process::Stat does): the name (field 2) is whatever
+    // its process chose, or 15 bytes of it cut inside a character, and
+    // need not be UTF-8; a read that failed on it would make any process
+    // look alive.
+    ProcStat::from_stat(&Stat::of(pid)?).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("cannot parse /proc/{pid}/stat"),
         )
     })
-}
-
-/// Fields 3 and 22 of /proc/<pid>/stat. The comm field (2) may contain
-/// spaces and parens, so count from the last ')'.
-fn parse_stat(stat: &str) -> Option<ProcStat> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let starttime = fields.nth(22 - 4)?.parse().ok()?;
-    Some(ProcStat { state, starttime })
 }
 
 fn euid() -> u32 {
@@ -2040,18 +2036,21 @@ mod tests {
     #[test]
     fn starttime_parsing() {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        let view = |line: &str| {
+            Stat::parse(line.as_bytes())
+                .as_ref()
+                .and_then(ProcStat::from_stat)
+        };
         assert_eq!(
-            parse_stat(stat),
+            view(stat),
             Some(ProcStat {
                 state: 'S',
                 starttime: 98765
             })
         );
-        assert_eq!(parse_stat("42 (x"), None);
-        assert_eq!(parse_stat("42 (x) Z 1"), None);
-        assert!(parse_stat(&stat.replace(" S ", " Z "))
-            .unwrap()
-            .has_exited());
+        assert_eq!(view("42 (x"), None);
+        assert_eq!(view("42 (x) Z 1"), None);
+        assert!(view(&stat.replace(" S ", " Z ")).unwrap().has_exited());
         assert!(read_starttime(std::process::id()).unwrap() > 0);
         assert_eq!(owner_from_name("journal-12-345.json"), Some((12, 345)));
         assert_eq!(owner_from_name("journal-12-345.json.tmp"), Some((12, 345)));

@@ -7,6 +7,7 @@ pub mod env;
 pub mod fsutil;
 pub mod journal;
 pub mod pmqos;
+pub mod process;
 pub mod record;
 pub mod result;
 pub mod rivals;

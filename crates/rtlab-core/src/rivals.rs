@@ -23,6 +23,7 @@
 //! whoever runs the thread, so it is shown without control characters.
 
 use crate::cpuset::CpuSet;
+use crate::process::{self, Stat};
 use crate::result::Series;
 use crate::sched::{Policy, SchedParams};
 use std::collections::HashSet;
@@ -160,23 +161,17 @@ struct TaskStat {
     policy: u32,
 }
 
-/// Parses /proc/PID/task/TID/stat. The name (field 2) may hold spaces and
-/// parentheses: it runs from the first '(' to the last ')'.
-fn parse_stat(stat: &str) -> Option<TaskStat> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?;
-    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
-    // fields[0] is field 3.
-    let field = |n: usize| fields.get(n - 3).copied();
+/// The fields of a /proc/PID/task/TID/stat line a rival is judged by (see
+/// [`Stat::parse`] for the name, which may hold spaces and parentheses).
+fn parse_stat(stat: &Stat) -> Option<TaskStat> {
     Some(TaskStat {
-        comm: printable(comm),
-        state: field(3)?.chars().next()?,
-        ppid: field(4)?.parse().ok()?,
-        flags: field(9)?.parse().ok()?,
-        starttime: field(22)?.parse().ok()?,
-        rt_priority: field(40)?.parse().ok()?,
-        policy: field(41)?.parse().ok()?,
+        comm: printable(&String::from_utf8_lossy(stat.comm())),
+        state: stat.state()?,
+        ppid: stat.number(process::PPID)?,
+        flags: stat.number(process::FLAGS)?,
+        starttime: stat.starttime()?,
+        rt_priority: stat.number(process::RT_PRIORITY)?,
+        policy: stat.number(process::POLICY)?,
     })
 }
 
@@ -297,9 +292,9 @@ threads ({} more {when}): not looked for any more in this run",
                 // Threads come and go while we look: skip what is gone.
                 // Read as bytes: a name that is not UTF-8 must not hide
                 // a thread.
-                let Some(stat) = fs::read(dir.join("stat"))
+                let Some(stat) = Stat::read(&dir.join("stat"))
                     .ok()
-                    .and_then(|s| parse_stat(&String::from_utf8_lossy(&s)))
+                    .and_then(|s| parse_stat(&s))
                 else {
                     continue;
                 };
@@ -388,11 +383,8 @@ threads ({} more {when}): not looked for any more in this run",
             if ppid <= 1 {
                 return false;
             }
-            let stat = fs::read(self.proc_root.join(ppid.to_string()).join("stat"));
-            match stat
-                .ok()
-                .and_then(|s| parse_stat(&String::from_utf8_lossy(&s)))
-            {
+            let stat = Stat::read(&self.proc_root.join(ppid.to_string()).join("stat"));
+            match stat.ok().and_then(|s| parse_stat(&s)) {
                 Some(parent) if parent.starttime <= starttime => {
                     (ppid, starttime) = (parent.ppid, parent.starttime);
                 }
@@ -692,7 +684,7 @@ mod tests {
         // runs through without error.
         let own = RivalScan::new().scan(&[on("0", fifo(1))]);
         assert!(own.iter().all(|r| r.pid != std::process::id()));
-        let stat = fs::read_to_string("/proc/self/stat").unwrap();
+        let stat = Stat::read(Path::new("/proc/self/stat")).unwrap();
         let parsed = parse_stat(&stat).unwrap();
         assert_eq!(parsed.ppid, std::os::unix::process::parent_id());
     }

@@ -5,6 +5,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rtlab_core::process::{self, Stat};
+
 /// The fields of /proc/PID/stat a supervisor needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
@@ -18,27 +20,26 @@ pub struct ProcStat {
 
 /// Parses one /proc/PID/stat line (the command may hold spaces and ')').
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
-    let pid = text.split_whitespace().next()?.parse().ok()?;
-    let after = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // fields[0] = state (field 3); utime = field 14, stime = field 15.
+    from_stat(&Stat::parse(text.as_bytes())?)
+}
+
+fn from_stat(stat: &Stat) -> Option<ProcStat> {
     Some(ProcStat {
-        pid,
-        state: fields.first()?.chars().next()?,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        cpu_ticks: fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?,
+        pid: stat.id()?,
+        state: stat.state()?,
+        ppid: stat.number(process::PPID)?,
+        pgrp: stat.number(process::PGRP)?,
+        cpu_ticks: stat.number::<u64>(process::UTIME)? + stat.number::<u64>(process::STIME)?,
     })
 }
 
-/// Read as bytes: a process's name is any bytes its user picked (and the
-/// kernel cuts it at 15 bytes, even inside a character), and a name that
-/// is not UTF-8 must not hide the process from its group's cleanup. Only
-/// the fields after the last ')' are parsed, so a lossy name is harmless.
+/// Read as bytes (by [`Stat`]): a process's name is any bytes its user
+/// picked (and the kernel cuts it at 15 bytes, even inside a character),
+/// and a name that is not UTF-8 must not hide the process from its group's
+/// cleanup. Only the fields after the last ')' are parsed, so the name is
+/// harmless.
 pub fn proc_stat(pid: i32) -> Option<ProcStat> {
-    parse_stat(&String::from_utf8_lossy(
-        &std::fs::read(format!("/proc/{pid}/stat")).ok()?,
-    ))
+    from_stat(&Stat::of(u32::try_from(pid).ok()?).ok()?)
 }
 
 /// Every process in /proc (threads are not listed there).

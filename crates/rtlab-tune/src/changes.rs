@@ -8,6 +8,7 @@
 //! the id of one rtlab changed.
 
 use crate::task::{self, Settings, Task};
+use rtlab_core::process::boot_id;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{self, File};
@@ -843,12 +844,6 @@ fn still_there(entry: &Entry, this_boot: Option<&str>) -> bool {
             entry.boot_id.as_deref() == this_boot && task::starttime_of(*tid) == Some(*starttime)
         }
     }
-}
-
-fn boot_id() -> Option<String> {
-    fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
 }
 
 /// Which changes `undo` takes back.

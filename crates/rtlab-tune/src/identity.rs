@@ -20,6 +20,7 @@
 //! lend its identity to the process the rule matched.
 
 use crate::task::Task;
+use rtlab_core::process::Stat;
 use serde::Serialize;
 use std::ffi::CString;
 use std::fs::{self, File};
@@ -349,8 +350,8 @@ pub const GONE: &str = "ended before it could be checked";
 pub fn read(task: &Task) -> Result<Identity, String> {
     let gone = || GONE.to_string();
     let dir = File::open(format!("/proc/{}", task.pid)).map_err(|_| gone())?;
-    let stat = read_at(&dir, &format!("task/{}/stat", task.tid)).map_err(|_| gone())?;
-    if starttime(&stat) != Some(task.starttime) {
+    let stat = Stat::of_task_at(&dir, task.tid).map_err(|_| gone())?;
+    if stat.starttime() != Some(task.starttime) {
         return Err(gone());
     }
     let status = read_at(&dir, "status").map_err(|_| gone())?;
@@ -382,8 +383,8 @@ pub fn read(task: &Task) -> Result<Identity, String> {
         .ok()
         .and_then(|text| cgroup_path(&text));
     // Everything above came from the process checked first, or failed.
-    let again = read_at(&dir, &format!("task/{}/stat", task.tid)).map_err(|_| gone())?;
-    if starttime(&again) != Some(task.starttime) {
+    let again = Stat::of_task_at(&dir, task.tid).map_err(|_| gone())?;
+    if again.starttime() != Some(task.starttime) {
         return Err(gone());
     }
     Ok(Identity {
@@ -442,12 +443,6 @@ fn readlink_at(dir: &File, name: &str) -> io::Result<PathBuf> {
     }
     buf.truncate(n as usize);
     Ok(PathBuf::from(std::ffi::OsString::from_vec(buf)))
-}
-
-/// Field 22 of a stat line.
-fn starttime(stat: &str) -> Option<u64> {
-    let after_name = &stat[stat.rfind(')')? + 2..];
-    after_name.split(' ').nth(19)?.parse().ok()
 }
 
 /// The real and effective uid from /proc/PID/status.

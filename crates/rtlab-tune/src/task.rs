@@ -178,11 +178,9 @@ impl procfs::FromRead for Cmdline {
 /// The start time of thread `tid` now, or None when no such thread exists.
 pub fn starttime_of(tid: i32) -> Option<u64> {
     // /proc/TID works for any thread id, not only process ids.
-    procfs::process::Process::new(tid)
+    rtlab_core::process::Stat::of(u32::try_from(tid).ok()?)
         .ok()?
-        .stat()
-        .ok()
-        .map(|s| s.starttime)
+        .starttime()
 }
 
 fn read_thread(
