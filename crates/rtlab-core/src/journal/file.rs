@@ -1,0 +1,152 @@
+//! The on-disk format: journal file names, reading one, and writing and
+//! removing one durably.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// Upper bound for a journal file; anything larger is not ours.
+const MAX_JOURNAL_LEN: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct JournalFile {
+    pub(super) schema: String,
+    pub(super) owner: Owner,
+    pub(super) created_at: String,
+    pub(super) entries: Vec<Entry>,
+}
+
+pub(super) fn journal_name(pid: u32, starttime: u64) -> String {
+    format!("journal-{pid}-{starttime}.json")
+}
+
+fn is_journal_name(name: &str) -> bool {
+    name.starts_with("journal-") && name.ends_with(".json")
+}
+
+/// The owner encoded in a journal (or journal.tmp) file name.
+pub(super) fn owner_from_name(name: &str) -> Option<(u32, u64)> {
+    let stem = name.strip_prefix("journal-")?;
+    let stem = stem.strip_suffix(".tmp").unwrap_or(stem);
+    let stem = stem.strip_suffix(".json")?;
+    let (pid, starttime) = stem.split_once('-')?;
+    Some((pid.parse().ok()?, starttime.parse().ok()?))
+}
+
+pub(super) fn list_journals(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut journals = Vec::new();
+    for dirent in fs::read_dir(dir)? {
+        let dirent = dirent?;
+        if dirent.file_name().to_str().is_some_and(is_journal_name) {
+            journals.push(dirent.path());
+        }
+    }
+    journals.sort();
+    Ok(journals)
+}
+
+pub(super) fn read_journal(path: &Path) -> Result<JournalFile, String> {
+    let md = fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !md.is_file() {
+        return Err("not a regular file".into());
+    }
+    if md.uid() != euid() {
+        return Err(format!(
+            "owned by uid {}, not by uid {}; not replaying a journal someone else wrote",
+            md.uid(),
+            euid()
+        ));
+    }
+    let mut text = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(MAX_JOURNAL_LEN).read_to_end(&mut text))
+        .map_err(|e| e.to_string())?;
+    let journal: JournalFile =
+        serde_json::from_slice(&text).map_err(|e| format!("not a valid journal: {e}"))?;
+    if journal.schema != SCHEMA {
+        return Err(format!(
+            "unknown schema {:?} (this rtlab understands {SCHEMA:?})",
+            journal.schema
+        ));
+    }
+    Ok(journal)
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+pub(super) fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// Write-to-temp, fsync, rename, fsync directory: after this returns the
+/// file is on disk with either the old or the new content, never half.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_path(path);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)?;
+        sync_dir(parent_dir(path))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+pub(super) fn remove_durably(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => sync_dir(parent_dir(path)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl JournalFile {
+    pub(super) fn clone_header(&self) -> JournalFile {
+        JournalFile {
+            schema: self.schema.clone(),
+            owner: self.owner.clone(),
+            created_at: self.created_at.clone(),
+            entries: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn journal_names() {
+        assert!(read_starttime(std::process::id()).unwrap() > 0);
+        assert_eq!(owner_from_name("journal-12-345.json"), Some((12, 345)));
+        assert_eq!(owner_from_name("journal-12-345.json.tmp"), Some((12, 345)));
+        assert_eq!(owner_from_name("journal-x.json"), None);
+    }
+}

@@ -1,0 +1,44 @@
+//! The system-change journal.
+//!
+//! Every change rtlab makes to the host (sysctls, sysfs values, ...) is first
+//! recorded durably in a per-process journal file, then made. Objects
+//! rtlab creates that would outlive it (a SysV semaphore set) are recorded
+//! as soon as they exist, before they are used. The journal is
+//! replayed backwards on normal exit (`Drop`), on panic
+//! ([`install_panic_restore`]) and, after SIGKILL or power loss, by
+//! [`recover_stale`] (`rtlab restore`, also run at every start).
+
+mod conflict;
+mod entry;
+mod error;
+mod file;
+mod owner;
+mod panic;
+mod record;
+mod recover;
+mod state_dir;
+mod sysv;
+#[cfg(test)]
+mod testutil;
+mod value;
+
+pub use entry::{Entry, Outcome, Recovered, Restored};
+pub use error::JournalError;
+pub use owner::Owner;
+pub use panic::install_panic_restore;
+pub use record::Journal;
+pub use recover::recover_stale;
+pub use state_dir::state_dir;
+pub use sysv::{remove_sysv_sem_set, SysvSemSet};
+pub use value::parse_sysctl;
+
+// What the files share with one another.
+use entry::*;
+use error::*;
+use file::*;
+use recover::*;
+use state_dir::*;
+use value::*;
+
+/// Value of the `schema` field of every journal file.
+pub const SCHEMA: &str = "rtlab.journal/1";
