@@ -299,5 +299,6 @@ mod tests {
         assert_eq!(view("42 (x"), None);
         assert_eq!(view("42 (x) Z 1"), None);
         assert!(view(&stat.replace(" S ", " Z ")).unwrap().has_exited());
+        assert!(read_starttime(std::process::id()).unwrap() > 0);
     }
 }

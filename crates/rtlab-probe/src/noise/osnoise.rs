@@ -159,7 +159,7 @@ impl Session {
     }
 
     /// As [`Session::start`], every write journaled first (every system
-    /// change rtlab makes goes through the journal, rtlab-core's journal.rs,
+    /// change rtlab makes goes through the journal, rtlab-core's journal/,
     /// so that `rtlab restore` can undo what a killed run left).
     pub fn start_journaled(
         root: &Path,
