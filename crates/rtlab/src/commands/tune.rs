@@ -3,6 +3,7 @@
 //! (`undo`), write systemd drop-ins and audit the system (`check`).
 
 use crate::input::bad_input;
+use crate::invocation::command_line;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use rtlab_core::cpuset::CpuSet;
@@ -859,14 +860,4 @@ fn undo(args: &UndoArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// The command as typed, recorded with each change.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
-}
-
-/// The absolute path of this rtlab binary (for units that run it).
-pub fn own_executable() -> anyhow::Result<PathBuf> {
-    std::env::current_exe().context("cannot find the path of the rtlab binary")
 }

@@ -2,8 +2,8 @@
 //! its real-time priority (and lets it keep it: LimitRTPRIO=), or the unit
 //! that runs `rtlab tune watch`. Every write is recorded for `tune undo`.
 
-use super::tune::{command_line, own_executable};
 use crate::input::bad_input;
+use crate::invocation::{command_line, own_executable};
 use clap::Args;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::Policy;
