@@ -92,7 +92,7 @@ what a SIGKILL or a power loss left behind."
     #[command(subcommand)]
     Store(StoreCommand),
     /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).
-    Load(Box<crate::commands::load::LoadArgs>),
+    Load(Box<LoadArgs>),
     /// End-to-end network response time: a robust server and an open-loop probe.
     #[command(
         subcommand,
@@ -115,12 +115,12 @@ what a SIGKILL or a power loss left behind."
     )]
     Tune(crate::commands::tune::TuneCommand),
     /// Print the completion script of a shell (bash, zsh, fish, ...) on stdout.
-    Completions(crate::commands::completions::CompletionsArgs),
+    Completions(CompletionsArgs),
     /// Manual pages: rtlab(1) on stdout, or one page per command with --dir.
-    Man(crate::commands::man::ManArgs),
+    Man(ManArgs),
     /// Internal: the process a load runs in.
     #[command(name = "__load-worker", hide = true)]
-    LoadWorker(crate::commands::load::WorkerArgs),
+    LoadWorker(WorkerArgs),
 }
 
 #[derive(Subcommand)]
@@ -1175,5 +1175,185 @@ pub enum PlanCommand {
     /// Generate a periodic, jittered or Poisson plan, streamed to a file.
     Gen(crate::commands::plan::GenArgs),
     /// Fire a plan's events at their exact times and record each one's dispatch error.
-    Run(Box<crate::commands::plan_run::PlanRunArgs>),
+    Run(Box<PlanRunArgs>),
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab load cpu                                  # one busy thread per CPU for 30 s
+  rtlab load vm --workers 40 --bytes 256M         # stress --vm 40 --vm-bytes 256M, capped to fit
+  rtlab load io --dir /mnt/disk --duration 5m     # write + fsync 64 MiB files on that disk
+  rtlab load fswalk --no-stat                     # ls -RU / instead of ls -lR /
+  rtlab load dohell --forever                     # all of dohell's parts until Ctrl-C
+  rtlab load vm:workers=4,bytes=256M,io           # several loads, as --load takes them
+  rtlab load 'cmd:\"stress-ng --cpu 2 --vm 1\"'     # any external command
+
+Loads: cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd:\"COMMAND\" (docs/load.md).
+Every load runs at SCHED_OTHER in its own process group (and cgroup where
+cgroup v2 is writable), dies with rtlab even on SIGKILL and removes its
+temporary files. Flags set the parameter on every load that takes it.
+Exit code: 0 done, 1 a load failed or ended early, 2 bad input, 130 stopped by a signal.")]
+pub struct LoadArgs {
+    /// The load: cpu, vm, io, fswalk, net, timers, msg, procfs, dohell or
+    /// cmd:"COMMAND", with parameters as --load takes them (vm:workers=4,bytes=256M);
+    /// several separated by commas.
+    #[arg(value_name = "LOAD", value_parser = input::Label)]
+    pub name: String,
+
+    /// How long to load [default: 30s].
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: Option<u64>,
+
+    /// Load until stopped (Ctrl-C, SIGTERM) instead of for a duration.
+    #[arg(long, conflicts_with = "duration")]
+    pub forever: bool,
+
+    /// Threads doing the work (cpu, vm, io, fswalk, timers, procfs; net: senders).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+
+    /// vm: bytes per worker [default: 256M]; io: bytes per file [default: 64M] (4096, 64K, 1G).
+    #[arg(long, value_name = "SIZE")]
+    pub bytes: Option<String>,
+
+    /// io: bytes per write [default: 1M].
+    #[arg(long, value_name = "SIZE")]
+    pub block: Option<String>,
+
+    /// net: datagram payload; msg: message size.
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+
+    /// msg: groups of senders and receivers [default: 1].
+    #[arg(long, value_name = "N")]
+    pub groups: Option<u32>,
+
+    /// msg: senders (= receivers) per group [default: 20].
+    #[arg(long, value_name = "N")]
+    pub fds: Option<u32>,
+
+    /// timers: timers per worker [default: 8].
+    #[arg(long, value_name = "N")]
+    pub timers: Option<u32>,
+
+    /// timers: period of every timer [default: 100us].
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<String>,
+
+    /// io, dohell: where the private temporary directory is made (a disk, not tmpfs).
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+
+    /// fswalk, dohell: where the walk starts [default: /].
+    #[arg(long, value_name = "PATH")]
+    pub root: Option<PathBuf>,
+
+    /// fswalk, dohell: list names without lstat (the modified dohell).
+    #[arg(long)]
+    pub no_stat: bool,
+
+    /// Nice value of the load's processes (-20 to 19) [default: 0].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub nice: Option<i32>,
+
+    /// Write the loads' records as JSON (schema rtlab.load/1) to PATH, or `-` for stdout.
+    /// A file is rewritten every 2 s (status "running"), so a killed run still leaves one.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+
+    /// No progress and no table (errors and notes still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The child side of a load: started by rtlab itself, never by a user.
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The load to run, as JSON.
+    pub spec: String,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab plan run ticks.plan                     # once, guard from a warm-up, FIFO 90
+  rtlab plan run ticks.plan --cpu 1 --repeat 100 --guard 50us
+  rtlab plan run traffic.txt --forever --load io --json run.json
+
+A FIFO thread sleeps on an absolute clock_nanosleep programmed only for the next
+event, until the event's time minus the guard, then spins on the clock to the exact
+nanosecond and fires the event's module (mark, udp, wake, signal). Each event's
+dispatch error (fire time - planned time) is a sample of the series `dispatch`; an
+event reached more than --skip-after late is skipped and counted missed.
+--budget 'dispatch:p99.9<20us,missed=0' checks the run (docs/budgets.md).
+Exit code: 0 done, 1 failure or --budget not kept, 2 bad input, 130 signal.")]
+pub struct PlanRunArgs {
+    /// The plan, text or binary (see `rtlab plan compile`).
+    pub file: PathBuf,
+
+    /// Pin the dispatcher to this CPU.
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Run the plan this many times (its `repeat` period apart, or back to back).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "forever")]
+    pub repeat: Option<u64>,
+
+    /// Repeat the plan until stopped (Ctrl-C, SIGTERM).
+    #[arg(long)]
+    pub forever: bool,
+
+    /// How early to wake before each event and spin: `auto` (from a 0.2 s
+    /// warm-up of this machine's wake-up latency) or a duration.
+    #[arg(long, default_value = "auto", value_name = "auto|DURATION")]
+    pub guard: String,
+
+    /// Skip an event reached later than this (counted missed).
+    #[arg(long, default_value = "1ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub skip_after: u64,
+
+    /// The dispatcher's real-time priority (SCHED_FIFO).
+    #[arg(long, default_value = "90", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: u32,
+
+    /// Testing the dispatcher: spin this long before firing every
+    /// --inject-every-th event; it must show in the dispatch error there.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub inject_delay: Option<u64>,
+
+    /// With --inject-delay: every N-th event.
+    #[arg(long, default_value = "100", value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
+    pub inject_every: u64,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab completions bash > /etc/bash_completion.d/rtlab
+  rtlab completions zsh > \"${fpath[1]}/_rtlab\"
+  rtlab completions fish > ~/.config/fish/completions/rtlab.fish
+
+Every command, flag and fixed value (--format, --policy, ...) completes; the
+script is made from this rtlab's command line, so regenerate it after an
+upgrade. See docs/install.md.")]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab man | man -l -                          # rtlab(1), now
+  rtlab man --dir /usr/local/share/man/man1     # rtlab.1, rtlab-measure-timer.1, ...
+  rtlab man --dir man/ && man -l man/rtlab-plan-gen.1
+
+One page per command (rtlab-NOUN-VERB.1), made from this rtlab's --help: the
+options, their defaults and the examples. See docs/install.md.")]
+pub struct ManArgs {
+    /// Write every page (rtlab.1 and one per command) into DIR, created if
+    /// missing, instead of rtlab(1) on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
