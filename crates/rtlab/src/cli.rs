@@ -1082,7 +1082,7 @@ pub struct PeriodicTaskArgs {
     pub release_early: u64,
 
     /// SCHED_FIFO priority of the executive.
-    #[arg(long, default_value = "90", value_parser = clap::value_parser!(u32).range(2..=99))]
+    #[arg(long, default_value_t = rtlab_exec::periodic::EXECUTIVE_PRIORITY, value_parser = clap::value_parser!(u32).range(2..=99))]
     pub priority: u32,
 
     /// SCHED_FIFO priority of the tasks (both modes).
@@ -1312,7 +1312,7 @@ pub struct PlanRunArgs {
     pub skip_after: u64,
 
     /// The dispatcher's real-time priority (SCHED_FIFO).
-    #[arg(long, default_value = "90", value_parser = clap::value_parser!(u32).range(1..=99))]
+    #[arg(long, default_value_t = rtlab_probe::DEFAULT_PRIORITY, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub priority: u32,
 
     /// Testing the dispatcher: spin this long before firing every
