@@ -17,6 +17,7 @@ mod report;
 mod runs;
 mod shared;
 mod store;
+mod tune;
 
 pub use campaign::*;
 pub use exec::*;
@@ -29,6 +30,7 @@ pub use report::*;
 pub use runs::*;
 pub use shared::*;
 pub use store::*;
+pub use tune::*;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -138,7 +140,7 @@ what a SIGKILL or a power loss left behind."
         subcommand,
         after_help = "Examples:\n  rtlab tune check                                    # what stands between this machine and real time\n  rtlab tune show --rt                                # the real-time threads now\n  rtlab tune set 'alarmd|msgd' --policy fifo --priority 50\n  rtlab tune apply --rules /etc/rtlab/rules.toml      # once\n  rtlab tune watch                                    # and as processes restart\n  rtlab tune systemd alarmd --policy fifo --priority 50\n  rtlab tune undo                                     # take the last command back\n\nDocs: docs/tune.md, docs/tune-rules.md, docs/tune-systemd.md, docs/tune-check.md."
     )]
-    Tune(crate::commands::tune::TuneCommand),
+    Tune(TuneCommand),
     /// Print the completion script of a shell (bash, zsh, fish, ...) on stdout.
     Completions(CompletionsArgs),
     /// Manual pages: rtlab(1) on stdout, or one page per command with --dir.
