@@ -1,6 +1,6 @@
 //! `rtlab measure timer|switch|noise` and `rtlab quick`.
 
-use super::shared::{parse_policy, BudgetArgs, RunArgs, StoreArgs};
+use super::shared::{parse_policy, with_default_priority, BudgetArgs, RunArgs, StoreArgs};
 use crate::input;
 use clap::{Args, Subcommand, ValueEnum};
 use rtlab_core::cpuset::CpuSelection;
@@ -67,8 +67,7 @@ pub struct TimerArgs {
     #[arg(long, default_value = "fifo", value_parser = parse_policy)]
     pub policy: Policy,
 
-    /// Real-time priority 1-99 for fifo and rr [default: 90].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99), help = with_default_priority("Real-time priority 1-99 for fifo and rr"))]
     pub priority: Option<u32>,
 
     /// SCHED_DEADLINE runtime per period (deadline = period = interval).
@@ -161,8 +160,7 @@ pub struct SwitchArgs {
     #[arg(long, default_value = "fifo", value_parser = parse_policy)]
     pub policy: Policy,
 
-    /// The timer thread's priority 2-99 (fifo, rr); the task runs one below [default: 90].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=99))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=99), help = with_default_priority("The timer thread's priority 2-99 (fifo, rr); the task runs one below"))]
     pub priority: Option<u32>,
 
     /// Testing the probe: spin this long between the release stamp and the release,
@@ -220,8 +218,7 @@ pub struct NoiseArgs {
     #[arg(long, default_value = "fifo", value_parser = parse_policy)]
     pub policy: Policy,
 
-    /// Real-time priority 1-99 for fifo and rr [default: 90].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99), help = with_default_priority("Real-time priority 1-99 for fifo and rr"))]
     pub priority: Option<u32>,
 
     /// Do not run the kernel's osnoise tracer after rtlab's measurement, where it exists.

@@ -1,6 +1,6 @@
 //! `rtlab net serve|probe`.
 
-use super::shared::{parse_policy, RunArgs};
+use super::shared::{parse_policy, with_default_priority, RunArgs};
 use crate::input;
 use clap::{Args, Subcommand};
 use rtlab_core::sched::Policy;
@@ -188,8 +188,7 @@ pub struct NetProbeArgs {
     #[arg(long, default_value = "fifo", value_parser = parse_policy)]
     pub policy: Policy,
 
-    /// Real-time priority of the probe's thread [default: 90].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99), help = with_default_priority("Real-time priority of the probe's thread"))]
     pub priority: Option<u32>,
 
     /// With --netns: the server's CPU [default: the last online CPU].

@@ -79,3 +79,9 @@ pub(super) fn parse_budget(s: &str) -> Result<Budget, String> {
 pub(super) fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
+
+/// The help of a `--priority` whose default is the probes' default priority
+/// ([`rtlab_probe::DEFAULT_PRIORITY`]), shown as clap shows a default.
+pub(super) fn with_default_priority(what: &str) -> String {
+    format!("{what} [default: {}]", rtlab_probe::DEFAULT_PRIORITY)
+}
