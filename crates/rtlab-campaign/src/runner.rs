@@ -382,7 +382,7 @@ pub fn request_for(
 /// thread by default, whatever the configuration.
 pub const NET_CLIENT_SCHED: SchedParams = SchedParams {
     policy: Policy::Fifo,
-    priority: 90,
+    priority: rtlab_probe::DEFAULT_PRIORITY,
     deadline: None,
 };
 

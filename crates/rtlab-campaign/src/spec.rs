@@ -17,7 +17,7 @@ pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
 /// Default histogram range of a timer probe (as `--hist-max`).
 pub const DEFAULT_HIST_MAX_NS: u64 = 1_000_000;
 /// Priority of a fifo or rr configuration that gives none (as `--priority`).
-pub const DEFAULT_PRIORITY: u32 = 90;
+pub use rtlab_probe::DEFAULT_PRIORITY;
 /// SCHED_DEADLINE runtime of a deadline configuration that gives none
 /// (as `--dl-runtime`).
 pub const DEFAULT_DL_RUNTIME_NS: u64 = 100_000;

@@ -4,7 +4,7 @@
 //! it ends them all at stop or when rtlab dies.
 
 use super::cgroup::Cgroup;
-use super::loads::{Ctx, Started};
+use super::ctx::Ctx;
 use super::sys;
 use std::collections::VecDeque;
 use std::io::BufRead;
@@ -32,7 +32,7 @@ impl CommandLoad {
     pub fn start(
         command: &str,
         ctx: &Ctx,
-        started: &mut Started,
+        spawn: &mut dyn FnMut(String, Box<dyn FnOnce() + Send>) -> Result<(), String>,
         cgroup: Option<&Cgroup>,
     ) -> Result<CommandLoad, String> {
         // SAFETY: plain prctl on this process: orphans of the command are
@@ -94,18 +94,21 @@ impl CommandLoad {
         let output = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&output);
         let lines = ctx.counters.get("output_lines");
-        started.spawn(ctx, "cmd-output".into(), move || {
-            let reader = std::io::BufReader::new(std::fs::File::from(read_end));
-            for line in reader.split(b'\n') {
-                let Ok(line) = line else { break };
-                lines.fetch_add(1, Ordering::Relaxed);
-                let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
-                if tail.len() == TAIL_LINES {
-                    tail.pop_front();
+        spawn(
+            "cmd-output".into(),
+            Box::new(move || {
+                let reader = std::io::BufReader::new(std::fs::File::from(read_end));
+                for line in reader.split(b'\n') {
+                    let Ok(line) = line else { break };
+                    lines.fetch_add(1, Ordering::Relaxed);
+                    let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    if tail.len() == TAIL_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(String::from_utf8_lossy(&line).trim_end().to_string());
                 }
-                tail.push_back(String::from_utf8_lossy(&line).trim_end().to_string());
-            }
-        })?;
+            }),
+        )?;
         let mut load = CommandLoad {
             command: command.to_string(),
             pid,

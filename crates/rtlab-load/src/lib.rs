@@ -22,6 +22,7 @@
 // `crate::`, so that the sources also build as a module of another crate.
 pub mod cgroup;
 mod cmd;
+mod ctx;
 mod loads;
 pub mod plan;
 mod spec;

@@ -1,95 +1,16 @@
 //! The load generators. Each runs as threads of the worker process; every
 //! counter is incremented where the work is really done.
 
+use super::ctx::Ctx;
 use super::plan::{plan_vm, MemFigures};
 use super::spec::{human_bytes, LoadKind, LoadSpec};
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-type Named = Vec<(String, Arc<AtomicU64>)>;
-
-/// Named work counters, shared by the threads of a load.
-#[derive(Clone, Default)]
-pub struct Counters {
-    prefix: String,
-    all: Arc<Mutex<Named>>,
-}
-
-impl Counters {
-    /// The counter `name` (with this view's prefix), created at 0.
-    pub fn get(&self, name: &str) -> Arc<AtomicU64> {
-        let full = format!("{}{name}", self.prefix);
-        let mut all = self.all.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, c)) = all.iter().find(|(n, _)| *n == full) {
-            return Arc::clone(c);
-        }
-        let counter = Arc::new(AtomicU64::new(0));
-        all.push((full, Arc::clone(&counter)));
-        counter
-    }
-
-    /// The same counters with names prefixed (`msg_` for dohell's parts).
-    pub fn prefixed(&self, prefix: &str) -> Counters {
-        Counters {
-            prefix: format!("{}{prefix}", self.prefix),
-            all: Arc::clone(&self.all),
-        }
-    }
-
-    pub fn snapshot(&self) -> BTreeMap<String, u64> {
-        let all = self.all.lock().unwrap_or_else(|p| p.into_inner());
-        all.iter()
-            .map(|(n, c)| (n.clone(), c.load(Ordering::Relaxed)))
-            .collect()
-    }
-}
-
-/// What every thread of a load shares.
-#[derive(Clone, Default)]
-pub struct Ctx {
-    pub stop: Arc<AtomicBool>,
-    pub counters: Counters,
-    /// A fatal error of the load (the worker reports it and ends).
-    pub fatal: Arc<Mutex<Option<String>>>,
-}
-
-impl Ctx {
-    pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
-    pub fn fail(&self, message: String) {
-        let mut fatal = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
-        fatal.get_or_insert(message);
-        self.stop.store(true, Ordering::Relaxed);
-    }
-
-    pub fn fatal(&self) -> Option<String> {
-        self.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn prefixed(&self, prefix: &str) -> Ctx {
-        Ctx {
-            stop: Arc::clone(&self.stop),
-            counters: self.counters.prefixed(prefix),
-            fatal: Arc::clone(&self.fatal),
-        }
-    }
-
-    /// Sleeps up to `d`, returning early when stopping.
-    fn nap(&self, d: Duration) {
-        let end = Instant::now() + d;
-        while !self.stopping() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(10).min(d));
-        }
-    }
-}
 
 /// Everything a started load owns until it is stopped.
 #[derive(Default)]
@@ -227,7 +148,8 @@ pub fn start(spec: &LoadSpec, ctx: &Ctx, started: &mut Started) -> Result<(), St
         LoadKind::Cmd => {
             let command = p.command.clone().unwrap_or_default();
             let cgroup = started.cgroup.clone();
-            let load = super::cmd::CommandLoad::start(&command, ctx, started, cgroup.as_ref())?;
+            let mut spawn = |name, body| started.spawn(ctx, name, body);
+            let load = super::cmd::CommandLoad::start(&command, ctx, &mut spawn, cgroup.as_ref())?;
             started.command = Some(load);
             Ok(())
         }
@@ -995,6 +917,7 @@ pub fn counter_text(name: &str, value: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// Runs a resolved spec in this process for `ms` and returns its counters.
     fn run_for(spec: &str, ms: u64) -> (BTreeMap<String, u64>, Vec<String>) {

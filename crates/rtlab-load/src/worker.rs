@@ -8,7 +8,8 @@
 //! All signals are read through a signalfd by the main thread.
 
 use super::cgroup::Cgroup;
-use super::loads::{self, Ctx, Started};
+use super::ctx::Ctx;
+use super::loads::{self, Started};
 use super::spec::LoadSpec;
 use rtlab_core::result::LoadRecord;
 use serde::{Deserialize, Serialize};

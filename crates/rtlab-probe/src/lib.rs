@@ -17,6 +17,11 @@ pub mod thread;
 pub mod timer;
 pub mod trace;
 
+/// The real-time priority (SCHED_FIFO or SCHED_RR) of a measuring thread
+/// when none is given: the timer, switch, noise and net probes, the plan
+/// dispatcher and the executive, from the command line or a campaign.
+pub const DEFAULT_PRIORITY: u32 = 90;
+
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, NetReport, NoiseReport, Series};

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod commands;
 pub mod input;
+mod invocation;
 mod progress;
 mod session;
 mod signals;

@@ -99,7 +99,7 @@ pub enum Phasing {
 }
 
 /// Default SCHED_FIFO priority of the executive.
-pub const EXECUTIVE_PRIORITY: u32 = 90;
+pub const EXECUTIVE_PRIORITY: u32 = rtlab_probe::DEFAULT_PRIORITY;
 /// Default SCHED_FIFO priority of the tasks (both modes).
 pub const TASK_PRIORITY: u32 = 80;
 /// Default guard: how early the executive wakes and spins. On the 2-core

@@ -18,10 +18,25 @@
 //! pile onto one probe chain; each slot holds its source, so a hash
 //! collision costs a probe, never a shared bucket.
 
-use super::server::RateLimit;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
+
+/// Requests per second each source may send, with a burst allowance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub per_second: u64,
+    pub burst: u64,
+}
+
+impl RateLimit {
+    /// The default: generous for any latency probe (sockperf's ping-pong
+    /// included), a wall against a flood.
+    pub const DEFAULT: RateLimit = RateLimit {
+        per_second: 100_000,
+        burst: 10_000,
+    };
+}
 
 /// Sources the table holds at once: 64 bytes each, plus two index slots
 /// of 4 (1.1 MiB in all).

@@ -11,6 +11,7 @@
 
 use super::auth::Key;
 use super::bump;
+pub use super::limiter::RateLimit;
 use super::limiter::{Limiter, Source};
 use super::outgoing::Outgoing;
 use super::wire::{self, Exchange, Kind, Mode, Reject, Sockperf, Transport};
@@ -46,22 +47,6 @@ pub struct ServeConfig {
     /// A TCP connection with no frame in progress that sends nothing for
     /// this long after its last frame is closed, ns.
     pub idle_timeout_ns: u64,
-}
-
-/// Requests per second each source may send, with a burst allowance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
-    pub per_second: u64,
-    pub burst: u64,
-}
-
-impl RateLimit {
-    /// The default: generous for any latency probe (sockperf's ping-pong
-    /// included), a wall against a flood.
-    pub const DEFAULT: RateLimit = RateLimit {
-        per_second: 100_000,
-        burst: 10_000,
-    };
 }
 
 /// A test hook: hold the reply to every `every`-th message back for `delay_ns`.

@@ -110,7 +110,7 @@ pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
             // A path that cannot be written is bad input (exit 2), as
             // for every other command's --json.
             if path != Path::new("-") {
-                super::measure::create_output(path, "--json")?;
+                super::output::create_output(path, "--json")?;
             }
             let text = serde_json::to_string_pretty(&plan)? + "\n";
             write_text(path, &text)?;
@@ -181,7 +181,7 @@ fn run_plan(
     // Opened, not emptied: a campaign refused before its first run leaves
     // a result file that was there as it was (and removes one it created).
     let json_output = match json.filter(|p| *p != Path::new("-")) {
-        Some(path) => Some(super::measure::create_output(path, "--json")?),
+        Some(path) => Some(super::output::create_output(path, "--json")?),
         None => None,
     };
     for warning in &plan.warnings {
@@ -530,7 +530,7 @@ impl CampaignObserver for Progress {
         }
         // Snapshots only into a file: a FIFO or a device gets the last.
         let json = self.json.clone().filter(|p| *p != Path::new("-"));
-        if let Some(path) = json.filter(|p| super::measure::rewritable(p)) {
+        if let Some(path) = json.filter(|p| super::output::rewritable(p)) {
             let text = serde_json::to_string_pretty(&serde_json::json!({
                 "schema": "rtlab.campaign/1",
                 "name": self.plan_name,

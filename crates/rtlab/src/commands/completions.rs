@@ -1,24 +1,8 @@
 //! `rtlab completions SHELL`: the shell's completion script for rtlab,
 //! generated from the command line itself (clap_complete), on stdout.
 
-use clap::Args;
-use clap_complete::Shell;
+use crate::cli::CompletionsArgs;
 use std::process::ExitCode;
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab completions bash > /etc/bash_completion.d/rtlab
-  rtlab completions zsh > \"${fpath[1]}/_rtlab\"
-  rtlab completions fish > ~/.config/fish/completions/rtlab.fish
-
-Every command, flag and fixed value (--format, --policy, ...) completes; the
-script is made from this rtlab's command line, so regenerate it after an
-upgrade. See docs/install.md.")]
-pub struct CompletionsArgs {
-    /// The shell: bash, zsh, fish, elvish or powershell.
-    #[arg(value_enum)]
-    pub shell: Shell,
-}
 
 pub fn run(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut script = Vec::new();

@@ -3,7 +3,8 @@
 //! 002, KURT §4.3/§4.4.1), and the paper's Tables 4.1/4.2.
 
 use super::budget;
-use super::measure::{create_output, kept_where, measure, print_summary, status_code};
+use super::measure::{kept_where, measure, print_summary, status_code};
+use super::output::create_output;
 use crate::cli::{
     BudgetArgs, ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
 };

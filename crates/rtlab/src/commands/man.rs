@@ -1,25 +1,9 @@
 //! `rtlab man [--dir DIR]`: manual pages generated from the command line
 //! itself (clap_mangen): rtlab(1) on stdout, or one page per command in DIR.
 
+use crate::cli::ManArgs;
 use crate::input::InputError;
-use clap::Args;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab man | man -l -                          # rtlab(1), now
-  rtlab man --dir /usr/local/share/man/man1     # rtlab.1, rtlab-measure-timer.1, ...
-  rtlab man --dir man/ && man -l man/rtlab-plan-gen.1
-
-One page per command (rtlab-NOUN-VERB.1), made from this rtlab's --help: the
-options, their defaults and the examples. See docs/install.md.")]
-pub struct ManArgs {
-    /// Write every page (rtlab.1 and one per command) into DIR, created if
-    /// missing, instead of rtlab(1) on stdout.
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-}
 
 pub fn run(args: &ManArgs) -> anyhow::Result<ExitCode> {
     let Some(dir) = &args.dir else {

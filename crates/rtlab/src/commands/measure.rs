@@ -4,15 +4,16 @@
 //! the exit code.
 
 use super::budget;
+use super::output::{create_output, rewritable, Output};
 use crate::cli::RunArgs;
 use crate::input::InputError;
 use crate::progress::LiveStatus;
 use crate::session;
 use anyhow::Context;
 use rtlab_campaign::runner::{self, RunObserver, RunRequest};
+use rtlab_core::journal;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
-use rtlab_core::{fsutil, journal};
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::{Probe, ProbeRun};
 use rtlab_report::budget::{Evaluation, JsonWithBudget};
@@ -20,20 +21,9 @@ use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
 use rtlab_store::Store;
-use std::fs::File;
-use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// Whether `path` may take snapshots of a running command's JSON, each
-/// replacing the last: a regular file or none yet, not a FIFO or a device
-/// (`--json >(jq .)`, `/dev/null`), which gets one document only.
-pub fn rewritable(path: &Path) -> bool {
-    std::fs::metadata(path).map_or(true, |m| m.is_file())
-}
 
 /// A finished measurement, before its exit code is decided.
 pub struct Measured {
@@ -50,111 +40,6 @@ pub struct Measured {
     /// to `jq`) would otherwise see the end of its input before the
     /// document, and the final write would wait for it forever.
     _held: Vec<Output>,
-}
-
-/// An output file opened before measuring, so a bad path fails in the
-/// first second and not after a ten-minute run.
-///
-/// Nothing is emptied yet: a run refused before it measures (a --sysctl
-/// another rtlab holds) or a command that fails before it writes leaves a
-/// file that was there as it was, and the file created here is removed
-/// again when the `Output` is dropped without [`Output::keep`], if it is
-/// still the empty file created (nothing was written or renamed over it).
-pub struct Output {
-    path: PathBuf,
-    file: File,
-    created: bool,
-    kept: bool,
-    /// Set once the writer of [`Output::writer`] has emptied the file.
-    emptied: Option<Arc<AtomicBool>>,
-}
-
-/// Opens `path` (named `what` in errors) as an [`Output`], without
-/// following a symlink another user could have planted (see
-/// [`rtlab_core::fsutil`]).
-pub fn create_output(path: &Path, what: &str) -> anyhow::Result<Output> {
-    let (file, created) = fsutil::open_output(path).map_err(|e| {
-        anyhow::Error::new(InputError(format!(
-            "{what} {}: cannot create: {e}",
-            path.display()
-        )))
-    })?;
-    Ok(Output {
-        path: path.to_path_buf(),
-        file,
-        created,
-        kept: false,
-        emptied: None,
-    })
-}
-
-impl Output {
-    /// A writer into the file that empties it at its first write (a pipe
-    /// or a device is written as it is).
-    pub fn writer(&mut self) -> io::Result<Box<dyn Write + Send>> {
-        let emptied = Arc::new(AtomicBool::new(false));
-        self.emptied = Some(Arc::clone(&emptied));
-        Ok(Box::new(EmptiedAtFirstWrite {
-            file: self.file.try_clone()?,
-            emptied,
-        }))
-    }
-
-    /// The command went on to write it: never removed. A file given to
-    /// [`Output::writer`] that nothing was written to is emptied (the run
-    /// measured, so what it held is not this run's).
-    pub fn keep(&mut self) -> io::Result<()> {
-        self.kept = true;
-        match &self.emptied {
-            Some(emptied) if !emptied.load(Ordering::SeqCst) => empty(&self.file),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Drop for Output {
-    fn drop(&mut self) {
-        if self.kept || !self.created {
-            return;
-        }
-        // Only the empty file created here: not one written since, nor
-        // whatever was renamed over it.
-        let (Ok(ours), Ok(there)) = (self.file.metadata(), std::fs::symlink_metadata(&self.path))
-        else {
-            return;
-        };
-        if ours.dev() == there.dev() && ours.ino() == there.ino() && there.len() == 0 {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Empties a regular file (a pipe or a device has nothing to empty).
-fn empty(file: &File) -> io::Result<()> {
-    if file.metadata()?.is_file() {
-        file.set_len(0)?;
-    }
-    Ok(())
-}
-
-/// See [`Output::writer`].
-struct EmptiedAtFirstWrite {
-    file: File,
-    emptied: Arc<AtomicBool>,
-}
-
-impl Write for EmptiedAtFirstWrite {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if !self.emptied.load(Ordering::SeqCst) {
-            empty(&self.file)?;
-            self.emptied.store(true, Ordering::SeqCst);
-        }
-        self.file.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
 }
 
 /// Runs `probe` with the shared flags of `args`; `extra_outputs` are
@@ -261,7 +146,7 @@ pub fn measure(
     // emptied must not cost the result).
     for output in &mut outputs {
         if let Err(e) = output.keep() {
-            eprintln!("warning: emptying {}: {e}", output.path.display());
+            eprintln!("warning: emptying {}: {e}", output.path().display());
         }
     }
     if let Some(status) = observer.status.take() {

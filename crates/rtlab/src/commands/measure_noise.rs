@@ -11,15 +11,13 @@ use rtlab_probe::noise::{NoiseConfig, MIN_WINDOW_NS};
 use rtlab_probe::ProbeConfig;
 use std::process::ExitCode;
 
-const DEFAULT_PRIORITY: u32 = 90;
-
 fn config_from(args: &NoiseArgs) -> anyhow::Result<NoiseConfig> {
     let cpus = args
         .cpus
         .resolve(&CpuSet::online())
         .map_err(|e| InputError(format!("--cpus: {e}")))?;
     let priority = match (args.policy, args.priority) {
-        (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(DEFAULT_PRIORITY),
+        (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(rtlab_probe::DEFAULT_PRIORITY),
         (Policy::Other, None) => 0,
         (Policy::Other, Some(p)) => bad_input!(
             "--priority {p} applies only to --policy fifo or rr (policy other has no static priority)"

@@ -14,7 +14,6 @@ use rtlab_probe::ProbeConfig;
 use std::process::ExitCode;
 
 const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
-const DEFAULT_PRIORITY: u32 = 90;
 
 fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
     let mechanisms = if args.all {
@@ -34,7 +33,7 @@ fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
         list
     };
     let priority = match (args.policy, args.priority) {
-        (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(DEFAULT_PRIORITY),
+        (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(rtlab_probe::DEFAULT_PRIORITY),
         (Policy::Other, None) => 0,
         (Policy::Other, Some(p)) => bad_input!(
             "--priority {p} applies only to --policy fifo or rr (policy other has no static priority)"

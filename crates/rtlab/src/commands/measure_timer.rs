@@ -13,7 +13,6 @@ use rtlab_report::export::{write_file, HistfileExporter};
 use std::process::ExitCode;
 
 const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
-const DEFAULT_PRIORITY: u32 = 90;
 
 /// Checks the arguments that clap cannot check alone and builds the config.
 fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
@@ -22,7 +21,7 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
         .resolve(&CpuSet::online())
         .map_err(|e| InputError(format!("--cpus: {e}")))?;
     let priority = match (args.policy.takes_priority(), args.priority) {
-        (true, p) => p.unwrap_or(DEFAULT_PRIORITY),
+        (true, p) => p.unwrap_or(rtlab_probe::DEFAULT_PRIORITY),
         (false, None) => 0,
         (false, Some(p)) => bad_input!(
             "--priority {p} applies only to --policy fifo or rr (policy {} has no static priority)",

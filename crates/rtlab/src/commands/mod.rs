@@ -41,6 +41,7 @@ mod measure_noise;
 mod measure_switch;
 mod measure_timer;
 mod net;
+mod output;
 pub mod plan;
 pub mod plan_run;
 mod report;

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-const CLIENT_PRIORITY: u32 = 90;
+const CLIENT_PRIORITY: u32 = rtlab_probe::DEFAULT_PRIORITY;
 const SERVER_PRIORITY: u32 = 80;
 const DEFAULT_COUNT: u64 = 1000;
 

@@ -1,9 +1,9 @@
 //! `rtlab plan compile|check|show|gen`: plan files (docs/plan.md,
 //! docs/plan-format.md). `rtlab plan run` (the dispatcher) lives elsewhere.
 
+use crate::cli::{CompileArgs, GenArgs, GenPattern, PlanCheckArgs, PlanShowArgs};
 use crate::input::{bad_input, InputError};
 use crate::progress::bar_style;
-use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_core::units::human_duration;
 use rtlab_exec::plan::check::{check_lines, stats, Report, Severity, MAX_OFFSET_NS};
@@ -14,140 +14,11 @@ use rtlab_exec::plan::{
 };
 use serde_json::json;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Plans at least this large get a progress bar (on a terminal).
 const PROGRESS_FROM: u64 = 1_000_000;
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab plan compile examples/plan.txt -o plan.bin      # text -> binary
-  rtlab plan compile plan.bin --text -o plan.txt        # binary -> text
-
-Reads a plan in either form (told apart by its first bytes), checks it and
-writes it in the binary form (or the text form with --text). A plan with
-check errors (offsets out of order, unknown module ids, ...) is refused.
-Exit code: 0 written, 2 bad input (file:line: what was expected).")]
-pub struct CompileArgs {
-    /// The plan to read (text or binary).
-    #[arg(value_name = "IN")]
-    pub input: PathBuf,
-    /// Where to write (replaced atomically).
-    #[arg(short, long, value_name = "OUT")]
-    pub output: PathBuf,
-    /// Write the text form instead of the binary one.
-    #[arg(long)]
-    pub text: bool,
-    /// Print what was written as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab plan check plan.txt
-  rtlab plan check big.plan --json
-
-Errors: offsets out of order, events for a module outside the table, a repeat
-period not longer than the last offset, non-zero (reserved) flags. Warnings:
-modules never used, events closer than 1 us, no events. Each finding names
-the event index and, for a text plan, its line.
-Exit code: 0 no errors (warnings allowed), 1 errors found, 2 the file does not read.")]
-pub struct CheckArgs {
-    /// The plan (text or binary).
-    pub file: PathBuf,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab plan show plan.txt
-  rtlab plan show big.plan --events 3 --json")]
-pub struct ShowArgs {
-    /// The plan (text or binary).
-    pub file: PathBuf,
-    /// How many of the first events to list.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub events: u64,
-    /// Print it all as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum GenPattern {
-    /// One event every --period.
-    Periodic,
-    /// Every --period, each moved by a uniform ±--jitter (seeded).
-    Jittered,
-    /// Exponential gaps of mean 1/--rate (or --period), seeded.
-    Poisson,
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab plan gen periodic --period 1ms --count 1000 -o tick.plan
-  rtlab plan gen periodic --period 1us --count 10000000 -o big.plan   # 240 MB, bounded memory
-  rtlab plan gen jittered --period 1ms --jitter 50us --duration 10s --seed 7 -o j.plan
-  rtlab plan gen poisson --rate 1000/s --duration 1m --data seq --module tx:udp:dest=127.0.0.1:7700 -o p.plan
-  rtlab plan gen periodic --period 10ms --count 5 --text -o small.txt
-
-Events are generated one at a time and streamed to the file (binary by
-default, text with --text). --data seq puts the event's sequence number (u32,
-little-endian) in data bytes 0-3. Exit code: 0 written, 2 bad input.")]
-pub struct GenArgs {
-    /// The pattern of offsets.
-    #[arg(value_enum)]
-    pub pattern: GenPattern,
-    /// The module every event goes to: NAME:KIND[:key=value,...].
-    #[arg(long, default_value = "tick:mark", value_name = "NAME:KIND[:k=v,...]")]
-    pub module: String,
-    /// Time between events (periodic, jittered), or the mean gap (poisson).
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    pub period: Option<u64>,
-    /// Poisson: mean events per time, e.g. 1000/s, 5/ms, 2khz.
-    #[arg(long, value_name = "RATE")]
-    pub rate: Option<String>,
-    /// How many events.
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
-    pub count: Option<u64>,
-    /// Events whose (nominal) offset is below --start + DURATION.
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    pub duration: Option<u64>,
-    /// Jittered: the largest shift either way (at most half the period).
-    #[arg(long, value_parser = crate::input::duration, value_name = "DURATION")]
-    pub jitter: Option<u64>,
-    /// Offset of the first (nominal) event.
-    #[arg(long, default_value = "0ns", value_parser = crate::input::duration, value_name = "DURATION")]
-    pub start: u64,
-    /// Seed of the jitter and Poisson gaps (the same seed, the same plan).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Event data: hex:0102.. (up to 24 digits), seq, or text (up to 12 bytes).
-    #[arg(long, value_name = "hex:..|seq|TEXT")]
-    pub data: Option<String>,
-    /// The plan repeats with this period (longer than the last offset).
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    pub repeat: Option<u64>,
-    /// Where to write.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
-    /// Write the text form instead of the binary one.
-    #[arg(long)]
-    pub text: bool,
-    /// Print what was written as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
-}
 
 fn plan_err(e: PlanError) -> anyhow::Error {
     anyhow::Error::new(InputError(e.to_string()))
@@ -294,7 +165,7 @@ pub fn compile(args: CompileArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn check(args: PlanCheckArgs) -> anyhow::Result<ExitCode> {
     let plan = open(&args.file)?;
     let report = check_plan(&plan);
     if args.json {
@@ -344,7 +215,7 @@ fn data_text(data: &[u8; DATA_BYTES]) -> String {
     data.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+pub fn show(args: PlanShowArgs) -> anyhow::Result<ExitCode> {
     let plan = open(&args.file)?;
     let events = plan.events.as_ref();
     let s = stats(events);

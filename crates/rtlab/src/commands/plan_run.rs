@@ -2,69 +2,12 @@
 //! times and records each one's dispatch error (paper 002's plan scheduler).
 
 use super::measure::measure;
-use crate::cli::RunArgs;
+use crate::cli::PlanRunArgs;
 use crate::input::{self, bad_input};
-use clap::Args;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab plan run ticks.plan                     # once, guard from a warm-up, FIFO 90
-  rtlab plan run ticks.plan --cpu 1 --repeat 100 --guard 50us
-  rtlab plan run traffic.txt --forever --load io --json run.json
-
-A FIFO thread sleeps on an absolute clock_nanosleep programmed only for the next
-event, until the event's time minus the guard, then spins on the clock to the exact
-nanosecond and fires the event's module (mark, udp, wake, signal). Each event's
-dispatch error (fire time - planned time) is a sample of the series `dispatch`; an
-event reached more than --skip-after late is skipped and counted missed.
---budget 'dispatch:p99.9<20us,missed=0' checks the run (docs/budgets.md).
-Exit code: 0 done, 1 failure or --budget not kept, 2 bad input, 130 signal.")]
-pub struct PlanRunArgs {
-    /// The plan, text or binary (see `rtlab plan compile`).
-    pub file: PathBuf,
-
-    /// Pin the dispatcher to this CPU.
-    #[arg(long, value_name = "N")]
-    pub cpu: Option<usize>,
-
-    /// Run the plan this many times (its `repeat` period apart, or back to back).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "forever")]
-    pub repeat: Option<u64>,
-
-    /// Repeat the plan until stopped (Ctrl-C, SIGTERM).
-    #[arg(long)]
-    pub forever: bool,
-
-    /// How early to wake before each event and spin: `auto` (from a 0.2 s
-    /// warm-up of this machine's wake-up latency) or a duration.
-    #[arg(long, default_value = "auto", value_name = "auto|DURATION")]
-    pub guard: String,
-
-    /// Skip an event reached later than this (counted missed).
-    #[arg(long, default_value = "1ms", value_parser = input::positive_duration, value_name = "DURATION")]
-    pub skip_after: u64,
-
-    /// The dispatcher's real-time priority (SCHED_FIFO).
-    #[arg(long, default_value = "90", value_parser = clap::value_parser!(u32).range(1..=99))]
-    pub priority: u32,
-
-    /// Testing the dispatcher: spin this long before firing every
-    /// --inject-every-th event; it must show in the dispatch error there.
-    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
-    pub inject_delay: Option<u64>,
-
-    /// With --inject-delay: every N-th event.
-    #[arg(long, default_value = "100", value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
-    pub inject_every: u64,
-
-    #[command(flatten)]
-    pub run: RunArgs,
-}
 
 const MAX_GUARD_NS: u64 = 1_000_000_000;
 const MAX_SKIP_AFTER_NS: u64 = 3_600_000_000_000;

@@ -2,11 +2,15 @@
 //! `watch`), report whether rules hold (`status`), take changes back
 //! (`undo`), write systemd drop-ins and audit the system (`check`).
 
+use crate::cli::{
+    ApplyArgs, MatchArgs, PromotionArgs, RulesArgs, SetArgs, StatusArgs, TuneCommand, TuneShowArgs,
+    UndoArgs, WatchArgs,
+};
 use crate::input::bad_input;
+use crate::invocation::command_line;
 use anyhow::Context;
-use clap::{Args, Subcommand};
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::sched::{DeadlineParams, Policy};
+use rtlab_core::sched::DeadlineParams;
 use rtlab_tune::changes::{Change, ChangeLog, UndoOutcome, UndoScope, Undone};
 use rtlab_tune::promote::{self, Applied, Outcome};
 use rtlab_tune::rule::{Field, Pattern, Promotion, Rule, Selector};
@@ -19,26 +23,6 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-#[derive(Subcommand)]
-pub enum TuneCommand {
-    /// Every process and thread: policy, priority, affinity, CPU, context switches.
-    Show(ShowArgs),
-    /// Promote the threads of matching processes now (chrt + pgrep in one safe command).
-    Set(Box<SetArgs>),
-    /// Apply a rules file once.
-    Apply(ApplyArgs),
-    /// Keep applying a rules file as matching processes and threads start.
-    Watch(WatchArgs),
-    /// Which rules of a rules file hold now, thread by thread.
-    Status(StatusArgs),
-    /// Take back what `rtlab tune` changed (the last command, or all).
-    Undo(UndoArgs),
-    /// Write a systemd drop-in that starts a service at a real-time priority.
-    Systemd(Box<super::tune_systemd::SystemdArgs>),
-    /// Audit the system's real-time settings, with a fix per finding.
-    Check(super::tune_check::CheckArgs),
-}
-
 pub fn run(command: TuneCommand) -> anyhow::Result<ExitCode> {
     match command {
         TuneCommand::Show(args) => show(&args),
@@ -50,18 +34,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<ExitCode> {
         TuneCommand::Systemd(args) => super::tune_systemd::run(&args),
         TuneCommand::Check(args) => super::tune_check::run(&args),
     }
-}
-
-/// How a pattern on the command line is matched.
-#[derive(Args, Clone)]
-pub struct MatchArgs {
-    /// Match the command line (anywhere in it, like `pgrep -f`) instead of
-    /// the process name (whole, like `pgrep -x`).
-    #[arg(long)]
-    cmdline: bool,
-    /// Take the pattern literally instead of as a regular expression.
-    #[arg(long)]
-    exact: bool,
 }
 
 impl MatchArgs {
@@ -78,31 +50,7 @@ impl MatchArgs {
     }
 }
 
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune show                    # every thread
-  rtlab tune show 'irq/.*|ktimers/.*|ksoftirqd/.*'   # the kernel threads that matter
-  rtlab tune show --cmdline java --rt
-  rtlab tune show --json > threads.json
-
-Kernel threads are shown in [brackets], as ps does. Patterns match the whole
-process name (a regex, like `pgrep -x`) unless --cmdline or --exact.")]
-pub struct ShowArgs {
-    /// Only processes whose name matches (regex; whole name).
-    pattern: Option<String>,
-    #[command(flatten)]
-    matching: MatchArgs,
-    /// Only real-time threads (fifo, rr, deadline).
-    #[arg(long)]
-    rt: bool,
-    /// One line per process (its main thread) instead of per thread.
-    #[arg(long)]
-    processes: bool,
-    #[arg(long)]
-    json: bool,
-}
-
-fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
+fn show(args: &TuneShowArgs) -> anyhow::Result<ExitCode> {
     let pattern = match &args.pattern {
         Some(p) => Some(args.matching.pattern(p, "PATTERN")?),
         None => None,
@@ -179,39 +127,6 @@ fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The promotion flags shared by `set` (and mirrored by rules files).
-#[derive(Args, Clone)]
-pub struct PromotionArgs {
-    /// fifo, rr, deadline, other, batch or idle.
-    #[arg(long, value_parser = parse_policy)]
-    pub policy: Policy,
-    /// 1-98 for fifo and rr (99 only with --allow-99).
-    #[arg(long)]
-    pub priority: Option<u32>,
-    /// SCHED_DEADLINE runtime, e.g. 2ms.
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    pub runtime: Option<u64>,
-    /// SCHED_DEADLINE relative deadline (default: the period).
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    pub deadline: Option<u64>,
-    /// SCHED_DEADLINE period, e.g. 10ms.
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    pub period: Option<u64>,
-    /// CPUs the threads may run on, e.g. 1 or 1-3 (default: left as is).
-    #[arg(long, value_name = "CPULIST")]
-    pub affinity: Option<String>,
-    /// Children of the promoted threads start at SCHED_OTHER.
-    #[arg(long)]
-    pub reset_on_fork: bool,
-    /// Allow priority 99 (the level of the kernel's watchdog and migration threads).
-    #[arg(long)]
-    pub allow_99: bool,
-}
-
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
-}
-
 impl PromotionArgs {
     pub fn promotion(&self) -> anyhow::Result<Promotion> {
         let priority = match (self.priority, self.policy.takes_priority()) {
@@ -249,59 +164,6 @@ impl PromotionArgs {
         }
         Ok(promotion)
     }
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune set alarmd --policy fifo --priority 50          # every thread of root's alarmd
-  rtlab tune set alarmd --user alarm --policy fifo --priority 50   # alarmd run by user alarm
-  rtlab tune set alarmd --unit alarmd.service --policy fifo --priority 50
-  rtlab tune set 'alarmd|msgd' --policy fifo --priority 50   # paper 000: pgrep | xargs chrt -f
-  rtlab tune set server --threads 'io-.*' --policy rr --priority 30 --affinity 1
-  rtlab tune set --cmdline 'java .*Gateway' --policy fifo --priority 40 --dry-run
-  rtlab tune set 'ktimers/.*' --kernel --policy fifo --priority 51
-  rtlab tune set planner --policy deadline --runtime 2ms --period 10ms
-  rtlab tune undo                                            # take it back
-
-Every change is recorded first (see `rtlab tune undo --list`). Kernel threads are
-touched only with --kernel; priority 99 only with --allow-99; rtlab itself never.")]
-pub struct SetArgs {
-    /// Processes to promote: a regex matched against the whole process name.
-    pattern: String,
-    #[command(flatten)]
-    matching: MatchArgs,
-    /// Only the threads (of matching processes) whose own name matches.
-    #[arg(long, value_name = "PATTERN")]
-    threads: Option<String>,
-    /// Allow matching kernel threads.
-    #[arg(long)]
-    kernel: bool,
-    /// Only processes running this executable (root's, and writable by no
-    /// one else along its path). It names the file, not who runs it: alone
-    /// it still takes only root's processes (add --user or --unit).
-    #[arg(long, value_name = "PATH")]
-    exe: Option<String>,
-    /// Only processes whose real and effective user is USER (name or uid).
-    #[arg(long, value_name = "USER")]
-    user: Option<String>,
-    /// Only processes of this systemd unit (e.g. alarmd.service).
-    #[arg(long, value_name = "UNIT")]
-    unit: Option<String>,
-    /// Promote matching processes of any user, whatever file they run
-    /// (without --user/--unit, only root's processes are promoted, running a
-    /// file only root can change: anyone can choose a name).
-    #[arg(long)]
-    allow_any_user: bool,
-    #[command(flatten)]
-    promotion: PromotionArgs,
-    /// Show what would change, change nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// Confirm a pattern that matches more than 16 processes.
-    #[arg(long)]
-    yes: bool,
-    #[arg(long)]
-    json: bool,
 }
 
 /// More processes than a critical path has: a pattern that matches more
@@ -508,14 +370,6 @@ fn applied_exit(results: &[Applied]) -> ExitCode {
     }
 }
 
-/// A rules file given by `--rules`.
-#[derive(Args, Clone)]
-pub struct RulesArgs {
-    /// The rules file (TOML; see docs/tune-rules.md).
-    #[arg(long, default_value = rules_file::DEFAULT_PATH, value_name = "FILE")]
-    rules: PathBuf,
-}
-
 impl RulesArgs {
     fn load(&self) -> anyhow::Result<Vec<Rule>> {
         match rules_file::load(&self.rules) {
@@ -523,24 +377,6 @@ impl RulesArgs {
             Err(e) => bad_input!("{e}"),
         }
     }
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune apply                           # /etc/rtlab/rules.toml once
-  rtlab tune apply --rules ./rules.toml --dry-run
-  rtlab tune watch                           # and keep it applied
-
-The first rule that matches a thread decides its settings: put specific rules
-first. Rules file format: docs/tune-rules.md.")]
-pub struct ApplyArgs {
-    #[command(flatten)]
-    rules: RulesArgs,
-    /// Show what would change, change nothing.
-    #[arg(long)]
-    dry_run: bool,
-    #[arg(long)]
-    json: bool,
 }
 
 fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
@@ -563,43 +399,6 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(applied_exit(&results))
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune watch                                  # /etc/rtlab/rules.toml, until stopped
-  rtlab tune watch --rules ./rules.toml --json      # one JSON object per event
-  rtlab tune watch --runaway-limit 2s               # demote a promoted thread that never sleeps
-  rtlab tune systemd --watch-unit                   # run it as a service
-
-It applies the rules to everything running, then to each thread as it starts,
-renames itself or runs a new program, using the kernel's process events (root),
-or by rescanning /proc every --interval without them. With --runaway-limit it
-demotes a thread rtlab promoted that runs that long without sleeping. Every change is recorded
-for `rtlab tune undo`; stopping the watch changes nothing back. SIGHUP re-reads
-the rules file (a bad file keeps the rules in force).")]
-pub struct WatchArgs {
-    #[command(flatten)]
-    rules: RulesArgs,
-    /// Rescan /proc instead of using the kernel's process events.
-    #[arg(long)]
-    poll: bool,
-    /// How often to rescan when polling.
-    #[arg(long, default_value = "500ms", value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    interval: u64,
-    /// How often to rescan everything even with process events (catches
-    /// threads someone demoted).
-    #[arg(long, default_value = "10s", value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    rescan: u64,
-    /// Demote to SCHED_OTHER a thread rtlab promoted (this watch, or an
-    /// earlier command still in the record) that runs this long without
-    /// once sleeping (a runaway loop), e.g. 2s. Off by default: a
-    /// deliberate busy-poller would be demoted too.
-    #[arg(long, value_parser = crate::input::positive_duration, value_name = "DURATION")]
-    runaway_limit: Option<u64>,
-    /// One JSON object per line per event.
-    #[arg(long)]
-    json: bool,
 }
 
 struct FileRules(PathBuf);
@@ -694,20 +493,6 @@ fn print_watch_event(event: &WatchEvent, json: bool, rules: &str) -> std::io::Re
     Ok(())
 }
 
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune status                         # /etc/rtlab/rules.toml
-  rtlab tune status --rules ./rules.toml --json
-
-Exit code 0 when every matched thread has its rule's settings, 1 when some do
-not (a restarted process nobody re-promoted, say). Changes nothing.")]
-pub struct StatusArgs {
-    #[command(flatten)]
-    rules: RulesArgs,
-    #[arg(long)]
-    json: bool,
-}
-
 fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let rules = args.rules.load()?;
     let tasks =
@@ -744,34 +529,6 @@ fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune undo --list          # what is recorded
-  rtlab tune undo                 # the last command's changes
-  rtlab tune undo --all --dry-run
-  rtlab tune undo --all
-
-A thread is restored only if it is the same thread (id and start time) and
-still has what rtlab gave it; one changed since is left alone unless --force.
-Threads that ended need nothing. Files rtlab wrote get their old content back,
-or are removed if rtlab created them.")]
-pub struct UndoArgs {
-    /// Every recorded change, not only the last command's.
-    #[arg(long)]
-    all: bool,
-    /// Restore even what was changed again after rtlab changed it.
-    #[arg(long)]
-    force: bool,
-    /// Show what would be restored, change nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// List the recorded changes.
-    #[arg(long, conflicts_with_all = ["all", "force", "dry_run"])]
-    list: bool,
-    #[arg(long)]
-    json: bool,
 }
 
 fn undo(args: &UndoArgs) -> anyhow::Result<ExitCode> {
@@ -859,14 +616,4 @@ fn undo(args: &UndoArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// The command as typed, recorded with each change.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
-}
-
-/// The absolute path of this rtlab binary (for units that run it).
-pub fn own_executable() -> anyhow::Result<PathBuf> {
-    std::env::current_exe().context("cannot find the path of the rtlab binary")
 }

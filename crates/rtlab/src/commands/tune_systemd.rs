@@ -2,81 +2,16 @@
 //! its real-time priority (and lets it keep it: LimitRTPRIO=), or the unit
 //! that runs `rtlab tune watch`. Every write is recorded for `tune undo`.
 
-use super::tune::{command_line, own_executable};
+use crate::cli::SystemdArgs;
 use crate::input::bad_input;
-use clap::Args;
+use crate::invocation::{command_line, own_executable};
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::sched::Policy;
 use rtlab_tune::changes::{ChangeLog, UndoScope};
 use rtlab_tune::systemd::{self, DropIn, Verification};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
-
-#[derive(Args)]
-#[command(after_help = "Examples:
-  rtlab tune systemd alarmd --policy fifo --priority 50
-  rtlab tune systemd alarmd.service --policy rr --priority 40 --affinity 1-3 --limit-rttime 200ms
-  rtlab tune systemd alarmd --policy fifo --priority 50 --dry-run   # print, write nothing
-  rtlab tune systemd --watch-unit --rules /etc/rtlab/rules.toml     # run `rtlab tune watch` as a service
-  rtlab tune undo                                                   # remove what was written
-
-Writes UNIT_DIR/UNIT.d/50-rtlab-tune.conf with CPUSchedulingPolicy=,
-CPUSchedulingPriority=, CPUAffinity=, LimitRTPRIO= (default: the priority, so
-the service may raise itself again) and LimitRTTIME= when asked, checks the unit
-with `systemd-analyze verify` (a file that fails is taken back), and runs
-`systemctl daemon-reload` where systemd runs. Details: docs/tune-systemd.md.")]
-pub struct SystemdArgs {
-    /// The service, e.g. alarmd or alarmd.service.
-    #[arg(required_unless_present = "watch_unit")]
-    unit: Option<String>,
-    /// Write the unit that runs `rtlab tune watch` instead of a drop-in.
-    #[arg(long, conflicts_with_all = ["unit", "policy", "priority", "affinity", "reset_on_fork", "limit_rtprio", "limit_rttime", "memlock_infinity"])]
-    watch_unit: bool,
-    /// The rules file the watch unit applies.
-    #[arg(long, requires = "watch_unit", value_name = "FILE", default_value = rtlab_tune::rules_file::DEFAULT_PATH)]
-    rules: PathBuf,
-    /// fifo, rr, other, batch or idle (systemd cannot start a service at deadline).
-    #[arg(long, required_unless_present = "watch_unit", value_parser = parse_policy)]
-    policy: Option<Policy>,
-    /// 1-98 for fifo and rr (99 only with --allow-99).
-    #[arg(long)]
-    priority: Option<u32>,
-    /// CPUAffinity=, e.g. 1 or 1-3.
-    #[arg(long, value_name = "CPULIST")]
-    affinity: Option<String>,
-    /// CPUSchedulingResetOnFork=yes: the service's children start at SCHED_OTHER.
-    #[arg(long)]
-    reset_on_fork: bool,
-    /// LimitRTPRIO= (default: the priority).
-    #[arg(long, value_name = "N")]
-    limit_rtprio: Option<u32>,
-    /// LimitRTTIME=: real-time CPU time without blocking before the kernel stops the service.
-    #[arg(long, value_name = "DURATION", value_parser = crate::input::positive_duration)]
-    limit_rttime: Option<u64>,
-    /// LimitMEMLOCK=infinity, so the service may mlockall().
-    #[arg(long)]
-    memlock_infinity: bool,
-    /// Allow priority 99.
-    #[arg(long)]
-    allow_99: bool,
-    /// Where units live.
-    #[arg(long, value_name = "DIR", default_value = systemd::DEFAULT_UNIT_DIR)]
-    unit_dir: PathBuf,
-    /// Keep the file even if `systemd-analyze verify` finds a problem (or skip the check).
-    #[arg(long)]
-    no_verify: bool,
-    /// Print the file instead of writing it.
-    #[arg(long)]
-    dry_run: bool,
-    #[arg(long)]
-    json: bool,
-}
-
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
-}
 
 pub fn run(args: &SystemdArgs) -> anyhow::Result<ExitCode> {
     let (unit, path, contents) = if args.watch_unit {

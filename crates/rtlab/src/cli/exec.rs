@@ -1,0 +1,138 @@
+//! `rtlab exec periodic|kurt-table`.
+
+use super::shared::RunArgs;
+use crate::input;
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Subcommand)]
+pub enum ExecCommand {
+    /// Periodic tasks released by rtlab's executive (or self-timed SCHED_FIFO threads), with lateness and deadline statistics.
+    Periodic(Box<ExecPeriodicArgs>),
+    /// Paper 002's Tables 4.1/4.2: % of activations within 10-1000 µs, 1/10/20/30 tasks, SCHED_FIFO vs the executive, idle and loaded.
+    KurtTable(Box<KurtTableArgs>),
+}
+
+/// The run compared with the executive's by `rtlab exec periodic --baseline`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PeriodicBaseline {
+    /// The same tasks as self-timed SCHED_FIFO threads (clock_nanosleep to each activation).
+    Fifo,
+}
+
+/// Who releases the tasks.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PeriodicMode {
+    /// rtlab's executive: sleep to the activation minus --guard, spin, release the task early.
+    Executive,
+    /// Each task sleeps to its own activations (SCHED_FIFO, clock_nanosleep).
+    Fifo,
+}
+
+/// The task set of `rtlab exec periodic` and `rtlab exec kurt-table`.
+#[derive(Args)]
+pub struct PeriodicTaskArgs {
+    /// Period of every task.
+    #[arg(long, default_value = "10ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub period: u64,
+
+    /// Spinning work of each activation (wall clock).
+    #[arg(long, default_value = "100us", value_parser = input::duration, value_name = "DURATION")]
+    pub work: u64,
+
+    /// The CPU of every task and of the executive [default: the last online CPU].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Activate every task at the same instants (default: task i at i × period / tasks).
+    #[arg(long)]
+    pub in_phase: bool,
+
+    /// How early the executive wakes before an activation and spins.
+    #[arg(long, default_value = "100us", value_parser = input::duration, value_name = "DURATION")]
+    pub guard: u64,
+
+    /// How early the executive releases a task, which spins to its instant (at most --guard).
+    #[arg(long, default_value = "50us", value_parser = input::duration, value_name = "DURATION")]
+    pub release_early: u64,
+
+    /// SCHED_FIFO priority of the executive.
+    #[arg(long, default_value_t = rtlab_exec::periodic::EXECUTIVE_PRIORITY, value_parser = clap::value_parser!(u32).range(2..=99))]
+    pub priority: u32,
+
+    /// SCHED_FIFO priority of the tasks (both modes).
+    #[arg(long, default_value = "80", value_parser = clap::value_parser!(u32).range(1..=98))]
+    pub task_priority: u32,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab exec periodic                                  # 10 tasks every 10 ms, 100 µs work, 10 s, executive
+  rtlab exec periodic --tasks 30 --period 10ms --work 200us --baseline fifo
+  rtlab exec periodic --tasks 20 --mode fifo --load io --json fifo.json
+
+Every task and the executive run on one CPU (--cpu, default the last online one), as
+paper 002's uniprocessor. The executive (SCHED_FIFO 90) sleeps to each activation minus
+--guard, spins, and releases the task (SCHED_FIFO 80, blocked on its futex) --release-early
+before its instant; the task spins to the instant, stamps its lateness, works --work and
+stamps its response. With --mode fifo each task sleeps to its own activations instead (the
+paper's SCHED_FIFO). --baseline fifo runs the executive, then the same tasks self-timed, and
+prints both with the % of activations within 10/50/100/500/1000 µs (two stored runs).
+Missed activations and deadline misses are counted, never skipped. --budget checks every run,
+e.g. --budget '*.response:missed=0,*.lateness:p99<100us' (deadline misses are the response
+series' missed): exit code 1 when one is not kept (docs/budgets.md).")]
+pub struct ExecPeriodicArgs {
+    /// Number of periodic tasks.
+    #[arg(long, default_value = "10", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub tasks: u64,
+
+    /// How long to run (activations = duration / period per task).
+    #[arg(long, default_value = "10s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: u64,
+
+    /// Who releases the tasks.
+    #[arg(long, value_enum, default_value = "executive")]
+    pub mode: PeriodicMode,
+
+    /// Also run the same tasks this way and print both side by side.
+    #[arg(long, value_enum)]
+    pub baseline: Option<PeriodicBaseline>,
+
+    #[command(flatten)]
+    pub task: PeriodicTaskArgs,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab exec kurt-table                        # 16 runs of 5 s: about 1.5 min
+  rtlab exec kurt-table --duration 30s --json kurt.json
+  rtlab exec kurt-table --tasks 1,30 --load vm  # the loaded table under vm instead of io
+
+Runs each task count (--tasks, default 1,10,20,30) at --period 10 ms with --work 100 us,
+as self-timed SCHED_FIFO threads and under rtlab's executive, idle (paper 002's Table 4.1)
+and under --load (default io: Table 4.2), and prints the % of activations that started
+within 10, 50, 100, 500 and 1000 µs of their instant. Every run is stored; --json writes
+the table and every run, rewritten after each one. --budget checks every run (one JUnit
+testsuite each with --junit): exit code 1 when a run does not keep it.")]
+pub struct KurtTableArgs {
+    /// Task counts, one row each.
+    #[arg(long, default_value = "1,10,20,30", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub tasks: Vec<u64>,
+
+    /// How long each run (cell) lasts.
+    #[arg(long, default_value = "5s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: u64,
+
+    /// Only the idle table (no loaded runs).
+    #[arg(long)]
+    pub idle_only: bool,
+
+    #[command(flatten)]
+    pub task: PeriodicTaskArgs,
+
+    /// --load: the load of the loaded table [default: io]; --samples is refused (many runs).
+    #[command(flatten)]
+    pub run: RunArgs,
+}

@@ -1,0 +1,254 @@
+//! `rtlab measure timer|switch|noise` and `rtlab quick`.
+
+use super::shared::{parse_policy, with_default_priority, BudgetArgs, RunArgs, StoreArgs};
+use crate::input;
+use clap::{Args, Subcommand, ValueEnum};
+use rtlab_core::cpuset::CpuSelection;
+use rtlab_core::sched::Policy;
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum Measure {
+    /// Timer wake-up latency per CPU, as cyclictest measures it.
+    Timer(Box<TimerArgs>),
+    /// Interrupt latency and the switch to a task released through a futex, semaphore, pipe, ...
+    Switch(Box<SwitchArgs>),
+    /// OS noise per CPU, attributed to interrupts, softirqs and preemption.
+    Noise(Box<NoiseArgs>),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// clock_nanosleep to absolute deadlines on a fixed grid.
+    Abs,
+    /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
+    Rel,
+    /// A periodic absolute timerfd; the kernel counts overruns.
+    Timerfd,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab measure timer                                   # every CPU, FIFO 90, 1 ms, 10 s
+  rtlab measure timer --cpus 1 --duration 1m --json run.json
+  rtlab measure timer --priority 30 --loops 100000 --histfile hist.txt --hist-max 1000us
+                                                        # paper 000's cyclictest -p 30 -l 100000 -H 1000
+  rtlab measure timer --break-at 500us                  # stop at the first wake-up later than 500 µs
+  rtlab measure timer --duration 1m --budget 'p99.9<100us,max<2ms,missed=0' --junit budget.xml
+                                                        # exit code 1 when a limit is not kept (CI)
+
+Defaults: SCHED_FIFO 90, one thread pinned per online CPU, absolute clock_nanosleep,
+memory locked, /dev/cpu_dma_latency held at 0, timer slack 1 ns. Every setting in
+effect is recorded in the JSON result. Exit code: 0 done, 1 failure or --break-at
+crossed or --budget not kept, 2 bad input, 130 stopped by a signal (the partial result is
+stored, and written to --json, unless --no-store). Budgets: docs/budgets.md.")]
+pub struct TimerArgs {
+    /// CPUs to measure on, one pinned thread each: `all` or a list like 0,2-3.
+    #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]
+    pub cpus: CpuSelection,
+
+    /// Period of the measuring threads.
+    #[arg(long, default_value = "1ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub interval: u64,
+
+    /// Added to the interval of each further thread (cyclictest -d).
+    #[arg(long, default_value = "0us", value_parser = input::duration, value_name = "DURATION")]
+    pub distance: u64,
+
+    /// How long to measure [default: 10s].
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION", conflicts_with = "loops")]
+    pub duration: Option<u64>,
+
+    /// Deadlines per thread instead of a duration (samples + missed = N).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub loops: Option<u64>,
+
+    /// Scheduling policy of the measuring threads: fifo, rr, other, batch, idle, deadline.
+    #[arg(long, default_value = "fifo", value_parser = parse_policy)]
+    pub policy: Policy,
+
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99), help = with_default_priority("Real-time priority 1-99 for fifo and rr"))]
+    pub priority: Option<u32>,
+
+    /// SCHED_DEADLINE runtime per period (deadline = period = interval).
+    #[arg(long, default_value = "100us", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub dl_runtime: u64,
+
+    /// How the threads wait for their deadline.
+    #[arg(long, value_enum, default_value = "abs")]
+    pub mode: ModeArg,
+
+    /// Write a histogram in cyclictest's --histfile layout.
+    #[arg(long, value_name = "PATH")]
+    pub histfile: Option<PathBuf>,
+
+    /// Range of the histfile: 1 µs bins up to this latency (cyclictest -h).
+    #[arg(long, default_value = "1000us", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub hist_max: u64,
+
+    /// Add the histfile's all-threads summary column (cyclictest -H).
+    #[arg(long)]
+    pub histofall: bool,
+
+    /// Stop at the first wake-up later than this, mark the ftrace trace and report it.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub break_at: Option<u64>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab measure switch                       # futex, 4 kHz, 10 s, timer FIFO 90, task FIFO 89
+  rtlab measure switch --all --events 20000  # every mechanism in turn: paper 001's Table 1
+  rtlab measure switch --mechanism posix-sem --events 2000000 --rate 4khz
+                                             # paper 001's run: 2 000 000 events at 4 kHz
+  rtlab measure switch --mechanism pipe,mq --cross-cpu --process --load cpu
+
+A timer thread (the \"interrupt\") wakes on absolute periodic deadlines and stamps its
+wake-up latency, then releases a task blocked one priority below; the task stamps the
+delay from the release to its running. Both series count every event: samples + missed
+= events. Same CPU (default) measures a true context switch; --cross-cpu a wake-up on
+another CPU. Exit code: 0 done, 1 failure or --budget not kept (e.g. --budget
+'*.switch:p99<50us'), 2 bad input, 130 stopped by a signal.")]
+pub struct SwitchArgs {
+    /// Mechanisms to measure, one after the other: futex, pthread-mutex, pthread-cond,
+    /// posix-sem, sysv-sem, pipe, eventfd, mq, signal.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "futex",
+        conflicts_with = "all"
+    )]
+    pub mechanism: Vec<String>,
+
+    /// Every mechanism in turn.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Rate of the timer thread's deadlines [default: 4khz].
+    #[arg(long, value_parser = input::rate_period, value_name = "RATE", conflicts_with = "interval")]
+    pub rate: Option<u64>,
+
+    /// Period of the timer thread's deadlines, instead of --rate.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub interval: Option<u64>,
+
+    /// Events per mechanism (deadlines: samples + missed = N).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
+    pub events: Option<u64>,
+
+    /// How long to measure each mechanism [default: 10s].
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: Option<u64>,
+
+    /// The timer thread's CPU [default: the last online CPU].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Put the task on the next online CPU instead of the timer thread's.
+    #[arg(long)]
+    pub cross_cpu: bool,
+
+    /// Run the task in its own process (sharing memory) instead of a thread.
+    #[arg(long)]
+    pub process: bool,
+
+    /// Scheduling policy of both threads: fifo, rr or other.
+    #[arg(long, default_value = "fifo", value_parser = parse_policy)]
+    pub policy: Policy,
+
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=99), help = with_default_priority("The timer thread's priority 2-99 (fifo, rr); the task runs one below"))]
+    pub priority: Option<u32>,
+
+    /// Testing the probe: spin this long between the release stamp and the release,
+    /// every --inject-every events; it must show in the switch series only.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub inject_delay: Option<u64>,
+
+    /// With --inject-delay: every N-th event.
+    #[arg(long, value_name = "N", default_value = "100", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
+    pub inject_every: u64,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab measure noise                        # every CPU, 10 s, 1 µs threshold, 900 ms of each 1 s
+  rtlab measure noise --cpus 1 --duration 1m --load net
+  rtlab measure noise --threshold 5us --window 1ms --json noise.json
+
+On each CPU a FIFO thread spins reading the clock; every gap above --threshold is a
+noise event. The CPU's /proc/interrupts and /proc/softirqs lines and the thread's
+involuntary context switches are read at the edges of every --window and assign the
+window's noise to irq:NAME, softirq:NAME, preempted or unattributed (what the kernel
+does not count: the hypervisor, SMIs, firmware). The duty cycle (--runtime of every
+--period) keeps the machine usable. Exit code: 0 done, 1 failure or --budget not kept (e.g.
+--budget 'max<50us'), 2 bad input, 130 signal.")]
+pub struct NoiseArgs {
+    /// CPUs to measure on, one spinning thread each: `all` or a list like 0,2-3.
+    #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]
+    pub cpus: CpuSelection,
+
+    /// A gap between two clock reads above this is noise.
+    #[arg(long, default_value = "1us", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub threshold: u64,
+
+    /// Measuring time in every period.
+    #[arg(long, default_value = "900ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub runtime: u64,
+
+    /// Period of the duty cycle.
+    #[arg(long, default_value = "1s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub period: u64,
+
+    /// Attribution window: the counters are read at its edges.
+    #[arg(long, default_value = "10ms", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub window: u64,
+
+    /// How long to run.
+    #[arg(long, default_value = "10s", value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: u64,
+
+    /// Scheduling policy of the spinning threads: fifo, rr or other.
+    #[arg(long, default_value = "fifo", value_parser = parse_policy)]
+    pub policy: Policy,
+
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99), help = with_default_priority("Real-time priority 1-99 for fifo and rr"))]
+    pub priority: Option<u32>,
+
+    /// Do not run the kernel's osnoise tracer after rtlab's measurement, where it exists.
+    #[arg(long)]
+    pub no_osnoise: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab quick
+  rtlab quick --json quick.json --quiet
+  rtlab quick --budget 'cpu*:max<5ms' --junit quick.xml   # exit code 1 when a run breaks it
+
+Runs the built-in `quick` campaign (see `rtlab campaign plan quick`): the timer probe
+on every CPU, idle and under cpu, vm and io load, once promoted (SCHED_FIFO 90) and
+once not (SCHED_OTHER), 6 s each. Every run is stored; the verdict says the worst
+case under each load and how much promotion changed p99.9 and the maximum.")]
+pub struct QuickArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Write the campaign's results and verdict as JSON to PATH, or `-` for stdout.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+    /// No progress bar and no tables (errors and warnings still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// --budget overrides the campaign file's `budget`.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+}

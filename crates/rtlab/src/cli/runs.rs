@@ -1,0 +1,172 @@
+//! The stored runs: `rtlab runs`, `show`, `compare`.
+
+use super::shared::StoreArgs;
+use crate::input;
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:
+  rtlab runs
+  rtlab runs --campaign quick --limit 8
+  rtlab runs --probe cyclictest --json   # the list as JSON on stdout
+  rtlab runs --tag baseline
+  rtlab runs tag last baseline
+  rtlab runs delete 20261121T193012Z-4242
+
+The store is opened read-only to list: a store one may read but not write is
+listed too. See docs/runs.md."
+)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub action: Option<RunsAction>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Only runs with this tag (see `rtlab runs tag`).
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only runs of this campaign (name).
+    #[arg(long)]
+    pub campaign: Option<String>,
+    /// Only runs of this campaign execution (id).
+    #[arg(long)]
+    pub execution: Option<String>,
+    /// Only runs taken on this host.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs of this probe (timer, cyclictest, ...).
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Only runs with this status (complete, partial, failed, break, running).
+    #[arg(long, value_parser = ["complete", "partial", "failed", "break", "running"])]
+    pub status: Option<String>,
+    /// At most this many runs.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print the list as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum RunsAction {
+    /// Delete stored runs (no undo): by id, unique prefix or `last`, or a whole campaign execution.
+    Delete(RunsDeleteArgs),
+    /// Tag a stored run (or take a tag off it with --untag); `rtlab runs --tag T` lists them.
+    Tag(RunsTagArgs),
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab runs delete last
+  rtlab runs delete 20261121T193012Z-4242 20261121T193102Z-4242-2 --yes
+  rtlab runs delete --execution 20261121T193000Z-4242 --yes --json
+
+Deleting more than one run, or some but not all runs of a campaign execution,
+needs --yes: without it rtlab lists what would be deleted and exits 2. Nothing
+is deleted unless every id names exactly one run. See docs/runs.md.")]
+pub struct RunsDeleteArgs {
+    /// Run ids, unique prefixes of one, or `last`.
+    #[arg(value_name = "ID", required_unless_present = "execution")]
+    pub runs: Vec<String>,
+    /// Every run of this campaign execution (its id, as `rtlab runs` shows under --execution).
+    #[arg(long, value_name = "ID")]
+    pub execution: Option<String>,
+    /// Delete more than one run, or part of a campaign execution.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the deleted ids as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab runs tag last baseline
+  rtlab runs tag 20261121T193012Z-4242 kernel-6.18 --json
+  rtlab runs tag last baseline --untag
+  rtlab runs --tag baseline
+
+A tag is 1 to 64 ASCII letters, digits, '-', '_' and '.', starting with a letter
+or digit. See docs/runs.md.")]
+pub struct RunsTagArgs {
+    /// Run id, a unique prefix of one, or `last`.
+    #[arg(value_name = "ID")]
+    pub run: String,
+    #[arg(value_name = "TAG")]
+    pub tag: String,
+    /// Take the tag off instead.
+    #[arg(long)]
+    pub untag: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the run's tags as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab show last
+  rtlab show 20261121T193012Z --json
+  rtlab show last --pwcet           # with the worst-case estimate (docs/pwcet.md)")]
+pub struct ShowArgs {
+    /// Run id, a unique prefix of one, or `last`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print the whole result (rtlab.run/1) as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Add the worst-case estimate of each series (extreme-value fit,
+    /// pWCET at 1e-3 ... 1e-9 per sample; see docs/pwcet.md). With --json,
+    /// only the estimates (rtlab.pwcet/1).
+    #[arg(long)]
+    pub pwcet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Md,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab compare 20261121T193012Z-4242 20261121T194501Z-4311
+  rtlab compare RUN_A RUN_B --format md --resamples 5000
+  rtlab compare last old-cyclictest-hist.txt --match all
+
+The first run is the baseline. Series are matched by name (cpu0, cpu1, ...).
+The p99 difference comes with a bootstrap confidence interval; a difference
+whose interval excludes 0 is marked significant. See docs/compare.md.")]
+pub struct CompareArgs {
+    /// Runs to compare, the baseline first: stored run ids (or unique prefixes, or `last`),
+    /// or files `rtlab import` reads (rtlab JSON, cyclictest histfile or JSON).
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Bootstrap resamples for the p99 interval; 0 skips the test.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub resamples: u64,
+    /// Confidence level of the interval.
+    #[arg(long, default_value_t = 0.95, value_parser = input::probability)]
+    pub confidence: f64,
+    /// Seed of the bootstrap (the same seed gives the same interval).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Table for the terminal or Markdown.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    /// How series are paired: by name, all series of a run merged, or auto
+    /// (by name, or merged when each run has one series under different names).
+    #[arg(long = "match", default_value = "auto", value_parser = ["auto", "name", "all"])]
+    pub matching: String,
+    /// Print the comparison as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}

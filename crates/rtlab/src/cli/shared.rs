@@ -1,0 +1,87 @@
+//! Argument groups several commands share: the run's loads, settings and
+//! outputs, the budget, the result store; and their value parsers.
+
+use crate::input;
+use clap::Args;
+use rtlab_core::sched::Policy;
+use rtlab_report::budget::Budget;
+use std::path::PathBuf;
+
+/// What every measuring command shares: loads, system settings, outputs.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Run loads beside the measurement, e.g. `vm,io` or `cpu:workers=4` (see `rtlab load --help`).
+    #[arg(long, value_name = "LOADS", value_parser = input::Label)]
+    pub load: Option<String>,
+
+    /// Do not hold /dev/cpu_dma_latency at 0 during the run.
+    #[arg(long)]
+    pub no_dma_latency: bool,
+
+    /// Set a sysctl for the run and restore it afterwards (repeatable),
+    /// e.g. kernel.sched_rt_runtime_us=-1.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub sysctl: Vec<String>,
+
+    /// Write the result as JSON (schema rtlab.run/1) to PATH, or `-` for stdout.
+    /// A file is rewritten every 2 s during the run, so an interrupted run still leaves a valid one.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+
+    /// Write every sample as CSV (timer: cpu,t_ns,latency_ns; switch:
+    /// series,t_ns,latency_ns; noise: cpu,start_ns,duration_ns,source; net:
+    /// index,t_ns,send_lag_ns,response_ns,response_from_send_ns,lost).
+    #[arg(long, value_name = "PATH")]
+    pub samples: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Do not keep the result in the database.
+    #[arg(long)]
+    pub no_store: bool,
+
+    /// No live status and no table (errors and warnings still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+}
+
+/// Limits a run must keep, checked when it ends (docs/budgets.md).
+#[derive(Args, Clone, Default)]
+pub struct BudgetArgs {
+    /// Limits every run must keep, e.g. `p99.9<100us,max<2ms,missed=0` or
+    /// `cpu*:p99<50us`: exit code 1 when one is not kept (docs/budgets.md).
+    #[arg(long, value_name = "SPEC", value_parser = parse_budget)]
+    pub budget: Option<Budget>,
+
+    /// Write the budget's checks as JUnit XML (one testsuite per run, one
+    /// testcase per series and clause) for CI.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+}
+
+/// Where results are kept.
+#[derive(Args)]
+pub struct StoreArgs {
+    /// The result database [default: $XDG_DATA_HOME/rtlab/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+pub(super) fn parse_budget(s: &str) -> Result<Budget, String> {
+    s.parse()
+        .map_err(|e: rtlab_report::budget::BudgetError| e.to_string())
+}
+
+pub(super) fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+
+/// The help of a `--priority` whose default is the probes' default priority
+/// ([`rtlab_probe::DEFAULT_PRIORITY`]), shown as clap shows a default.
+pub(super) fn with_default_priority(what: &str) -> String {
+    format!("{what} [default: {}]", rtlab_probe::DEFAULT_PRIORITY)
+}
