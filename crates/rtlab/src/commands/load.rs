@@ -121,6 +121,19 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     for note in &start_notes {
         eprintln!("note: {note}");
     }
+    let loading_since = Instant::now();
+    let json_file = json_path.as_deref().filter(|p| *p != Path::new("-"));
+    let write_running = |loads: &mut RunningLoads| {
+        if let Some(path) = json_file.filter(|p| super::output::rewritable(p)) {
+            let doc = load_doc("running", &started_at, None, began, &loads.live());
+            if let Err(e) = write_atomic(path, &doc) {
+                eprintln!("warning: rewriting {}: {e:#}", path.display());
+            }
+        }
+    };
+    // The first --json document exists before the load is announced: a
+    // reader (or a test) that sees "loading:" finds the file there.
+    write_running(&mut loads);
     if !args.quiet {
         let groups: Vec<String> = loads
             .process_groups()
@@ -139,17 +152,6 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let bar = progress_bar(planned_ns, args.quiet);
-    let loading_since = Instant::now();
-    let json_file = json_path.as_deref().filter(|p| *p != Path::new("-"));
-    let write_running = |loads: &mut RunningLoads| {
-        if let Some(path) = json_file.filter(|p| super::output::rewritable(p)) {
-            let doc = load_doc("running", &started_at, None, began, &loads.live());
-            if let Err(e) = write_atomic(path, &doc) {
-                eprintln!("warning: rewriting {}: {e:#}", path.display());
-            }
-        }
-    };
-    write_running(&mut loads);
     let mut last_json = Instant::now();
     let mut failure = None;
     loop {
