@@ -737,8 +737,13 @@ fn watch_unit_refuses_a_binary_under_tmp_or_that_others_can_change() {
             "{e}"
         );
     }
-    // Outside /tmp, but in a directory another user owns.
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside /tmp, but in a directory another user owns. The base is
+    // root's alone: /run, since the checkout itself may lie under /tmp.
+    let base = tempfile::Builder::new()
+        .prefix("rtlab-test-")
+        .tempdir_in("/run")
+        .unwrap();
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let theirs = base.path().join("theirs");
     fs::create_dir(&theirs).unwrap();
     let exe = make(&theirs);
@@ -754,6 +759,15 @@ fn watch_unit_refuses_a_binary_under_tmp_or_that_others_can_change() {
     fs::set_permissions(&exe, fs::Permissions::from_mode(0o777)).unwrap();
     let e = check_watch_binary(&exe).unwrap_err().to_string();
     assert!(e.contains("writable by everyone"), "{e}");
-    // This test's own binary is where cargo builds it: root's alone.
-    check_watch_binary(&std::env::current_exe().unwrap()).unwrap();
+    // This test's own binary is where cargo builds it: root's alone,
+    // unless the checkout lies under a shared temporary directory.
+    let own = std::env::current_exe().unwrap();
+    if ["/tmp/", "/var/tmp/", "/dev/shm/"]
+        .iter()
+        .any(|d| own.starts_with(d))
+    {
+        assert!(check_watch_binary(&own).is_err());
+    } else {
+        check_watch_binary(&own).unwrap();
+    }
 }

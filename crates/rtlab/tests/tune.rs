@@ -1349,11 +1349,41 @@ fn a_drop_in_systemd_rejects_is_taken_back() {
     );
 }
 
+/// rtlab as `tune systemd --watch-unit` will accept it in its unit: a
+/// checkout (and so `target/`) may lie under /tmp, which the unit refuses
+/// (PrivateTmp= hides it, and anyone may write there). Then, as root, a
+/// copy in a root-owned directory under /run; else `None` (skipped).
+fn rtlab_for_the_watch_unit(state: &Path) -> Option<(Command, String, Option<tempfile::TempDir>)> {
+    let built = env!("CARGO_BIN_EXE_rtlab");
+    let shared = ["/tmp/", "/var/tmp/", "/dev/shm/"];
+    if !shared.iter().any(|d| built.starts_with(d)) {
+        return Some((rtlab(state), built.to_string(), None));
+    }
+    if !is_root() {
+        skip("the checkout lies under a shared temporary directory, which the watch unit refuses, and only root can place a copy elsewhere");
+        return None;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("rtlab-test-")
+        .tempdir_in("/run")
+        .unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.path().join("rtlab");
+    fs::copy(built, &copy).unwrap();
+    let mut cmd = Command::new(&copy);
+    cmd.env("RTLAB_STATE_DIR", state);
+    cmd.env("XDG_DATA_HOME", state.join("data"));
+    Some((cmd, copy.display().to_string(), Some(dir)))
+}
+
 #[test]
 fn the_watch_unit_verifies() {
     let state = tempfile::tempdir().unwrap();
     let units = tempfile::tempdir().unwrap();
-    let out = run(rtlab(state.path()).args([
+    let Some((mut watch_rtlab, exe, _copy)) = rtlab_for_the_watch_unit(state.path()) else {
+        return;
+    };
+    let out = run(watch_rtlab.args([
         "tune",
         "systemd",
         "--watch-unit",
@@ -1370,10 +1400,7 @@ fn the_watch_unit_verifies() {
     );
     let doc = json_of(&out);
     let unit = fs::read_to_string(units.path().join("rtlab-tune-watch.service")).unwrap();
-    assert!(
-        unit.contains(env!("CARGO_BIN_EXE_rtlab")) && unit.contains("tune watch"),
-        "{unit}"
-    );
+    assert!(unit.contains(&exe) && unit.contains("tune watch"), "{unit}");
     if systemd_analyze_present() {
         assert_eq!(doc["verification"]["result"], "passed", "{doc}");
     }
@@ -1420,7 +1447,10 @@ fn the_watch_unit_keeps_the_capabilities_a_rule_by_name_needs() {
     }
     let state = tempfile::tempdir().unwrap();
     let units = tempfile::tempdir().unwrap();
-    let out = run(rtlab(state.path()).args([
+    let Some((mut watch_rtlab, _, _copy)) = rtlab_for_the_watch_unit(state.path()) else {
+        return;
+    };
+    let out = run(watch_rtlab.args([
         "tune",
         "systemd",
         "--watch-unit",
