@@ -109,10 +109,10 @@ fn resolve(path: &Path) -> io::Result<Target> {
     let start = if path.is_absolute() { "/" } else { "." };
     let mut dir = open_dir(CWD, start)?;
     // Components still to walk, the next one last.
-    let mut todo: Vec<OsString> = Vec::new();
-    push_components(&mut todo, path);
+    let mut remaining: Vec<OsString> = Vec::new();
+    push_components(&mut remaining, path);
     let mut links = 0;
-    while let Some(name) = todo.pop() {
+    while let Some(name) = remaining.pop() {
         if name == "/" {
             dir = open_dir(CWD, "/")?;
             continue;
@@ -121,7 +121,7 @@ fn resolve(path: &Path) -> io::Result<Target> {
             dir = open_dir(&dir, "..")?;
             continue;
         }
-        let last = todo.is_empty();
+        let last = remaining.is_empty();
         let stat = match rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Err(e) if e == rustix::io::Errno::NOENT && last => {
                 return Ok(Target::Replace {
@@ -163,7 +163,10 @@ fn resolve(path: &Path) -> io::Result<Target> {
                 })?;
                 let target = rustix::fs::readlinkat(&dir, name.as_os_str(), Vec::new())
                     .map_err(|e| at(path, &name, e.into()))?;
-                push_components(&mut todo, Path::new(OsStr::from_bytes(target.as_bytes())));
+                push_components(
+                    &mut remaining,
+                    Path::new(OsStr::from_bytes(target.as_bytes())),
+                );
             }
             FileType::Directory if last => {
                 return Err(at(path, &name, rustix::io::Errno::ISDIR.into()));
@@ -204,18 +207,18 @@ fn resolve(path: &Path) -> io::Result<Target> {
     ))
 }
 
-/// Pushes `path`'s components onto `todo` so the first is popped first.
-fn push_components(todo: &mut Vec<OsString>, path: &Path) {
-    let at = todo.len();
+/// Pushes `path`'s components onto `remaining` so the first is popped first.
+fn push_components(remaining: &mut Vec<OsString>, path: &Path) {
+    let at = remaining.len();
     for component in path.components() {
         match component {
-            Component::RootDir => todo.push("/".into()),
-            Component::ParentDir => todo.push("..".into()),
-            Component::Normal(name) => todo.push(name.to_os_string()),
+            Component::RootDir => remaining.push("/".into()),
+            Component::ParentDir => remaining.push("..".into()),
+            Component::Normal(name) => remaining.push(name.to_os_string()),
             Component::CurDir | Component::Prefix(_) => {}
         }
     }
-    todo[at..].reverse();
+    remaining[at..].reverse();
 }
 
 /// An error about `name` while resolving `path`, naming both.

@@ -1,21 +1,20 @@
-//! SplitMix64: tiny, fast and the same on every machine, which is all a
-//! reproducible fuzz run needs (no cryptographic quality).
+//! The fuzzer's randomness: the plan generator's SplitMix64 (tiny, fast
+//! and the same on every machine, which is all a reproducible fuzz run
+//! needs), with the few draws a mutator asks for.
+
+use rtlab_exec::plan::gen::SplitMix64;
 
 /// A deterministic pseudo-random generator.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `0..n` (0 when `n` is 0).

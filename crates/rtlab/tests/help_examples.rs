@@ -460,3 +460,37 @@ fn every_example_in_the_docs_and_readme_parses() {
         failures.join("\n  ")
     );
 }
+
+/// `completions --json` and `man --json` hold what the plain forms print
+/// (and, with --dir, name the pages written).
+#[test]
+fn completions_and_man_pages_as_json() {
+    let plain = String::from_utf8(rtlab_bin(&["completions", "bash"]).stdout).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&rtlab_bin(&["completions", "bash", "--json"]).stdout).unwrap();
+    assert_eq!(doc["schema"], "rtlab.completions/1");
+    assert_eq!(doc["shell"], "bash");
+    assert_eq!(doc["script"].as_str().unwrap(), plain);
+
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().join("man");
+    let doc: serde_json::Value = serde_json::from_slice(
+        &rtlab_bin(&["man", "--dir", man.to_str().unwrap(), "--json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(doc["schema"], "rtlab.man/1");
+    let pages: Vec<&str> = doc["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        pages.contains(&"rtlab.1") && pages.contains(&"rtlab-plan-gen.1"),
+        "{pages:?}"
+    );
+    assert_eq!(pages.len(), std::fs::read_dir(&man).unwrap().count());
+    let page: serde_json::Value =
+        serde_json::from_slice(&rtlab_bin(&["man", "--json"]).stdout).unwrap();
+    assert!(page["page"].as_str().unwrap().contains(".TH rtlab"));
+}

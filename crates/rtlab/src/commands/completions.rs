@@ -7,6 +7,14 @@ use std::process::ExitCode;
 pub fn run(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut visible_command(), "rtlab", &mut script);
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": "rtlab.completions/1",
+            "shell": args.shell.to_string(),
+            "script": String::from_utf8_lossy(&script),
+        });
+        script = format!("{}\n", serde_json::to_string_pretty(&doc)?).into_bytes();
+    }
     std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
     Ok(ExitCode::SUCCESS)
 }
