@@ -8,8 +8,10 @@
 //!
 //! - a missing or regular file is replaced atomically: a temporary file
 //!   with an unpredictable name is created beside it (`O_CREAT|O_EXCL|
-//!   O_NOFOLLOW`, the mode of the file replaced, else 0644), written,
-//!   fsynced, renamed over the name, and the directory is fsynced;
+//!   O_NOFOLLOW`, the mode asked for, else that of the file replaced, else
+//!   0644), written, fsynced, renamed over the name, and the directory is
+//!   fsynced (so the new content survives a crash or a power loss once
+//!   the call returns);
 //! - an existing FIFO or character device (`/dev/null`, a terminal) is
 //!   opened and written as it is, never created, truncated or renamed
 //!   over; a block device, a socket or a directory is refused;
@@ -19,6 +21,13 @@
 //!   of them that no one else can write to (or that is sticky). Links
 //!   inside /proc (`/dev/stdout`, `/dev/fd/N`) are the kernel's and are
 //!   opened through, appending, like a shell redirection.
+//!
+//! [`write_atomic_with`] takes [`Options`]: a mode the file gets whatever
+//! the umask and the file replaced (the journal's 0600), and `create_new`,
+//! which never replaces anything (the temporary is linked to the name, so
+//! a name taken, even by a dangling symlink, is `AlreadyExists`).
+//! Temporary names are `.NAME.<16 hex digits>.tmp`; [`temporary_of`]
+//! tells one (left by a killed writer) from other files.
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
 use std::ffi::{OsStr, OsString};
@@ -34,13 +43,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const MAX_LINKS: usize = 40;
 /// Temporary names tried before giving up (each is 64 random bits).
 const TMP_TRIES: usize = 16;
-/// The mode of a new file (before the umask).
+/// The mode of a new file (set with fchmod, so the umask does not narrow it).
 const NEW_MODE: u32 = 0o644;
+/// The end of a temporary file's name, after its 16 hex digits.
+const TMP_SUFFIX: &str = ".tmp";
+
+/// How [`write_atomic_with`] writes a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The permission bits of the file written, whatever the umask and the
+    /// mode of a file replaced (`None`: a replaced file's mode, else 0644).
+    /// A FIFO or device written through keeps its own.
+    pub mode: Option<u32>,
+    /// Never replace: the name must be free (a symlink there counts as
+    /// taken and is not followed), else the error is `AlreadyExists`.
+    pub create_new: bool,
+}
 
 /// Writes what `body` produces to `path` safely (see the module's
 /// documentation). `-` is stdout.
 pub fn write_atomic(
     path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    write_atomic_with(path, Options::default(), body)
+}
+
+/// [`write_atomic`] with [`Options`].
+pub fn write_atomic_with(
+    path: &Path,
+    options: Options,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
     if path == Path::new("-") {
@@ -49,13 +81,16 @@ pub fn write_atomic(
         body(&mut lock)?;
         return lock.flush();
     }
-    match resolve(path)? {
+    match resolve(path, !options.create_new)? {
         Target::Direct(file) => {
             let mut out = io::BufWriter::new(file);
             body(&mut out)?;
             out.flush()
         }
-        Target::Replace { dir, name, mode } => replace(&dir, &name, mode, body),
+        Target::Replace { dir, name, mode } => {
+            let mode = options.mode.or(mode).unwrap_or(NEW_MODE);
+            replace(&dir, &name, mode, options.create_new, body)
+        }
     }
 }
 
@@ -64,13 +99,29 @@ pub fn write_atomic_bytes(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic(path, |out| out.write_all(bytes))
 }
 
+/// [`write_atomic_with`] of bytes.
+pub fn write_atomic_bytes_with(path: &Path, bytes: &[u8], options: Options) -> io::Result<()> {
+    write_atomic_with(path, options, |out| out.write_all(bytes))
+}
+
+/// When `name` is the name of a temporary file of this module's, the name
+/// of the file it was written for (`.NAME.<16 hex>.tmp` gives `NAME`): for
+/// a writer that removes what a killed run of it left beside its file.
+pub fn temporary_of(name: &OsStr) -> Option<&OsStr> {
+    let bytes = name.as_bytes();
+    let stem = bytes.strip_prefix(b".")?.strip_suffix(TMP_SUFFIX.as_bytes())?;
+    let (target, random) = stem.split_at(stem.len().checked_sub(17)?);
+    let hex = random.strip_prefix(b".")?;
+    (!target.is_empty() && hex.iter().all(u8::is_ascii_hexdigit)).then_some(OsStr::from_bytes(target))
+}
+
 /// Opens `path` for writing without emptying it (an output checked before
 /// a long run, written later): a missing file is created (0644) and the
 /// flag says so; an existing regular file, FIFO or character device is
 /// opened as it is. Symlinks are followed as by [`write_atomic`].
 pub fn open_output(path: &Path) -> io::Result<(File, bool)> {
     let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
-    match resolve(path)? {
+    match resolve(path, true)? {
         Target::Direct(file) => Ok((file, false)),
         Target::Replace {
             dir,
@@ -105,7 +156,9 @@ enum Target {
     },
 }
 
-fn resolve(path: &Path) -> io::Result<Target> {
+/// Walks `path`; with `follow_last` false its last component is taken as
+/// the name to create in the directory reached, whatever is there.
+fn resolve(path: &Path, follow_last: bool) -> io::Result<Target> {
     let start = if path.is_absolute() { "/" } else { "." };
     let mut dir = open_dir(CWD, start)?;
     // Components still to walk, the next one last.
@@ -122,6 +175,13 @@ fn resolve(path: &Path) -> io::Result<Target> {
             continue;
         }
         let last = remaining.is_empty();
+        if last && !follow_last {
+            return Ok(Target::Replace {
+                dir,
+                name,
+                mode: None,
+            });
+        }
         let stat = match rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Err(e) if e == rustix::io::Errno::NOENT && last => {
                 return Ok(Target::Replace {
@@ -276,31 +336,54 @@ fn trusted_link(dir: &OwnedFd, link: &rustix::fs::Stat) -> Result<(), String> {
     Ok(())
 }
 
-/// Replaces `name` in `dir` with what `body` writes: temporary file,
-/// fsync, rename, directory fsync.
+/// Replaces `name` in `dir` with what `body` writes (or, `create_new`,
+/// gives it that name only if the name is free): temporary file, fsync,
+/// rename (or link), directory fsync.
 fn replace(
     dir: &OwnedFd,
     name: &OsStr,
-    mode: Option<u32>,
+    mode: u32,
+    create_new: bool,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
     let (file, tmp) = create_tmp(dir, name)?;
     let written = (|| {
-        let mode = mode.unwrap_or(NEW_MODE);
         rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
         let mut out = io::BufWriter::new(&file);
         body(&mut out)?;
         out.flush()?;
         drop(out);
         file.sync_all()?;
-        rustix::fs::renameat(dir, tmp.as_os_str(), dir, name)?;
-        Ok(())
+        if create_new {
+            link_new(dir, &tmp, name)
+        } else {
+            Ok(rustix::fs::renameat(dir, tmp.as_os_str(), dir, name)?)
+        }
     })();
     if written.is_err() {
         let _ = rustix::fs::unlinkat(dir, tmp.as_os_str(), AtFlags::empty());
         return written;
     }
     sync_dir(dir)
+}
+
+/// Gives the temporary `tmp` the name `name` only if nothing has it:
+/// link(2) never replaces a name (rename would), then the temporary goes.
+fn link_new(dir: &OwnedFd, tmp: &OsStr, name: &OsStr) -> io::Result<()> {
+    match rustix::fs::linkat(dir, tmp, dir, name, AtFlags::empty()) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::EXIST => return Err(e.into()),
+        // A file system without hard links: rename, when the name is free.
+        Err(e) => {
+            return match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Err(free) if free == rustix::io::Errno::NOENT => {
+                    Ok(rustix::fs::renameat(dir, tmp, dir, name)?)
+                }
+                _ => Err(e.into()),
+            };
+        }
+    }
+    Ok(rustix::fs::unlinkat(dir, tmp, AtFlags::empty())?)
 }
 
 /// Creates `.NAME.RANDOM.tmp` in `dir`, never through a link nor over
@@ -313,7 +396,7 @@ fn create_tmp(dir: &OwnedFd, name: &OsStr) -> io::Result<(File, OsString)> {
     for _ in 0..TMP_TRIES {
         let mut tmp = b".".to_vec();
         tmp.extend_from_slice(stem);
-        tmp.extend_from_slice(format!(".{:016x}.tmp", unpredictable()).as_bytes());
+        tmp.extend_from_slice(format!(".{:016x}{TMP_SUFFIX}", unpredictable()).as_bytes());
         let tmp = OsString::from_vec(tmp);
         match rustix::fs::openat(dir, tmp.as_os_str(), flags, Mode::from_raw_mode(0o600)) {
             Ok(fd) => return Ok((File::from(fd), tmp)),
@@ -492,6 +575,72 @@ mod tests {
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
         write_atomic_bytes(Path::new(&format!("/proc/self/fd/{fd}")), b"via fd").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"via fd");
+    }
+
+    #[test]
+    fn a_mode_asked_for_is_kept_under_a_permissive_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        let private = Options {
+            mode: Some(0o600),
+            ..Options::default()
+        };
+        // SAFETY: umask cannot fail; the old mask is put back below.
+        let old = unsafe { libc::umask(0) };
+        let new = write_atomic_bytes_with(&path, b"one", private);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let replaced = write_atomic_bytes_with(&path, b"two", private);
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        new.unwrap();
+        replaced.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn create_new_never_replaces_nor_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = Options {
+            create_new: true,
+            mode: Some(0o600),
+        };
+        let path = dir.path().join("run.json");
+        write_atomic_bytes_with(&path, b"first", new).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        let err = write_atomic_bytes_with(&path, b"second", new).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        // A dangling link is a taken name, not a way to create its target.
+        let target = dir.path().join("target");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = write_atomic_bytes_with(&link, b"x", new).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+        assert!(!target.exists());
+        // No temporary left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn temporary_names_are_told_from_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = open_dir(CWD, dir.path()).unwrap();
+        let (_f, tmp) = create_tmp(&fd, OsStr::new("journal-1-2.json")).unwrap();
+        assert_eq!(
+            temporary_of(&tmp),
+            Some(OsStr::new("journal-1-2.json")),
+            "{tmp:?}"
+        );
+        for other in [
+            "journal-1-2.json",
+            ".journal-1-2.json.tmp",
+            ".x.0123456789abcdeg.tmp",
+            "..0123456789abcdef.tmp",
+        ] {
+            assert_eq!(temporary_of(OsStr::new(other)), None, "{other}");
+        }
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The on-disk format: journal file names, reading one, and writing and
 //! removing one durably.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::*;
+use crate::fsutil;
 
 /// Upper bound for a journal file; anything larger is not ours.
 const MAX_JOURNAL_LEN: u64 = 16 * 1024 * 1024;
@@ -88,34 +90,35 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-pub(super) fn tmp_path(path: &Path) -> PathBuf {
+/// The temporary name an rtlab before the shared writer used while
+/// writing `path` (`<journal>.tmp`): one may still be left by a crash.
+#[cfg(test)]
+pub(super) fn old_tmp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(".tmp");
     PathBuf::from(name)
 }
 
-/// Write-to-temp, fsync, rename, fsync directory: after this returns the
-/// file is on disk with either the old or the new content, never half.
-pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = tmp_path(path);
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)?;
-        sync_dir(parent_dir(path))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+/// The owner of the journal a temporary file in the state directory was
+/// written for (a `.NAME.<hex>.tmp` of [`crate::fsutil`], or the
+/// `<journal>.tmp` of an older rtlab), when it is one.
+pub(super) fn owner_of_tmp(name: &str) -> Option<(u32, u64)> {
+    match crate::fsutil::temporary_of(OsStr::new(name)) {
+        Some(journal) => owner_from_name(journal.to_str()?),
+        None if name.ends_with(".json.tmp") => owner_from_name(name),
+        None => None,
     }
-    result
+}
+
+/// Write-to-temp, fsync, rename, fsync directory: after this returns the
+/// file is on disk with either the old or the new content, never half;
+/// readable by its owner only (0600, whatever the umask).
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let private = fsutil::Options {
+        mode: Some(0o600),
+        ..fsutil::Options::default()
+    };
+    fsutil::write_atomic_bytes_with(path, bytes, private)
 }
 
 pub(super) fn remove_durably(path: &Path) -> io::Result<()> {
@@ -146,5 +149,11 @@ mod tests {
         assert_eq!(owner_from_name("journal-12-345.json"), Some((12, 345)));
         assert_eq!(owner_from_name("journal-12-345.json.tmp"), Some((12, 345)));
         assert_eq!(owner_from_name("journal-x.json"), None);
+        assert_eq!(owner_of_tmp("journal-12-345.json.tmp"), Some((12, 345)));
+        assert_eq!(
+            owner_of_tmp(".journal-12-345.json.0123456789abcdef.tmp"),
+            Some((12, 345))
+        );
+        assert_eq!(owner_of_tmp("journal-12-345.json"), None);
     }
 }

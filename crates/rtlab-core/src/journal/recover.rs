@@ -107,8 +107,9 @@ pub fn recover_stale(state_dir: &Path) -> Vec<Recovered> {
     out
 }
 
-/// A crash between writing `<journal>.tmp` and renaming it leaves a temp
-/// file whose extra entry was never applied; drop those of dead owners.
+/// A crash between writing a journal's temporary file and renaming it
+/// leaves that file, whose extra entry was never applied; drop those of
+/// dead owners.
 fn remove_stale_tmp_files(state_dir: &Path) {
     let Ok(dir) = fs::read_dir(state_dir) else {
         return;
@@ -116,10 +117,7 @@ fn remove_stale_tmp_files(state_dir: &Path) {
     for dirent in dir.flatten() {
         let name = dirent.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !name.ends_with(".json.tmp") {
-            continue;
-        }
-        let Some((pid, starttime)) = owner_from_name(name) else {
+        let Some((pid, starttime)) = owner_of_tmp(name) else {
             continue;
         };
         let owner = Owner {
@@ -153,7 +151,10 @@ mod tests {
         reused.starttime += 12345;
         let reused_pid = reused.pid;
         let reused_file = fabricate(&dir, reused, vec![file_entry(&b, "4", "5")]);
-        fs::write(tmp_path(&dead), "garbage").unwrap();
+        fs::write(old_tmp_path(&dead), "garbage").unwrap();
+        let name = dead.file_name().unwrap().to_str().unwrap();
+        let new_tmp = dir.join(format!(".{name}.00000000deadbeef.tmp"));
+        fs::write(&new_tmp, "garbage").unwrap();
 
         let recovered = recover_stale(&dir);
         assert_eq!(recovered.len(), 2, "{recovered:?}");
@@ -161,7 +162,8 @@ mod tests {
         assert_eq!(content(&a), "1\n");
         assert_eq!(content(&b), "4\n");
         assert!(!dead.exists() && !reused_file.exists());
-        assert!(!tmp_path(&dead).exists(), "stale temp file removed");
+        assert!(!old_tmp_path(&dead).exists(), "stale temp file removed");
+        assert!(!new_tmp.exists(), "stale temp file removed");
         let line = recovered
             .iter()
             .find(|r| r.owner.as_ref().unwrap().pid == reused_pid)
