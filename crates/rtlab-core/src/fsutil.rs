@@ -109,10 +109,13 @@ pub fn write_atomic_bytes_with(path: &Path, bytes: &[u8], options: Options) -> i
 /// a writer that removes what a killed run of it left beside its file.
 pub fn temporary_of(name: &OsStr) -> Option<&OsStr> {
     let bytes = name.as_bytes();
-    let stem = bytes.strip_prefix(b".")?.strip_suffix(TMP_SUFFIX.as_bytes())?;
+    let stem = bytes
+        .strip_prefix(b".")?
+        .strip_suffix(TMP_SUFFIX.as_bytes())?;
     let (target, random) = stem.split_at(stem.len().checked_sub(17)?);
     let hex = random.strip_prefix(b".")?;
-    (!target.is_empty() && hex.iter().all(u8::is_ascii_hexdigit)).then_some(OsStr::from_bytes(target))
+    (!target.is_empty() && hex.iter().all(u8::is_ascii_hexdigit))
+        .then_some(OsStr::from_bytes(target))
 }
 
 /// Opens `path` for writing without emptying it (an output checked before

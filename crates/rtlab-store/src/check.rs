@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use rtlab_core::result::{check_run_id, printable, RunResult};
 use serde::Serialize;
 
-use crate::{uint, Store, StoreError};
+use crate::columns::uint;
+use crate::error::StoreError;
+use crate::open::Store;
 
 /// What [`Store::check`] found.
 #[derive(Clone, Debug, Serialize)]

@@ -2,7 +2,8 @@
 
 use rtlab_core::result::printable;
 
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::open::Store;
 
 /// The longest tag accepted.
 pub const TAG_MAX_LEN: usize = 64;

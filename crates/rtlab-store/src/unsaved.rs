@@ -2,12 +2,10 @@
 //! files, so that results are never lost (docs/store.md).
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use rtlab_core::result::{check_run_id, printable, RunResult};
-
-use crate::{Store, StoreError};
+use rtlab_core::fsutil;
+use rtlab_core::result::{check_run_id, RunResult};
 
 /// A directory a run the store could not take may be kept in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,12 +125,13 @@ pub fn keep_unsaved_in(run: &RunResult, dirs: &[UnsavedDir]) -> Result<Kept, Str
 }
 
 /// Writes `run` as rtlab.run/1 JSON to `dir/ID.json` so that no reader
-/// (nor a crash) sees half of it: a temporary file beside it, flushed to
-/// disk, linked to its name (never over another file: a run kept before
-/// under the same id stays, and this one becomes `ID.2.json`, ...), and
-/// the directory flushed. Returns the file's path.
+/// (nor a crash) sees half of it: through `rtlab_core::fsutil` (a
+/// temporary file beside it, flushed to disk, linked to its name, never
+/// over another file: a run kept before under the same id stays, and this
+/// one becomes `ID.2.json`, ...; then the directory flushed), 0600.
+/// Returns the file's path.
 pub fn keep_unsaved(run: &RunResult, dir: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -147,82 +146,24 @@ pub fn keep_unsaved(run: &RunResult, dir: &Path) -> std::io::Result<PathBuf> {
         Ok(()) => run.id.clone(),
         Err(_) => format!("run-{}", RunResult::new_id()),
     };
-    let temporary = dir.join(format!(".{stem}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        serde_json::to_writer_pretty(&mut file, run)?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-        let mut n = 1;
-        let path = loop {
-            let name = match n {
-                1 => format!("{stem}.json"),
-                _ => format!("{stem}.{n}.json"),
-            };
-            let path = dir.join(name);
-            // link(2) never replaces an existing name (rename would).
-            match std::fs::hard_link(&temporary, &path) {
-                Ok(()) => break path,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-                // A file system without hard links: rename, when the name
-                // is free.
-                Err(_) if std::fs::symlink_metadata(&path).is_err() => {
-                    std::fs::rename(&temporary, &path)?;
-                    break path;
-                }
-                Err(e) => return Err(e),
-            }
+    let mut json = serde_json::to_vec_pretty(run)?;
+    json.push(b'\n');
+    let new_private = fsutil::Options {
+        mode: Some(0o600),
+        create_new: true,
+    };
+    let mut n = 1;
+    loop {
+        let name = match n {
+            1 => format!("{stem}.json"),
+            _ => format!("{stem}.{n}.json"),
         };
-        if temporary.exists() {
-            std::fs::remove_file(&temporary)?;
+        let path = dir.join(name);
+        match fsutil::write_atomic_bytes_with(&path, &json, new_private) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(e),
         }
-        std::fs::File::open(dir)?.sync_all()?;
-        Ok(path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
-impl Store {
-    /// [`Store::save`], and when that fails, the run kept as a file in
-    /// the first of [`unsaved_dirs`] that takes it, so that it is not lost:
-    /// the error ([`StoreError::Unsaved`]) names the file and how to store
-    /// it later.
-    pub fn save_or_keep(&mut self, run: &RunResult) -> Result<(), StoreError> {
-        self.save_or_keep_in_dirs(run, &unsaved_dirs())
-    }
-
-    /// [`Store::save_or_keep`] with the fallback directory given.
-    pub fn save_or_keep_in(&mut self, run: &RunResult, dir: &Path) -> Result<(), StoreError> {
-        let dirs = [UnsavedDir {
-            dir: dir.to_path_buf(),
-            volatile: false,
-        }];
-        self.save_or_keep_in_dirs(run, &dirs)
-    }
-
-    /// [`Store::save_or_keep`] with the fallback directories given.
-    pub fn save_or_keep_in_dirs(
-        &mut self,
-        run: &RunResult,
-        dirs: &[UnsavedDir],
-    ) -> Result<(), StoreError> {
-        let cause = match self.save(run) {
-            Ok(()) => return Ok(()),
-            Err(cause) => cause,
-        };
-        Err(StoreError::Unsaved {
-            path: self.path.clone(),
-            id: printable(&run.id, 80),
-            cause: Box::new(cause),
-            kept: keep_unsaved_in(run, dirs),
-        })
     }
 }
 

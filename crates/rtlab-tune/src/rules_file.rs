@@ -164,28 +164,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
         };
         let r = spanned.get_ref();
 
-        let process = match (&r.name_pattern, &r.cmdline) {
-            (Some(p), None) => Pattern::new(p.get_ref(), Field::Name, r.exact)
-                .map_err(|m| err(Some(p.span()), "match", m))?,
-            (None, Some(c)) => Pattern::new(c.get_ref(), Field::Cmdline, r.exact)
-                .map_err(|m| err(Some(c.span()), "cmdline", m))?,
-            (Some(_), Some(c)) => {
-                return Err(err(
-                    Some(c.span()),
-                    "cmdline",
-                    "give either `match` (the process name) or `cmdline`, not both".into(),
-                ))
-            }
-            (None, None) => {
-                return Err(err(
-                    None,
-                    "match",
-                    "missing: say which processes, by name (`match = \"alarmd\"`) \
-                     or command line (`cmdline = \"java .*Alarm\"`)"
-                        .into(),
-                ))
-            }
-        };
+        let process = process_of(r, &err)?;
         let threads = r
             .threads
             .as_ref()
@@ -195,96 +174,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
             })
             .transpose()?;
 
-        let policy: Policy = r
-            .policy
-            .get_ref()
-            .parse()
-            .map_err(|m| err(Some(r.policy.span()), "policy", m))?;
-        let priority = match &r.priority {
-            Some(p) => u32::try_from(*p.get_ref())
-                .ok()
-                .filter(|&v| v <= 99)
-                .ok_or_else(|| {
-                    err(
-                        Some(p.span()),
-                        "priority",
-                        format!("{} is not a priority (1 to 99)", p.get_ref()),
-                    )
-                })?,
-            None if policy.takes_priority() => {
-                return Err(err(
-                    Some(r.policy.span()),
-                    "priority",
-                    format!("missing: {policy} needs a priority from 1 to 99"),
-                ))
-            }
-            None => 0,
-        };
-        let duration = |value: &Option<Spanned<String>>, field: &str| {
-            value
-                .as_ref()
-                .map(|v| {
-                    rtlab_core::units::parse_duration_ns(v.get_ref())
-                        .map_err(|e| err(Some(v.span()), field, e.to_string()))
-                })
-                .transpose()
-        };
-        let (runtime, deadline, period) = (
-            duration(&r.runtime, "runtime")?,
-            duration(&r.deadline, "deadline")?,
-            duration(&r.period, "period")?,
-        );
-        let deadline_params = match (runtime, deadline, period) {
-            (None, None, None) => None,
-            (Some(runtime_ns), deadline, Some(period_ns)) => Some(DeadlineParams {
-                runtime_ns,
-                // As chrt and the kernel do: a missing deadline is the period.
-                deadline_ns: deadline.unwrap_or(period_ns),
-                period_ns,
-            }),
-            _ => {
-                let field = if runtime.is_none() {
-                    "runtime"
-                } else {
-                    "period"
-                };
-                return Err(err(
-                    None,
-                    field,
-                    "the deadline policy needs `runtime` and `period` (and optionally `deadline`)"
-                        .into(),
-                ));
-            }
-        };
-        let affinity = r
-            .affinity
-            .as_ref()
-            .map(|a| {
-                CpuSet::parse(a.get_ref())
-                    .map_err(|e| err(Some(a.span()), "affinity", e.to_string()))
-            })
-            .transpose()?;
-
-        let promotion = Promotion {
-            policy,
-            priority,
-            deadline: deadline_params,
-            affinity,
-            reset_on_fork: r.reset_on_fork,
-        };
-        promotion.validate(r.allow_99).map_err(|(field, message)| {
-            let span = match field {
-                "priority" => r.priority.as_ref().map(|p| p.span()),
-                "affinity" => r.affinity.as_ref().map(|a| a.span()),
-                "period" => r.period.as_ref().map(|p| p.span()),
-                "deadline" => r.deadline.as_ref().or(r.runtime.as_ref()).map(|d| d.span()),
-                "runtime" => r.runtime.as_ref().map(|d| d.span()),
-                _ => None,
-            }
-            .or(Some(r.policy.span()));
-            err(span, field, message)
-        })?;
-
+        let promotion = promotion_of(r, &err)?;
         let vouch = vouch_of(r, &err)?;
 
         let label = r
@@ -309,6 +199,131 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Rule>, RulesError> {
 
 /// Makes the error of a rule from the span of a key, the key and a message.
 type ErrAt<'a> = dyn Fn(Option<std::ops::Range<usize>>, &str, String) -> RulesError + 'a;
+
+/// Which processes a rule selects: by name (`match`) or command line.
+fn process_of(r: &RawRule, err: &ErrAt<'_>) -> Result<Pattern, RulesError> {
+    Ok(match (&r.name_pattern, &r.cmdline) {
+        (Some(p), None) => Pattern::new(p.get_ref(), Field::Name, r.exact)
+            .map_err(|m| err(Some(p.span()), "match", m))?,
+        (None, Some(c)) => Pattern::new(c.get_ref(), Field::Cmdline, r.exact)
+            .map_err(|m| err(Some(c.span()), "cmdline", m))?,
+        (Some(_), Some(c)) => {
+            return Err(err(
+                Some(c.span()),
+                "cmdline",
+                "give either `match` (the process name) or `cmdline`, not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(err(
+                None,
+                "match",
+                "missing: say which processes, by name (`match = \"alarmd\"`) \
+                 or command line (`cmdline = \"java .*Alarm\"`)"
+                    .into(),
+            ))
+        }
+    })
+}
+
+/// The scheduling a rule gives, checked as a whole; errors at the key.
+fn promotion_of(r: &RawRule, err: &ErrAt<'_>) -> Result<Promotion, RulesError> {
+    let policy: Policy = r
+        .policy
+        .get_ref()
+        .parse()
+        .map_err(|m| err(Some(r.policy.span()), "policy", m))?;
+    let priority = match &r.priority {
+        Some(p) => u32::try_from(*p.get_ref())
+            .ok()
+            .filter(|&v| v <= 99)
+            .ok_or_else(|| {
+                err(
+                    Some(p.span()),
+                    "priority",
+                    format!("{} is not a priority (1 to 99)", p.get_ref()),
+                )
+            })?,
+        None if policy.takes_priority() => {
+            return Err(err(
+                Some(r.policy.span()),
+                "priority",
+                format!("missing: {policy} needs a priority from 1 to 99"),
+            ))
+        }
+        None => 0,
+    };
+    let deadline_params = deadline_of(r, err)?;
+    let affinity = r
+        .affinity
+        .as_ref()
+        .map(|a| {
+            CpuSet::parse(a.get_ref()).map_err(|e| err(Some(a.span()), "affinity", e.to_string()))
+        })
+        .transpose()?;
+
+    let promotion = Promotion {
+        policy,
+        priority,
+        deadline: deadline_params,
+        affinity,
+        reset_on_fork: r.reset_on_fork,
+    };
+    promotion.validate(r.allow_99).map_err(|(field, message)| {
+        let span = match field {
+            "priority" => r.priority.as_ref().map(|p| p.span()),
+            "affinity" => r.affinity.as_ref().map(|a| a.span()),
+            "period" => r.period.as_ref().map(|p| p.span()),
+            "deadline" => r.deadline.as_ref().or(r.runtime.as_ref()).map(|d| d.span()),
+            "runtime" => r.runtime.as_ref().map(|d| d.span()),
+            _ => None,
+        }
+        .or(Some(r.policy.span()));
+        err(span, field, message)
+    })?;
+    Ok(promotion)
+}
+
+/// A rule's SCHED_DEADLINE parameters (`runtime`, `deadline`, `period`),
+/// when it gives any.
+fn deadline_of(r: &RawRule, err: &ErrAt<'_>) -> Result<Option<DeadlineParams>, RulesError> {
+    let duration = |value: &Option<Spanned<String>>, field: &str| {
+        value
+            .as_ref()
+            .map(|v| {
+                rtlab_core::units::parse_duration_ns(v.get_ref())
+                    .map_err(|e| err(Some(v.span()), field, e.to_string()))
+            })
+            .transpose()
+    };
+    let (runtime, deadline, period) = (
+        duration(&r.runtime, "runtime")?,
+        duration(&r.deadline, "deadline")?,
+        duration(&r.period, "period")?,
+    );
+    Ok(match (runtime, deadline, period) {
+        (None, None, None) => None,
+        (Some(runtime_ns), deadline, Some(period_ns)) => Some(DeadlineParams {
+            runtime_ns,
+            // As chrt and the kernel do: a missing deadline is the period.
+            deadline_ns: deadline.unwrap_or(period_ns),
+            period_ns,
+        }),
+        _ => {
+            let field = if runtime.is_none() {
+                "runtime"
+            } else {
+                "period"
+            };
+            return Err(err(
+                None,
+                field,
+                "the deadline policy needs `runtime` and `period` (and optionally `deadline`)"
+                    .into(),
+            ));
+        }
+    })
+}
 
 /// The identity keys of a rule (see [`Vouch::new`]), errors at the key.
 fn vouch_of(r: &RawRule, err: &ErrAt<'_>) -> Result<Vouch, RulesError> {

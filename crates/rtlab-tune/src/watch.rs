@@ -2,7 +2,7 @@
 //! starts, renames itself or runs a new program, for as long as it runs.
 //! Promotion then survives restarts, which `chrt` and tuna cannot do.
 
-use crate::changes::ChangeLog;
+use crate::changes::{ChangeLog, Txn};
 use crate::connector::{ProcEvents, ThreadEvent};
 use crate::promote::{self, Applied};
 use crate::rule::Rule;
@@ -92,19 +92,7 @@ pub fn watch(
     let txn = log
         .begin(&command_line())
         .map_err(|e| format!("cannot start: {e}"))?;
-    let (mut events, reason) = if options.poll_only {
-        (None, Some("--poll was given".to_string()))
-    } else {
-        match ProcEvents::open() {
-            Ok(events) => (Some(events), None),
-            Err(e) => (
-                None,
-                Some(format!(
-                    "the kernel's process events need CAP_NET_ADMIN (root): {e}"
-                )),
-            ),
-        }
-    };
+    let (mut events, reason) = open_events(options);
     report(WatchEvent::Started {
         mode: if events.is_some() {
             "process events".into()
@@ -116,94 +104,6 @@ pub fn watch(
     });
 
     let mut state = State::default();
-    let step =
-        |state: &mut State, rules: &[Rule], input: Input, report: &mut dyn FnMut(WatchEvent)| {
-            let tasks = match input {
-                Input::Scan(tasks) => {
-                    // Forget threads that have ended.
-                    let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
-                    state.promoted.retain(|id, _| alive.contains(id));
-                    state.skipped.retain(|id| alive.contains(id));
-                    state.held.retain(|id, _| alive.contains(id));
-                    state.foreign.retain(|id| alive.contains(id));
-                    state.runaways.retain(|id| alive.contains(id));
-                    tasks
-                }
-                Input::Events(events) => fresh_threads(events, rules, &state.promoted),
-            };
-            // A runaway this watch demoted stays demoted: promoting it again
-            // at the next scan would hand the CPU back to it.
-            let tasks: Vec<task::Task> = tasks
-                .into_iter()
-                .filter(|t| !state.runaways.contains(&t.id()))
-                .collect();
-            let tasks = &tasks[..];
-            let unmatched: Vec<task::Task> = tasks
-                .iter()
-                .filter(|t| {
-                    state.promoted.contains_key(&t.id())
-                        && crate::rule::first_match(rules, t).is_none()
-                })
-                .cloned()
-                .collect();
-            let mut results = promote::apply(rules, tasks, &txn);
-            // A thread this watch promoted whose process it can no longer vouch
-            // for (it ran a file another user could write) gets its old
-            // settings back, as one no rule matches does.
-            let unvouched: Vec<task::Task> = results
-                .iter()
-                .filter(|a| matches!(a.outcome, promote::Outcome::Skipped { .. }))
-                .filter_map(|a| {
-                    tasks
-                        .iter()
-                        .find(|t| t.tid == a.tid && t.starttime == a.starttime)
-                })
-                .filter(|t| state.promoted.contains_key(&t.id()))
-                .cloned()
-                .collect();
-            results.extend(promote::revert(&unmatched, &txn));
-            results.extend(promote::revert(&unvouched, &txn));
-            for a in results {
-                let id = ThreadId {
-                    tid: a.tid,
-                    starttime: a.starttime,
-                };
-                match a.outcome {
-                    // A thread that already holds is not news (but the runaway
-                    // limit watches it: a restarted watch finds its threads so).
-                    // Only a thread rtlab gave those settings (a restarted
-                    // watch, an earlier `set` or `apply`): one that had them
-                    // from elsewhere is not rtlab's to demote.
-                    promote::Outcome::Held { ref settings } => {
-                        if a.rule.is_some()
-                            && !state.held.contains_key(&id)
-                            && !state.foreign.contains(&id)
-                        {
-                            if txn.gave(a.tid, a.starttime, settings).unwrap_or(false) {
-                                state.held.insert(id, a.pid);
-                            } else {
-                                state.foreign.insert(id);
-                            }
-                        }
-                        continue;
-                    }
-                    promote::Outcome::Vanished => continue,
-                    // Said once per thread, not at every rescan.
-                    promote::Outcome::Skipped { .. } if !state.skipped.insert(id) => continue,
-                    promote::Outcome::Skipped { .. } => {}
-                    promote::Outcome::Changed { .. } if a.rule.is_some() => {
-                        state.promoted.insert(id, a.pid);
-                        state.changed += 1;
-                    }
-                    promote::Outcome::Changed { .. } => {
-                        state.promoted.remove(&id);
-                        state.changed += 1;
-                    }
-                    promote::Outcome::Failed { .. } => state.failed += 1,
-                }
-                report(WatchEvent::Applied(a));
-            }
-        };
     let mut canary = options.runaway_limit.map(Canary::new);
 
     let full_scan_every = match events {
@@ -213,23 +113,16 @@ pub fn watch(
     let mut next_scan = Instant::now();
     let mut pending: Vec<ThreadEvent> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        if reload.swap(false, Ordering::Relaxed) {
-            match source.load() {
-                Ok(new_rules) => {
-                    rules = new_rules;
-                    // The next scan finds again which threads the rules hold.
-                    state.held.clear();
-                    state.foreign.clear();
-                    report(WatchEvent::Reloaded { rules: rules.len() });
-                    next_scan = Instant::now();
-                }
-                Err(error) => report(WatchEvent::ReloadFailed { error }),
-            }
+        if reload.swap(false, Ordering::Relaxed)
+            && reload_rules(source, &mut rules, &mut state, report)
+        {
+            // The next scan finds again which threads the rules hold.
+            next_scan = Instant::now();
         }
         if Instant::now() >= next_scan {
             let tasks = task::scan_with(crate::rule::detail_for(&rules))
                 .map_err(|e| format!("cannot read /proc: {e}"))?;
-            step(&mut state, &rules, Input::Scan(tasks), report);
+            step(&mut state, &rules, Input::Scan(tasks), &txn, report);
             next_scan = Instant::now() + full_scan_every;
         }
         if let Some(canary) = &mut canary {
@@ -251,7 +144,7 @@ pub fn watch(
                     pending.clear();
                     match ev.drain(&mut pending) {
                         Ok(true) => {
-                            step(&mut state, &rules, Input::Events(&pending), report);
+                            step(&mut state, &rules, Input::Events(&pending), &txn, report);
                         }
                         // Lost events: only a full scan is sure to find all.
                         Ok(false) => next_scan = Instant::now(),
@@ -267,6 +160,101 @@ pub fn watch(
         failed: state.failed,
     });
     Ok(())
+}
+
+/// The kernel's process events, or none and why the watch polls instead.
+fn open_events(options: &WatchOptions) -> (Option<ProcEvents>, Option<String>) {
+    if options.poll_only {
+        return (None, Some("--poll was given".to_string()));
+    }
+    match ProcEvents::open() {
+        Ok(events) => (Some(events), None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "the kernel's process events need CAP_NET_ADMIN (root): {e}"
+            )),
+        ),
+    }
+}
+
+/// Re-reads the rules (on SIGHUP); a bad file keeps those in force and is
+/// reported. Whether the rules changed.
+fn reload_rules(
+    source: &dyn RuleSource,
+    rules: &mut Vec<Rule>,
+    state: &mut State,
+    report: &mut dyn FnMut(WatchEvent),
+) -> bool {
+    match source.load() {
+        Ok(new_rules) => {
+            *rules = new_rules;
+            // Which threads the new rules hold is found again.
+            state.held.clear();
+            state.foreign.clear();
+            report(WatchEvent::Reloaded { rules: rules.len() });
+            true
+        }
+        Err(error) => {
+            report(WatchEvent::ReloadFailed { error });
+            false
+        }
+    }
+}
+
+/// One step of the watch: applies the rules to the threads of a scan (or
+/// of process events), takes back the changes of threads it may no longer
+/// promote, and reports what is news.
+fn step(
+    state: &mut State,
+    rules: &[Rule],
+    input: Input,
+    txn: &Txn,
+    report: &mut dyn FnMut(WatchEvent),
+) {
+    let tasks = match input {
+        Input::Scan(tasks) => {
+            state.forget_ended(&tasks);
+            tasks
+        }
+        Input::Events(events) => fresh_threads(events, rules, &state.promoted),
+    };
+    // A runaway this watch demoted stays demoted: promoting it again
+    // at the next scan would hand the CPU back to it.
+    let tasks: Vec<task::Task> = tasks
+        .into_iter()
+        .filter(|t| !state.runaways.contains(&t.id()))
+        .collect();
+    let tasks = &tasks[..];
+    let unmatched: Vec<task::Task> = tasks
+        .iter()
+        .filter(|t| {
+            state.promoted.contains_key(&t.id()) && crate::rule::first_match(rules, t).is_none()
+        })
+        .cloned()
+        .collect();
+    let mut results = promote::apply(rules, tasks, txn);
+    // A thread this watch promoted whose process it can no longer vouch
+    // for (it ran a file another user could write) gets its old
+    // settings back, as one no rule matches does.
+    let unvouched: Vec<task::Task> = results
+        .iter()
+        .filter(|a| matches!(a.outcome, promote::Outcome::Skipped { .. }))
+        .filter_map(|a| {
+            tasks
+                .iter()
+                .find(|t| t.tid == a.tid && t.starttime == a.starttime)
+        })
+        .filter(|t| state.promoted.contains_key(&t.id()))
+        .cloned()
+        .collect();
+    results.extend(promote::revert(&unmatched, txn));
+    results.extend(promote::revert(&unvouched, txn));
+    for a in results {
+        if state.is_news(&a, txn) {
+            report(WatchEvent::Applied(a));
+        }
+    }
 }
 
 /// What the watch keeps between steps.
@@ -288,6 +276,57 @@ struct State {
     foreign: HashSet<ThreadId>,
     /// The runaways demoted: never promoted again by this watch.
     runaways: HashSet<ThreadId>,
+}
+
+impl State {
+    /// Forgets the threads that have ended (`tasks` is every thread).
+    fn forget_ended(&mut self, tasks: &[task::Task]) {
+        let alive: HashSet<ThreadId> = tasks.iter().map(task::Task::id).collect();
+        self.promoted.retain(|id, _| alive.contains(id));
+        self.skipped.retain(|id| alive.contains(id));
+        self.held.retain(|id, _| alive.contains(id));
+        self.foreign.retain(|id| alive.contains(id));
+        self.runaways.retain(|id| alive.contains(id));
+    }
+
+    /// Takes in what became of one thread; whether that is news to report.
+    fn is_news(&mut self, a: &Applied, txn: &Txn) -> bool {
+        let id = ThreadId {
+            tid: a.tid,
+            starttime: a.starttime,
+        };
+        match a.outcome {
+            // A thread that already holds is not news (but the runaway
+            // limit watches it: a restarted watch finds its threads so).
+            // Only a thread rtlab gave those settings (a restarted
+            // watch, an earlier `set` or `apply`): one that had them
+            // from elsewhere is not rtlab's to demote.
+            promote::Outcome::Held { ref settings } => {
+                if a.rule.is_some() && !self.held.contains_key(&id) && !self.foreign.contains(&id) {
+                    if txn.gave(a.tid, a.starttime, settings).unwrap_or(false) {
+                        self.held.insert(id, a.pid);
+                    } else {
+                        self.foreign.insert(id);
+                    }
+                }
+                return false;
+            }
+            promote::Outcome::Vanished => return false,
+            // Said once per thread, not at every rescan.
+            promote::Outcome::Skipped { .. } if !self.skipped.insert(id) => return false,
+            promote::Outcome::Skipped { .. } => {}
+            promote::Outcome::Changed { .. } if a.rule.is_some() => {
+                self.promoted.insert(id, a.pid);
+                self.changed += 1;
+            }
+            promote::Outcome::Changed { .. } => {
+                self.promoted.remove(&id);
+                self.changed += 1;
+            }
+            promote::Outcome::Failed { .. } => self.failed += 1,
+        }
+        true
+    }
 }
 
 /// A thread that runs on without sleeping: `tune watch --runaway-limit`.

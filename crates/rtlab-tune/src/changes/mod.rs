@@ -10,11 +10,11 @@
 mod entry;
 mod error;
 mod record;
+#[cfg(test)]
+mod tests;
 mod thread;
 mod txn;
 mod undo;
-#[cfg(test)]
-mod tests;
 
 pub use entry::{Change, Entry};
 pub use error::ChangeError;

@@ -1,10 +1,8 @@
 //! The change record's tests (some need root: they skip without it).
 
-use super::entry::*;
 use super::error::*;
 use super::record::*;
 use super::thread::*;
-use super::txn::*;
 use super::undo::*;
 use crate::task::Settings;
 use std::fs;
@@ -189,8 +187,7 @@ fn undo_of_a_demoted_runaway_never_promotes_it_again() {
     assert_eq!(log.entries().unwrap().len(), 2);
 
     // What the thread has as undo is about to write to it.
-    let seen: std::rc::Rc<std::cell::RefCell<Vec<rtlab_core::sched::Policy>>> =
-        Default::default();
+    let seen: std::rc::Rc<std::cell::RefCell<Vec<rtlab_core::sched::Policy>>> = Default::default();
     let seen_in = std::rc::Rc::clone(&seen);
     HOOK.with(|h| {
         *h.borrow_mut() = Some(Box::new(move |at, tid| {

@@ -223,7 +223,12 @@ pub(super) enum Missed {
 /// [`make_change`] immediately before and after the system calls: for
 /// undo and for taking a change back, which have no record to write first
 /// but the same window between the check and the call.
-pub(super) fn write_to(pid: i32, tid: i32, starttime: u64, settings: &Settings) -> Result<(), Missed> {
+pub(super) fn write_to(
+    pid: i32,
+    tid: i32,
+    starttime: u64,
+    settings: &Settings,
+) -> Result<(), Missed> {
     let pin = Pin::open_ids(pid, tid);
     let checked_at = boot_ticks();
     if task::starttime_of(tid) != Some(starttime) || pin.as_ref().is_some_and(Pin::ended) {

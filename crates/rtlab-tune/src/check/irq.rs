@@ -346,6 +346,40 @@ fn irq_affinity(ctx: &Ctx, table: &IrqTable) -> Finding {
         )
     }));
 
+    let detail = offenders_detail(
+        &offenders,
+        isolated,
+        default_on_isolated.as_ref(),
+        &default_text,
+    );
+    let numbers = ranges(offenders.iter().map(|irq| irq.number));
+    let fix = offenders_fix(&offenders, &housekeeping, default_on_isolated.is_some());
+
+    let summary = if offenders.is_empty() {
+        format!(
+            "IRQ affinity: default_smp_affinity {default_text} includes isolated CPUs {isolated}"
+        )
+    } else {
+        format!(
+            "IRQ affinity: {} allowed on isolated CPUs {isolated} (IRQ {numbers}): {}",
+            plural(offenders.len(), "IRQ", "IRQs"),
+            list_some(&labels, 8)
+        )
+    };
+    Finding::new(id, Area::Interrupts, Severity::Warning, summary)
+        .detail(detail)
+        .fix(fix)
+        .evidence(evidence)
+}
+
+/// What the IRQs allowed on isolated CPUs do there, beyond being allowed:
+/// the detail of the irq-affinity finding.
+fn offenders_detail(
+    offenders: &[&Irq],
+    isolated: &CpuSet,
+    default_on_isolated: Option<&CpuSet>,
+    default_text: &str,
+) -> String {
     // What is actually happening, beyond what is allowed: deliveries now
     // and counts since boot on the isolated CPUs.
     let delivered: Vec<String> = offenders
@@ -380,7 +414,7 @@ fn irq_affinity(ctx: &Ctx, table: &IrqTable) -> Finding {
             list_some(&fired, 12)
         ));
     }
-    if let Some(d) = &default_on_isolated {
+    if let Some(d) = default_on_isolated {
         detail.push_str(&format!(
             " New IRQs start on CPUs {default_text} (default_smp_affinity), isolated {d} included."
         ));
@@ -389,10 +423,14 @@ fn irq_affinity(ctx: &Ctx, table: &IrqTable) -> Finding {
         " Managed IRQs (multi-queue NVMe, network) refuse the write with EIO; \
          isolcpus=managed_irq keeps them off isolated CPUs.",
     );
+    detail
+}
 
-    let numbers = ranges(offenders.iter().map(|irq| irq.number));
+/// The irq-affinity finding's fix: move the IRQs (and the default affinity
+/// when `default_on_isolated`) to the housekeeping CPUs.
+fn offenders_fix(offenders: &[&Irq], housekeeping: &CpuSet, default_on_isolated: bool) -> String {
     let loop_list: Vec<String> = offenders.iter().map(|irq| irq.number.to_string()).collect();
-    let fix = if housekeeping.is_empty() {
+    if housekeeping.is_empty() {
         // Only when neither sysfs nor cpuinfo told the online CPUs.
         "move these IRQs to the CPUs that are not isolated: \
          echo CPULIST > /proc/irq/N/smp_affinity_list"
@@ -405,33 +443,17 @@ fn irq_affinity(ctx: &Ctx, table: &IrqTable) -> Finding {
                 loop_list.join(" ")
             ));
         }
-        if default_on_isolated.is_some() {
+        if default_on_isolated {
             fix.push_str(&format!(
                 "echo {} > /proc/irq/default_smp_affinity; ",
-                hex_mask(&housekeeping)
+                hex_mask(housekeeping)
             ));
         }
         fix.push_str(&format!(
             "at boot: irqaffinity={housekeeping}; rtlab does not change IRQs itself"
         ));
         fix
-    };
-
-    let summary = if offenders.is_empty() {
-        format!(
-            "IRQ affinity: default_smp_affinity {default_text} includes isolated CPUs {isolated}"
-        )
-    } else {
-        format!(
-            "IRQ affinity: {} allowed on isolated CPUs {isolated} (IRQ {numbers}): {}",
-            plural(offenders.len(), "IRQ", "IRQs"),
-            list_some(&labels, 8)
-        )
-    };
-    Finding::new(id, Area::Interrupts, Severity::Warning, summary)
-        .detail(detail)
-        .fix(fix)
-        .evidence(evidence)
+    }
 }
 
 #[cfg(test)]
