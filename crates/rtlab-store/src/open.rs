@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::error::StoreError;
 use crate::migrations;
@@ -237,6 +237,16 @@ impl Store {
         StoreError::sqlite(&self.path, BUSY_TIMEOUT, e)
     }
 
+    /// A transaction that takes the write lock at once (IMMEDIATE), so a
+    /// writer waits for another one's up to the busy timeout instead of
+    /// failing at its first write.
+    pub(crate) fn write_transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
+        let path = &self.path;
+        self.conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))
+    }
+
     /// Switches the database to WAL mode (a no-op when it is already), and
     /// returns the journal mode SQLite then reports. Switching a new
     /// database needs it to itself for an instant, and SQLite answers
@@ -287,10 +297,7 @@ impl Store {
         // One transaction for every step: a kill part way (a new store's
         // first write) leaves the store as it was, never at a version
         // between (which a read-only command would have to refuse).
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
+        let tx = self.write_transaction()?;
         let current: i64 = tx
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .map_err(err)?;
@@ -300,13 +307,13 @@ impl Store {
         }
         if let Some(detail) = foreign(&tx).map_err(err)? {
             return Err(StoreError::Foreign {
-                path: self.path.clone(),
+                path: path.clone(),
                 detail,
             });
         }
         for migration in &migrations::MIGRATIONS[from as usize..target as usize] {
             let failed = |cause| StoreError::Migration {
-                path: self.path.clone(),
+                path: path.clone(),
                 from,
                 to: migration.version,
                 description: migration.description,
@@ -317,7 +324,7 @@ impl Store {
                 .map_err(failed)?;
         }
         tx.commit().map_err(|cause| StoreError::Migration {
-            path: self.path.clone(),
+            path: path.clone(),
             from,
             to: target,
             description: "committing the migration",

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use rtlab_core::result::{check_run_id, printable, RunResult};
 
@@ -56,10 +56,7 @@ impl Store {
         }
         let path = self.path.clone();
         let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
+        let tx = self.write_transaction()?;
         for (run, encoded) in runs.iter().zip(&encoded) {
             write_in(&tx, &path, run, encoded, update)?;
         }
@@ -77,16 +74,13 @@ impl Store {
     pub fn delete_all<S: AsRef<str>>(&mut self, ids: &[S]) -> Result<(), StoreError> {
         let path = self.path.clone();
         let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
+        let tx = self.write_transaction()?;
         for id in ids {
             let id = id.as_ref();
             let deleted = delete_rows(&tx, id).map_err(err)?;
             if deleted == 0 {
                 return Err(StoreError::NotFound {
-                    path: self.path.clone(),
+                    path: path.clone(),
                     id: id.to_string(),
                 });
             }
