@@ -104,6 +104,25 @@ pub fn write_atomic_bytes_with(path: &Path, bytes: &[u8], options: Options) -> i
     write_atomic_with(path, options, |out| out.write_all(bytes))
 }
 
+/// Removes the file `path` (a link itself, never what it points to) and
+/// fsyncs its directory, so the removal survives a crash once this
+/// returns. A file already gone is not an error.
+pub fn remove_durably(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // The name is gone already: the directory is only synced, so it may
+    // be reached through a link.
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    sync_dir(&rustix::fs::openat(CWD, dir, flags, Mode::empty())?)
+}
+
 /// When `name` is the name of a temporary file of this module's, the name
 /// of the file it was written for (`.NAME.<16 hex>.tmp` gives `NAME`): for
 /// a writer that removes what a killed run of it left beside its file.
@@ -624,6 +643,16 @@ mod tests {
         assert!(!target.exists());
         // No temporary left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn remove_durably_removes_once_and_then_has_nothing_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        std::fs::write(&path, "x").unwrap();
+        remove_durably(&path).unwrap();
+        assert!(!path.exists());
+        remove_durably(&path).unwrap();
     }
 
     #[test]

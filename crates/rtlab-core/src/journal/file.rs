@@ -79,17 +79,6 @@ pub(super) fn read_journal(path: &Path) -> Result<JournalFile, String> {
     Ok(journal)
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
 /// The temporary name an rtlab before the shared writer used while
 /// writing `path` (`<journal>.tmp`): one may still be left by a crash.
 #[cfg(test)]
@@ -121,12 +110,9 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     fsutil::write_atomic_bytes_with(path, bytes, private)
 }
 
+/// Removes a journal and fsyncs the state directory.
 pub(super) fn remove_durably(path: &Path) -> io::Result<()> {
-    match fs::remove_file(path) {
-        Ok(()) => sync_dir(parent_dir(path)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
+    fsutil::remove_durably(path)
 }
 
 impl JournalFile {
