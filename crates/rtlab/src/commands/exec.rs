@@ -112,20 +112,23 @@ fn open_outputs(run: &RunArgs) -> anyhow::Result<Outputs> {
     })
 }
 
-/// The exit code of a command of several runs: the worst status of its
-/// runs (`status`), then the budget.
-fn several_runs_code(
-    last: &RunResult,
-    status: Option<RunStatus>,
-    run: &RunArgs,
+/// The end of a command of several runs: its JSON document (`doc`) and
+/// JUnit file, then the exit code: the worst status of its runs, then the
+/// budget.
+fn finish_runs(
     outputs: &Outputs,
+    run: &RunArgs,
+    results: &[RunResult],
     evaluations: &[rtlab_report::budget::Evaluation],
-) -> ExitCode {
-    let mut worst = last.clone();
+    doc: impl FnOnce() -> anyhow::Result<serde_json::Value>,
+) -> anyhow::Result<ExitCode> {
+    outputs.finish(doc, &title(), evaluations)?;
+    let status = results.iter().fold(None, |worst, r| worse(worst, r.status));
+    let mut worst = results.last().expect("one run at least").clone();
     worst.status = status.unwrap_or(RunStatus::Complete);
     let stored = (!run.no_store).then(|| "stored".to_string());
     let code = status_code(&worst, &kept_where(stored, outputs.json()));
-    ExitCode::from(exit_code(code, evaluations))
+    Ok(ExitCode::from(exit_code(code, evaluations)))
 }
 
 /// Activations planned by a run's config (every task together), if recorded.
@@ -209,7 +212,6 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let mut baseline = config.clone();
     baseline.mode = Mode::Fifo;
     let mut results: Vec<RunResult> = Vec::new();
-    let mut status = None;
     for config in [config, baseline] {
         let quiet = args.run.quiet || outputs.json_on_stdout();
         let measured = measure(
@@ -227,7 +229,6 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
                 write!(human, "{}", spec.evaluate(&result).report())?;
             }
         }
-        status = worse(status, result.status);
         let stop = result.status == RunStatus::Partial;
         results.push(result);
         if stop {
@@ -274,15 +275,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
             "runs": results,
         }))
     };
-    outputs.finish(doc, &title(), &evaluations)?;
-    let last = results.last().expect("one run at least");
-    Ok(several_runs_code(
-        last,
-        status,
-        &args.run,
-        &outputs,
-        &evaluations,
-    ))
+    finish_runs(&outputs, &args.run, &results, &evaluations, doc)
 }
 
 /// One cell of the KURT table: a run of the preset's plan.
@@ -427,10 +420,8 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut done: Vec<(Cell, RunResult)> = Vec::new();
-    let mut status = None;
     for (index, cell) in cells.into_iter().enumerate() {
         let result = run_cell(&args, &cell, (index + 1, total))?;
-        status = worse(status, result.status);
         let stop = result.status == RunStatus::Partial;
         done.push((cell, result));
         let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
@@ -448,15 +439,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         write!(human, "{}", summary_text(&evaluations))?;
     }
     let doc = || Ok(kurt_json(&args, &loads, &done, &outputs, &evaluations));
-    outputs.finish(doc, &title(), &evaluations)?;
-    let last = &done.last().expect("one run at least").1;
-    Ok(several_runs_code(
-        last,
-        status,
-        &args.run,
-        &outputs,
-        &evaluations,
-    ))
+    finish_runs(&outputs, &args.run, &results, &evaluations, doc)
 }
 
 /// Runs one cell through `measure` (stored, quiet, no outputs of its
