@@ -33,7 +33,7 @@ pub struct CampaignPlanArgs {
     /// A campaign file or a preset name.
     pub source: String,
     /// Print the plan as JSON to PATH, or `-` for stdout.
-    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser())]
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub json: Option<OutputTarget>,
 }
 
@@ -44,7 +44,7 @@ pub struct CampaignRunArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Write the campaign's results as JSON to PATH (rewritten after every run), or `-` for stdout.
-    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser())]
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub json: Option<OutputTarget>,
     /// No progress bar and no tables (errors and warnings still go to stderr).
     #[arg(long, short)]

@@ -85,7 +85,7 @@ pub struct LoadArgs {
 
     /// Write the loads' records as JSON (schema rtlab.load/1) to PATH, or `-` for stdout.
     /// A file is rewritten every 2 s (status "running"), so a killed run still leaves one.
-    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser())]
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub json: Option<OutputTarget>,
 
     /// No progress and no table (errors and notes still go to stderr).

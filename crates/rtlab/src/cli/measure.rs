@@ -79,7 +79,7 @@ pub struct TimerArgs {
     pub mode: ModeArg,
 
     /// Write a histogram in cyclictest's --histfile layout.
-    #[arg(long, value_name = "PATH", value_parser = OutputTarget::parser())]
+    #[arg(long, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub histfile: Option<OutputTarget>,
 
     /// Range of the histfile: 1 µs bins up to this latency (cyclictest -h).
@@ -243,7 +243,7 @@ pub struct QuickArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Write the campaign's results and verdict as JSON to PATH, or `-` for stdout.
-    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser())]
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub json: Option<OutputTarget>,
     /// No progress bar and no tables (errors and warnings still go to stderr).
     #[arg(long, short)]

@@ -44,7 +44,7 @@ pub struct ReportArgs {
     pub execution: Option<String>,
 
     /// Write the report to PATH instead of stdout (replaced whole when done).
-    #[arg(long, short, value_name = "PATH", value_parser = OutputTarget::parser())]
+    #[arg(long, short, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub output: Option<OutputTarget>,
 
     /// html, md or text [default: from the extension of -o (.html, .md), else text].
@@ -107,7 +107,7 @@ pub struct ExportArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// Output file, or `-` for stdout.
-    #[arg(long, short, default_value = "-", value_name = "PATH|-", value_parser = OutputTarget::parser())]
+    #[arg(long, short, default_value = "-", value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub output: OutputTarget,
     /// Range of a histfile: 1 µs bins up to this latency [default: the range the run
     /// was recorded with, else 1000us].
