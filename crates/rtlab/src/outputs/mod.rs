@@ -232,3 +232,95 @@ impl Outputs {
         self.write_junit(title, evaluations)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &Path) -> OutputTarget {
+        OutputTarget::File(path.to_path_buf())
+    }
+
+    #[test]
+    fn json_on_stdout_sends_the_tables_to_stderr_and_takes_no_snapshots() {
+        let stdout = OutputTarget::Stdout;
+        let outputs = Outputs::open(Requested {
+            json: Some(&stdout),
+            ..Requested::default()
+        })
+        .unwrap();
+        assert!(outputs.json_on_stdout());
+        assert_eq!(outputs.snapshot_target(), None);
+    }
+
+    #[test]
+    fn a_json_file_is_created_before_and_removed_when_nothing_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let json = file(&path);
+        let outputs = Outputs::open(Requested {
+            json: Some(&json),
+            ..Requested::default()
+        })
+        .unwrap();
+        assert!(path.is_file());
+        assert_eq!(outputs.snapshot_target(), Some(json.clone()));
+        drop(outputs);
+        assert!(!path.exists(), "an empty file it created is removed");
+
+        let mut outputs = Outputs::open(Requested {
+            json: Some(&json),
+            ..Requested::default()
+        })
+        .unwrap();
+        outputs.measured();
+        outputs.write_json(&serde_json::json!({"a": 1})).unwrap();
+        drop(outputs);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\n  \"a\": 1\n}\n"
+        );
+    }
+
+    #[test]
+    fn two_outputs_in_one_place_are_bad_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let (json, samples) = (file(&path), file(&dir.path().join("./out")));
+        let refused = |requested: Requested| {
+            let e = Outputs::open(requested).err().expect("refused");
+            assert!(e.downcast_ref::<InputError>().is_some(), "{e}");
+            e.to_string()
+        };
+        let message = refused(Requested {
+            json: Some(&json),
+            samples: Some(&samples),
+            ..Requested::default()
+        });
+        assert!(message.contains("the same file"), "{message}");
+        let stdout = OutputTarget::Stdout;
+        let message = refused(Requested {
+            json: Some(&stdout),
+            files: vec![("--histfile", &stdout)],
+            ..Requested::default()
+        });
+        assert_eq!(
+            message,
+            "--histfile - and --json -: both on stdout; give one of them a file"
+        );
+        let message = refused(Requested {
+            junit: Some(&stdout),
+            budget: Some(&"max<1ms".parse().unwrap()),
+            ..Requested::default()
+        });
+        assert!(message.starts_with("--junit -: give a file"), "{message}");
+        let message = refused(Requested {
+            junit: Some(&json),
+            store: Some(&path),
+            budget: Some(&"max<1ms".parse().unwrap()),
+            ..Requested::default()
+        });
+        assert!(message.contains("result store (--db)"), "{message}");
+        assert!(!path.exists(), "a refused command creates nothing");
+    }
+}
