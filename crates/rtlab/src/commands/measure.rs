@@ -27,8 +27,6 @@ use std::process::ExitCode;
 /// A finished measurement, before its exit code is decided.
 pub struct Measured {
     pub result: RunResult,
-    /// Where the human-readable output goes (stderr when --json - is given).
-    pub human: Box<dyn Write>,
     pub stored: bool,
     /// The run checked against `--budget`, when one was given.
     pub budget: Option<Evaluation>,
@@ -78,7 +76,6 @@ pub fn measure(
         budget: args.budget.budget.as_ref(),
         junit: args.budget.junit.as_ref(),
     })?;
-    let human = outputs.human();
     let samples_csv = outputs.take_samples();
     let mut store = open_store(args)?;
 
@@ -146,7 +143,6 @@ pub fn measure(
     }
     Ok(Measured {
         result,
-        human,
         stored: store.is_some(),
         budget: evaluation,
         outputs,
@@ -173,11 +169,13 @@ impl Measured {
     /// Prints the tables (unless quiet) and the budget's checks, and
     /// returns the exit code: the run's status (0 complete, 1 failed, 130
     /// stopped by a signal), then 1 for a budget not kept if that was 0.
-    pub fn report(mut self, quiet: bool) -> anyhow::Result<ExitCode> {
+    pub fn report(self, quiet: bool) -> anyhow::Result<ExitCode> {
+        // Stderr when --json - is given.
+        let mut human = self.outputs.human();
         if !quiet {
-            print_summary(&mut self.human, &self.result)?;
+            print_summary(&mut human, &self.result)?;
             if self.stored {
-                writeln!(self.human, "stored as run {}", self.result.id)?;
+                writeln!(human, "stored as run {}", self.result.id)?;
             }
         }
         let stored = self
@@ -188,7 +186,7 @@ impl Measured {
             return Ok(ExitCode::from(code));
         };
         if !quiet {
-            write!(self.human, "{}", evaluation.report())?;
+            write!(human, "{}", evaluation.report())?;
         }
         let evaluations = std::slice::from_ref(evaluation);
         Ok(ExitCode::from(exit_code(code, evaluations)))
