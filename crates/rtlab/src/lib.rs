@@ -9,6 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod input;
 mod invocation;
+pub mod outputs;
 mod progress;
 mod session;
 mod signals;

@@ -1,8 +1,8 @@
 //! `rtlab campaign plan|run`.
 
 use super::shared::{BudgetArgs, StoreArgs};
+use crate::outputs::OutputTarget;
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum CampaignCommand {
@@ -33,8 +33,8 @@ pub struct CampaignPlanArgs {
     /// A campaign file or a preset name.
     pub source: String,
     /// Print the plan as JSON to PATH, or `-` for stdout.
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub json: Option<OutputTarget>,
 }
 
 #[derive(Args)]
@@ -44,8 +44,8 @@ pub struct CampaignRunArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Write the campaign's results as JSON to PATH (rewritten after every run), or `-` for stdout.
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub json: Option<OutputTarget>,
     /// No progress bar and no tables (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

@@ -1,6 +1,7 @@
 //! `rtlab load` and the hidden `__load-worker`.
 
 use crate::input;
+use crate::outputs::OutputTarget;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -84,8 +85,8 @@ pub struct LoadArgs {
 
     /// Write the loads' records as JSON (schema rtlab.load/1) to PATH, or `-` for stdout.
     /// A file is rewritten every 2 s (status "running"), so a killed run still leaves one.
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub json: Option<OutputTarget>,
 
     /// No progress and no table (errors and notes still go to stderr).
     #[arg(long, short)]

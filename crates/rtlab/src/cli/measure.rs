@@ -2,10 +2,10 @@
 
 use super::shared::{parse_policy, with_default_priority, BudgetArgs, RunArgs, StoreArgs};
 use crate::input;
+use crate::outputs::OutputTarget;
 use clap::{Args, Subcommand, ValueEnum};
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::Policy;
-use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum Measure {
@@ -79,8 +79,8 @@ pub struct TimerArgs {
     pub mode: ModeArg,
 
     /// Write a histogram in cyclictest's --histfile layout.
-    #[arg(long, value_name = "PATH")]
-    pub histfile: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub histfile: Option<OutputTarget>,
 
     /// Range of the histfile: 1 µs bins up to this latency (cyclictest -h).
     #[arg(long, default_value = "1000us", value_parser = input::positive_duration, value_name = "DURATION")]
@@ -243,8 +243,8 @@ pub struct QuickArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Write the campaign's results and verdict as JSON to PATH, or `-` for stdout.
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub json: Option<OutputTarget>,
     /// No progress bar and no tables (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

@@ -3,8 +3,9 @@
 //!
 //! One file per noun, with the argument groups several commands share in
 //! `shared.rs`; every type is re-exported here (`crate::cli::RunArgs`).
-//! The files import `shared` only, never each other or this one, and the
-//! commands import the command line, never the other way round.
+//! The files import `shared` only (and the value types of `crate::input`
+//! and `crate::outputs`), never each other or this one, and the commands
+//! import the command line, never the other way round.
 
 mod campaign;
 mod exec;

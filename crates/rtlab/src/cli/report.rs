@@ -2,6 +2,7 @@
 
 use super::shared::{BudgetArgs, StoreArgs};
 use crate::input;
+use crate::outputs::OutputTarget;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -43,8 +44,8 @@ pub struct ReportArgs {
     pub execution: Option<String>,
 
     /// Write the report to PATH instead of stdout (replaced whole when done).
-    #[arg(long, short, value_name = "PATH")]
-    pub output: Option<PathBuf>,
+    #[arg(long, short, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub output: Option<OutputTarget>,
 
     /// html, md or text [default: from the extension of -o (.html, .md), else text].
     #[arg(long, value_enum)]
@@ -106,8 +107,8 @@ pub struct ExportArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// Output file, or `-` for stdout.
-    #[arg(long, short, default_value = "-", value_name = "PATH|-")]
-    pub output: PathBuf,
+    #[arg(long, short, default_value = "-", value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub output: OutputTarget,
     /// Range of a histfile: 1 µs bins up to this latency [default: the range the run
     /// was recorded with, else 1000us].
     #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]

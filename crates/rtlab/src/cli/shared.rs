@@ -2,6 +2,7 @@
 //! outputs, the budget, the result store; and their value parsers.
 
 use crate::input;
+use crate::outputs::OutputTarget;
 use clap::Args;
 use rtlab_core::sched::Policy;
 use rtlab_report::budget::Budget;
@@ -25,14 +26,14 @@ pub struct RunArgs {
 
     /// Write the result as JSON (schema rtlab.run/1) to PATH, or `-` for stdout.
     /// A file is rewritten every 2 s during the run, so an interrupted run still leaves a valid one.
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub json: Option<OutputTarget>,
 
     /// Write every sample as CSV (timer: cpu,t_ns,latency_ns; switch:
     /// series,t_ns,latency_ns; noise: cpu,start_ns,duration_ns,source; net:
     /// index,t_ns,send_lag_ns,response_ns,response_from_send_ns,lost).
-    #[arg(long, value_name = "PATH")]
-    pub samples: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub samples: Option<OutputTarget>,
 
     #[command(flatten)]
     pub store: StoreArgs,
@@ -59,8 +60,8 @@ pub struct BudgetArgs {
 
     /// Write the budget's checks as JUnit XML (one testsuite per run, one
     /// testcase per series and clause) for CI.
-    #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub junit: Option<OutputTarget>,
 }
 
 /// Where results are kept.

@@ -1,10 +1,10 @@
 //! `rtlab campaign plan|run` and `rtlab quick`.
 
-use super::budget;
-use crate::cli::{BudgetArgs, CampaignPlanArgs, CampaignRunArgs, QuickArgs};
+use crate::cli::{BudgetArgs, CampaignPlanArgs, CampaignRunArgs, QuickArgs, StoreArgs};
 use crate::input::InputError;
+use crate::outputs::exit::exit_code;
+use crate::outputs::{budget, OutputTarget, Outputs, Requested};
 use crate::session;
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
 use rtlab_campaign::{Campaign, CampaignError, Plan, PlannedRun};
@@ -12,11 +12,10 @@ use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::text::check_label;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::ProbeRun;
-use rtlab_report::budget::{failures_table, summary_line, Budget, Evaluation};
-use rtlab_report::export::write_with;
+use rtlab_report::budget::{Budget, Evaluation};
 use rtlab_report::matrix::{per_probe, verdicts, Matrix};
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Reads a campaign file or preset and expands it, with the file's budget;
@@ -105,15 +104,15 @@ fn budget_of(args: &BudgetArgs, from_file: Option<Budget>, quiet: bool) -> Optio
 
 pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
     let (plan, _) = plan_of(&args.source)?;
-    match args.json.as_deref() {
-        Some(path) => {
+    match args.json.as_ref() {
+        Some(json) => {
             // A path that cannot be written is bad input (exit 2), as
             // for every other command's --json.
-            if path != Path::new("-") {
-                super::output::create_output(path, "--json")?;
-            }
-            let text = serde_json::to_string_pretty(&plan)? + "\n";
-            write_text(path, &text)?;
+            let outputs = Outputs::open(Requested {
+                json: Some(json),
+                ..Requested::default()
+            })?;
+            outputs.write_json(&plan)?;
         }
         None => {
             print!("{}", plan.table());
@@ -127,63 +126,48 @@ pub fn plan(args: CampaignPlanArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run(args: CampaignRunArgs) -> anyhow::Result<ExitCode> {
     let (plan, from_file) = plan_of(&args.source)?;
-    let budget = budget_of(&args.budget, from_file, args.quiet);
-    let default_db = rtlab_store::Store::default_path().ok();
-    let others = budget::outputs(
-        args.store.db.as_deref(),
-        &default_db,
-        args.json.as_deref(),
-        None,
-    );
-    budget::check_distinct(&others)?;
-    budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
-        args.store.db.as_deref(),
-        args.json.as_deref(),
+        from_file,
+        (&args.store, args.json.as_ref(), &args.budget),
         args.quiet,
         false,
-        (budget, args.budget.junit.as_deref()),
     )
 }
 
 pub fn quick(args: QuickArgs) -> anyhow::Result<ExitCode> {
     let (plan, from_file) = plan_of("quick")?;
-    let budget = budget_of(&args.budget, from_file, args.quiet);
-    let default_db = rtlab_store::Store::default_path().ok();
-    let others = budget::outputs(
-        args.store.db.as_deref(),
-        &default_db,
-        args.json.as_deref(),
-        None,
-    );
-    budget::check_distinct(&others)?;
-    budget::check(&args.budget, budget.as_ref(), &others)?;
     run_plan(
         plan,
-        args.store.db.as_deref(),
-        args.json.as_deref(),
+        from_file,
+        (&args.store, args.json.as_ref(), &args.budget),
         args.quiet,
         true,
-        (budget, args.budget.junit.as_deref()),
     )
 }
 
+/// Runs `plan` with its file's budget (`from_file`) and the outputs of the
+/// command line; `verdict` prints the plan's verdict after its tables.
 fn run_plan(
     plan: Plan,
-    db: Option<&Path>,
-    json: Option<&Path>,
+    from_file: Option<Budget>,
+    (store_args, json, budget_args): (&StoreArgs, Option<&OutputTarget>, &BudgetArgs),
     quiet: bool,
     verdict: bool,
-    (budget, junit): (Option<Budget>, Option<&Path>),
 ) -> anyhow::Result<ExitCode> {
-    let mut store = session::open_store(db)?;
+    let budget = budget_of(budget_args, from_file, quiet);
+    let db = store_args.db.as_deref();
+    let default_db = rtlab_store::Store::default_path().ok();
     // Opened, not emptied: a campaign refused before its first run leaves
     // a result file that was there as it was (and removes one it created).
-    let json_output = match json.filter(|p| *p != Path::new("-")) {
-        Some(path) => Some(super::output::create_output(path, "--json")?),
-        None => None,
-    };
+    let outputs = Outputs::open(Requested {
+        json,
+        store: db.or(default_db.as_deref()),
+        budget: budget.as_ref(),
+        junit: budget_args.junit.as_ref(),
+        ..Requested::default()
+    })?;
+    let mut store = session::open_store(db)?;
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");
     }
@@ -197,10 +181,7 @@ fn run_plan(
             store.path().display()
         );
     }
-    let mut observer = Progress::new(&plan, quiet);
-    observer.json = json.map(Path::to_path_buf);
-    observer.budget = budget.clone();
-    observer.junit = junit.map(Path::to_path_buf);
+    let mut observer = Progress::new(&plan, quiet, &outputs);
     let command: Vec<String> = std::env::args().collect();
     let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer)?;
     observer.finish();
@@ -213,29 +194,19 @@ fn run_plan(
         [(_, verdict)] => verdict.clone(),
         _ => String::new(),
     };
-    let evaluations = budget::evaluate_all(budget.as_ref(), &outcome.results);
-    if let Some(path) = json {
-        let text = campaign_json(
+    let evaluations = outputs.evaluate(&outcome.results);
+    let doc = || {
+        Ok(campaign_json(
             &plan,
             &outcome.execution,
             &outcome.results,
             Some(&verdict_text),
-            budget::json(budget.as_ref(), &evaluations),
-        )?;
-        write_text(path, &text)?;
-    }
-    if let Some(mut output) = json_output {
-        output.keep()?;
-    }
-    if let Some(path) = junit {
-        let title = junit_title(&plan.campaign.name, &outcome.execution);
-        budget::write_junit(path, &title, &evaluations)?;
-    }
-    let mut out: Box<dyn Write> = if json == Some(Path::new("-")) {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
+            outputs.budget_json(&evaluations),
+        ))
     };
+    let title = junit_title(&plan.campaign.name, &outcome.execution);
+    outputs.finish(doc, &title, &evaluations)?;
+    let mut out = outputs.human();
     if !quiet {
         for (probe, matrix) in &matrices {
             writeln!(out)?;
@@ -248,10 +219,7 @@ fn run_plan(
             writeln!(out)?;
             write!(out, "{verdict_text}")?;
         }
-        if !evaluations.is_empty() {
-            writeln!(out, "\n{}", summary_line(&evaluations))?;
-            write!(out, "{}", failures_table(&evaluations))?;
-        }
+        write!(out, "{}", budget::summary_text(&evaluations))?;
         let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
         writeln!(
             out,
@@ -292,7 +260,7 @@ fn run_plan(
     } else {
         0
     };
-    Ok(ExitCode::from(budget::exit_code(code, &evaluations)))
+    Ok(ExitCode::from(exit_code(code, &evaluations)))
 }
 
 /// A path as one shell word, quoted when it needs to be.
@@ -314,14 +282,15 @@ fn junit_title(name: &str, execution: &str) -> String {
     format!("rtlab campaign {name} (execution {execution})")
 }
 
+/// The `--json` document, `rtlab.campaign/1`.
 fn campaign_json(
     plan: &Plan,
     execution: &str,
     results: &[RunResult],
     verdict: Option<&str>,
     budget: serde_json::Value,
-) -> anyhow::Result<String> {
-    Ok(serde_json::to_string_pretty(&serde_json::json!({
+) -> serde_json::Value {
+    serde_json::json!({
         "schema": "rtlab.campaign/1",
         "name": plan.campaign.name,
         "origin": plan.campaign.origin,
@@ -332,7 +301,7 @@ fn campaign_json(
         "verdict": verdict,
         "budget": budget,
         "runs": results,
-    }))? + "\n")
+    })
 }
 
 /// The campaign JSON's `matrix`: the matrix when every run is of one probe
@@ -353,35 +322,28 @@ fn matrices_json(results: &[RunResult]) -> serde_json::Value {
         .collect()
 }
 
-/// Writes `text` to a file atomically, or to stdout for `-`.
-fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
-    write_with(path, |out| out.write_all(text.as_bytes()))
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// The progress bar (on a terminal) or one line per run (otherwise).
-struct Progress {
+/// The progress bar (on a terminal) or one line per run (otherwise), and
+/// the outputs rewritten after every run.
+struct Progress<'a> {
     bar: Option<ProgressBar>,
     quiet: bool,
     current: String,
     done_ns: u64,
     eta_ns: u64,
-    json: Option<PathBuf>,
+    /// The --json file (a snapshot after every run), the budget every run
+    /// is checked on as it is stored, the --junit file rewritten with it.
+    outputs: &'a Outputs,
     plan_name: String,
     /// The plan has several probes: name the probe in each run's line.
     several_probes: bool,
     results: Vec<RunResult>,
-    /// Checked on every run as it is stored.
-    budget: Option<Budget>,
-    /// Rewritten after every run, as the JSON is.
-    junit: Option<PathBuf>,
     /// The index of the current run in the plan.
     run_index: usize,
     /// Warnings of the current run already printed while it measured.
     printed: Vec<String>,
 }
 
-impl Progress {
+impl<'a> Progress<'a> {
     /// `load × configuration`, after `probe / ` when the plan has several.
     fn cell(&self, planned: &PlannedRun) -> String {
         let cell = format!("{} × {}", planned.load.name, planned.configuration.name);
@@ -391,7 +353,7 @@ impl Progress {
         }
     }
 
-    fn new(plan: &Plan, quiet: bool) -> Progress {
+    fn new(plan: &Plan, quiet: bool, outputs: &'a Outputs) -> Progress<'a> {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::with_draw_target(
                 Some(plan.eta_ns() / 1_000_000),
@@ -406,12 +368,10 @@ impl Progress {
             current: String::new(),
             done_ns: 0,
             eta_ns: plan.eta_ns(),
-            json: None,
+            outputs,
             plan_name: plan.campaign.name.clone(),
             several_probes: plan.campaign.probes.len() > 1,
             results: Vec::new(),
-            budget: None,
-            junit: None,
             run_index: 0,
             printed: Vec::new(),
         }
@@ -434,7 +394,7 @@ impl Progress {
     }
 }
 
-impl RunObserver for Progress {
+impl RunObserver for Progress<'_> {
     /// The warnings known when the probe starts, and each one found while
     /// it measures, are printed then, and not again with the others when
     /// the run is stored.
@@ -459,7 +419,7 @@ impl RunObserver for Progress {
     }
 }
 
-impl CampaignObserver for Progress {
+impl CampaignObserver for Progress<'_> {
     fn run_starting(&mut self, planned: &PlannedRun, total: usize, remaining_ns: u64) {
         self.current = format!("run {}/{total}: {}", planned.index, self.cell(planned));
         self.run_index = planned.index;
@@ -496,7 +456,7 @@ impl CampaignObserver for Progress {
             Micros(worst_p999),
             Micros(worst_max),
             result.id,
-            self.budget.as_ref().map_or(String::new(), |b| format!(
+            self.outputs.budget().map_or(String::new(), |b| format!(
                 "; {}",
                 run_verdict(&b.evaluate(result))
             ))
@@ -521,30 +481,25 @@ impl CampaignObserver for Progress {
             .as_ref()
             .map(|c| c.execution.clone())
             .unwrap_or_default();
-        let evaluations = budget::evaluate_all(self.budget.as_ref(), &self.results);
-        if let Some(path) = &self.junit {
-            let title = junit_title(&self.plan_name, &execution);
-            if let Err(e) = budget::write_junit(path, &title, &evaluations) {
-                eprintln!("warning: {e:#}");
-            }
+        let evaluations = self.outputs.evaluate(&self.results);
+        let title = junit_title(&self.plan_name, &execution);
+        if let Err(e) = self.outputs.write_junit(&title, &evaluations) {
+            eprintln!("warning: {e:#}");
         }
         // Snapshots only into a file: a FIFO or a device gets the last.
-        let json = self.json.clone().filter(|p| *p != Path::new("-"));
-        if let Some(path) = json.filter(|p| super::output::rewritable(p)) {
-            let text = serde_json::to_string_pretty(&serde_json::json!({
+        if self.outputs.snapshot_target().is_some() {
+            let doc = serde_json::json!({
                 "schema": "rtlab.campaign/1",
                 "name": self.plan_name,
                 "execution": execution,
                 "matrix": single_matrix(&self.results),
                 "matrices": matrices_json(&self.results),
                 "verdict": null,
-                "budget": budget::json(self.budget.as_ref(), &evaluations),
+                "budget": self.outputs.budget_json(&evaluations),
                 "runs": self.results,
-            }));
-            if let Ok(text) = text {
-                if let Err(e) = write_text(&path, &(text + "\n")) {
-                    eprintln!("warning: {e:#}");
-                }
+            });
+            if let Err(e) = self.outputs.snapshot_json(&doc) {
+                eprintln!("warning: {e:#}");
             }
         }
     }

@@ -2,21 +2,21 @@
 //! released by rtlab's executive or self-timed SCHED_FIFO threads (paper
 //! 002, KURT §4.3/§4.4.1), and the paper's Tables 4.1/4.2.
 
-use super::budget;
-use super::measure::{kept_where, measure, print_summary, status_code};
-use super::output::create_output;
+use super::measure::{measure, print_summary};
 use crate::cli::{
     BudgetArgs, ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
 };
 use crate::input::{bad_input, InputError};
-use anyhow::Context;
+use crate::outputs::budget::{summary_text, title};
+use crate::outputs::exit::{exit_code, kept_where, status_code};
+use crate::outputs::{Outputs, Requested};
+use rtlab_campaign::{LoadEntry, ProbeSettings};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
 use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing, MAX_RUN_NS, MIN_PERIOD_NS};
 use rtlab_report::probe_tables::{within_percentages, within_table, WITHIN_US};
 use serde_json::json;
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// The periodic config of `tasks` tasks for `duration_ns` in `mode`.
@@ -97,21 +97,38 @@ fn inner_args(run: &RunArgs, load: Option<String>, quiet: bool) -> RunArgs {
     }
 }
 
-/// Where the human-readable output goes: stderr when the JSON goes to stdout.
-fn human_out(json: Option<&Path>) -> Box<dyn Write> {
-    if json == Some(Path::new("-")) {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    }
+/// The outputs of a command of several runs: `--json` (one document for
+/// them all), `--budget` and `--junit`; its runs store themselves.
+fn open_outputs(run: &RunArgs) -> anyhow::Result<Outputs> {
+    let default_db = rtlab_store::Store::default_path().ok();
+    Outputs::open(Requested {
+        json: run.json.as_ref(),
+        // --samples is refused: it takes one run.
+        samples: None,
+        store: run.store.db.as_deref().or(default_db.as_deref()),
+        budget: run.budget.budget.as_ref(),
+        junit: run.budget.junit.as_ref(),
+        ..Requested::default()
+    })
 }
 
-/// Writes a command's JSON document to a file or stdout, atomically and
-/// without following a planted symlink (see [`rtlab_core::fsutil`]).
-fn write_json(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(doc)? + "\n";
-    rtlab_core::fsutil::write_atomic_bytes(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+/// The end of a command of several runs: its JSON document (`doc`) and
+/// JUnit file, then the exit code: the worst status of its runs, then the
+/// budget.
+fn finish_runs(
+    outputs: &Outputs,
+    run: &RunArgs,
+    results: &[RunResult],
+    evaluations: &[rtlab_report::budget::Evaluation],
+    doc: impl FnOnce() -> anyhow::Result<serde_json::Value>,
+) -> anyhow::Result<ExitCode> {
+    outputs.finish(doc, &title(), evaluations)?;
+    let status = results.iter().fold(None, |worst, r| worse(worst, r.status));
+    let mut worst = results.last().expect("one run at least").clone();
+    worst.status = status.unwrap_or(RunStatus::Complete);
+    let stored = (!run.no_store).then(|| "stored".to_string());
+    let code = status_code(&worst, &kept_where(stored, outputs.json()));
+    Ok(ExitCode::from(exit_code(code, evaluations)))
 }
 
 /// Activations planned by a run's config (every task together), if recorded.
@@ -188,28 +205,15 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         bad_input!("--samples takes one run: not with --baseline (run each mode on its own)");
     }
     let spec = args.run.budget.budget.as_ref();
-    let default_db = rtlab_store::Store::default_path().ok();
-    let others = budget::outputs(
-        args.run.store.db.as_deref(),
-        &default_db,
-        args.run.json.as_deref(),
-        args.run.samples.as_deref(),
-    );
-    budget::check_distinct(&others)?;
-    budget::check(&args.run.budget, spec, &others)?;
-    let json_path = args.run.json.as_deref();
-    // Removed again if nothing is written to it (a refused run).
-    let _json_output = match json_path.filter(|p| *p != Path::new("-")) {
-        Some(path) => Some(create_output(path, "--json")?),
-        None => None,
-    };
-    let mut human = human_out(json_path);
+    // The --json file is removed again if nothing is written to it (a
+    // refused run).
+    let outputs = open_outputs(&args.run)?;
+    let mut human = outputs.human();
     let mut baseline = config.clone();
     baseline.mode = Mode::Fifo;
     let mut results: Vec<RunResult> = Vec::new();
-    let mut status = None;
     for config in [config, baseline] {
-        let quiet = args.run.quiet || json_path == Some(Path::new("-"));
+        let quiet = args.run.quiet || outputs.json_on_stdout();
         let measured = measure(
             Box::new(config),
             &inner_args(&args.run, args.run.load.clone(), quiet),
@@ -225,7 +229,6 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
                 write!(human, "{}", spec.evaluate(&result).report())?;
             }
         }
-        status = worse(status, result.status);
         let stop = result.status == RunStatus::Partial;
         results.push(result);
         if stop {
@@ -259,47 +262,107 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         )?;
         write!(human, "{}", within_table("scheduler", &rows))?;
     }
-    let evaluations = budget::evaluate_all(spec, &results);
-    if let Some(path) = json_path {
-        let doc = json!({
+    let evaluations = outputs.evaluate(&results);
+    let doc = || {
+        Ok(json!({
             "schema": "rtlab.exec-periodic/1",
             "cells": results.iter().map(|r| {
                 let mut cell = cell_json(r);
                 cell["mode"] = r.config["mode"].clone();
                 cell
             }).collect::<Vec<_>>(),
-            "budget": budget::json(spec, &evaluations),
+            "budget": outputs.budget_json(&evaluations),
             "runs": results,
-        });
-        write_json(path, &doc)?;
-    }
-    if let Some(path) = &args.run.budget.junit {
-        budget::write_junit(path, &budget::title(), &evaluations)?;
-    }
-    let last = results.last().expect("one run at least");
-    let mut worst = last.clone();
-    worst.status = status.unwrap_or(RunStatus::Complete);
-    Ok(ExitCode::from(budget::exit_code(
-        status_code(
-            &worst,
-            &kept_where(
-                (!args.run.no_store).then(|| "stored".to_string()),
-                json_path,
-            ),
-        ),
-        &evaluations,
-    )))
+        }))
+    };
+    finish_runs(&outputs, &args.run, &results, &evaluations, doc)
 }
 
-/// One cell of the KURT table.
+/// One cell of the KURT table: a run of the preset's plan.
 struct Cell {
     load: Option<String>,
     tasks: u64,
     mode: Mode,
 }
 
-/// `rtlab exec kurt-table`.
-pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
+/// The campaign preset whose matrix the KURT table is (paper 002's
+/// Tables 4.1/4.2: task counts × SCHED_FIFO or the executive × idle or
+/// loaded).
+const KURT_PRESET: &str = "srinivasan1998";
+
+/// The cells of the table: the [`KURT_PRESET`] campaign with the task
+/// counts, task set, duration and load of the command line, planned by the
+/// campaign crate, in the paper's order (per load a table, per task count
+/// SCHED_FIFO then the executive). The loads as the tables name them:
+/// None for idle.
+fn plan_cells(
+    args: &KurtTableArgs,
+    loaded: &str,
+) -> anyhow::Result<(Vec<Cell>, Vec<Option<String>>)> {
+    let no_check = |_: &str| -> Result<(), String> { Ok(()) };
+    let mut campaign = rtlab_campaign::read(KURT_PRESET, &no_check)
+        .map_err(|e| anyhow::anyhow!("the built-in preset: {e}"))?;
+    campaign.duration_ns = args.duration;
+    // The preset's probes, one per task count and release, with the task
+    // set of the command line.
+    let template = campaign.probes[0].clone();
+    campaign.probes = args
+        .tasks
+        .iter()
+        .flat_map(|&tasks| [Mode::Fifo, Mode::Executive].map(|mode| (tasks, mode)))
+        .map(|(tasks, mode)| {
+            let mut probe = template.clone();
+            let short = if mode == Mode::Fifo { "fifo" } else { "exec" };
+            probe.name = format!("{short}-{tasks}");
+            if let ProbeSettings::Periodic(settings) = &mut probe.settings {
+                settings.tasks = tasks as usize;
+                settings.period_ns = args.task.period;
+                settings.work_ns = args.task.work;
+                settings.mode = mode;
+                settings.cpu = args.task.cpu;
+            }
+            probe
+        })
+        .collect();
+    // The preset's idle table, and its loaded one under the load given.
+    campaign.loads.retain(|l| l.run.is_empty());
+    if !args.idle_only {
+        campaign.loads.push(LoadEntry {
+            name: loaded.to_string(),
+            run: vec![loaded.to_string()],
+        });
+    }
+    let loads: Vec<Option<String>> = campaign
+        .loads
+        .iter()
+        .map(|l| (!l.run.is_empty()).then(|| l.run.join(",")))
+        .collect();
+    let plan = rtlab_campaign::plan(campaign).map_err(|e| InputError(e.to_string()))?;
+    let mut cells: Vec<(usize, Cell)> = plan
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let ProbeSettings::Periodic(settings) = &run.probe.settings else {
+                return None;
+            };
+            let load = (!run.load.run.is_empty()).then(|| run.load.run.join(","));
+            let table = loads.iter().position(|l| *l == load)?;
+            let cell = Cell {
+                load,
+                tasks: settings.tasks as u64,
+                mode: settings.mode,
+            };
+            Some((table, cell))
+        })
+        .collect();
+    // The plan runs probe by probe; the paper's tables load by load.
+    cells.sort_by_key(|(table, _)| *table);
+    Ok((cells.into_iter().map(|(_, cell)| cell).collect(), loads))
+}
+
+/// Checks the command line and plans the cells, every cell's config
+/// checked before the first run.
+fn kurt_cells(args: &KurtTableArgs) -> anyhow::Result<(Vec<Cell>, Vec<Option<String>>)> {
     if args.run.samples.is_some() {
         bad_input!("--samples takes one run: kurt-table makes many (use rtlab exec periodic)");
     }
@@ -319,43 +382,27 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
             MAX_RUN_NS / 86_400_000_000_000
         );
     }
-    let loaded = args.run.load.clone().unwrap_or_else(|| "io".to_string());
+    let loaded = kurt_load(args);
     rtlab_load::parse_list(&loaded).map_err(|e| InputError(format!("--load: {e}")))?;
-    let mut loads = vec![None];
-    if !args.idle_only {
-        loads.push(Some(loaded.clone()));
+    let (cells, loads) = plan_cells(args, &loaded)?;
+    for cell in &cells {
+        config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
     }
-    // Every config is checked before the first run.
-    let mut cells = Vec::new();
-    for load in &loads {
-        for &tasks in &args.tasks {
-            for mode in [Mode::Fifo, Mode::Executive] {
-                config_from(&args.task, tasks, args.duration, mode)?;
-                cells.push(Cell {
-                    load: load.clone(),
-                    tasks,
-                    mode,
-                });
-            }
-        }
-    }
-    let spec = args.run.budget.budget.as_ref();
-    let default_db = rtlab_store::Store::default_path().ok();
-    let others = budget::outputs(
-        args.run.store.db.as_deref(),
-        &default_db,
-        args.run.json.as_deref(),
-        args.run.samples.as_deref(),
-    );
-    budget::check_distinct(&others)?;
-    budget::check(&args.run.budget, spec, &others)?;
-    let json_path = args.run.json.as_deref();
-    // Removed again if nothing is written to it (a refused run).
-    let _json_output = match json_path.filter(|p| *p != Path::new("-")) {
-        Some(path) => Some(create_output(path, "--json")?),
-        None => None,
-    };
-    let mut human = human_out(json_path);
+    Ok((cells, loads))
+}
+
+/// The load of the loaded table: --load, else paper 002's disk activity.
+fn kurt_load(args: &KurtTableArgs) -> String {
+    args.run.load.clone().unwrap_or_else(|| "io".to_string())
+}
+
+/// `rtlab exec kurt-table`.
+pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
+    let (cells, loads) = kurt_cells(&args)?;
+    // The --json file is removed again if nothing is written to it (a
+    // refused run).
+    let outputs = open_outputs(&args.run)?;
+    let mut human = outputs.human();
     let total = cells.len();
     if !args.run.quiet {
         eprintln!(
@@ -368,100 +415,80 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
             if args.idle_only {
                 String::new()
             } else {
-                format!(" and under {loaded}")
+                format!(" and under {}", kurt_load(&args))
             }
         );
     }
     let mut done: Vec<(Cell, RunResult)> = Vec::new();
-    let mut status = None;
     for (index, cell) in cells.into_iter().enumerate() {
-        let config = config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
-        let load_name = cell.load.clone().unwrap_or_else(|| "idle".into());
-        if !args.run.quiet {
-            eprint!(
-                "[{}/{total}] {} tasks, {}, {load_name} ... ",
-                index + 1,
-                cell.tasks,
-                cell.mode
-            );
-        }
-        let measured = measure(
-            Box::new(config),
-            &inner_args(&args.run, cell.load.clone(), true),
-            &[],
-        )?;
-        let result = measured.result;
-        if !args.run.quiet {
-            let within = within_percentages(&result.series);
-            eprintln!(
-                "{} within 10 µs, {} within 100 µs, run {}{}{}",
-                within.map_or("-".into(), |w| format!("{:.2}%", w[0])),
-                within.map_or("-".into(), |w| format!("{:.2}%", w[2])),
-                result.id,
-                if result.status == RunStatus::Complete {
-                    String::new()
-                } else {
-                    format!(
-                        " ({})",
-                        serde_json::to_value(result.status)?.as_str().unwrap_or("?")
-                    )
-                },
-                spec.map_or(String::new(), |b| format!(
-                    "; {}",
-                    b.evaluate(&result).verdict()
-                ))
-            );
-        }
-        status = worse(status, result.status);
+        let result = run_cell(&args, &cell, (index + 1, total))?;
         let stop = result.status == RunStatus::Partial;
         done.push((cell, result));
-        if let Some(path) = json_path.filter(|p| *p != Path::new("-")) {
-            write_json(path, &kurt_json(&args, &loads, &done))?;
-        }
-        if let Some(path) = &args.run.budget.junit {
-            let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
-            budget::write_junit(
-                path,
-                &budget::title(),
-                &budget::evaluate_all(spec, &results),
-            )?;
-        }
+        let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
+        let evaluations = outputs.evaluate(&results);
+        outputs.snapshot_json(&kurt_json(&args, &loads, &done, &outputs, &evaluations))?;
+        outputs.write_junit(&title(), &evaluations)?;
         if stop {
             break;
         }
     }
     let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
-    let evaluations = budget::evaluate_all(spec, &results);
+    let evaluations = outputs.evaluate(&results);
     if !args.run.quiet {
         write!(human, "{}", kurt_text(&args, &loads, &done))?;
-        if !evaluations.is_empty() {
-            writeln!(
-                human,
-                "\n{}",
-                rtlab_report::budget::summary_line(&evaluations)
-            )?;
-            write!(
-                human,
-                "{}",
-                rtlab_report::budget::failures_table(&evaluations)
-            )?;
-        }
+        write!(human, "{}", summary_text(&evaluations))?;
     }
-    if let Some(path) = json_path {
-        write_json(path, &kurt_json(&args, &loads, &done))?;
+    let doc = || Ok(kurt_json(&args, &loads, &done, &outputs, &evaluations));
+    finish_runs(&outputs, &args.run, &results, &evaluations, doc)
+}
+
+/// Runs one cell through `measure` (stored, quiet, no outputs of its
+/// own), with its progress line on stderr: `[index/total] …`.
+fn run_cell(
+    args: &KurtTableArgs,
+    cell: &Cell,
+    (index, total): (usize, usize),
+) -> anyhow::Result<RunResult> {
+    let config = config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
+    let load_name = cell.load.clone().unwrap_or_else(|| "idle".into());
+    if !args.run.quiet {
+        eprint!(
+            "[{index}/{total}] {} tasks, {}, {load_name} ... ",
+            cell.tasks, cell.mode
+        );
     }
-    let mut worst = done.last().expect("one run at least").1.clone();
-    worst.status = status.unwrap_or(RunStatus::Complete);
-    Ok(ExitCode::from(budget::exit_code(
-        status_code(
-            &worst,
-            &kept_where(
-                (!args.run.no_store).then(|| "stored".to_string()),
-                json_path,
-            ),
-        ),
-        &evaluations,
-    )))
+    let measured = measure(
+        Box::new(config),
+        &inner_args(&args.run, cell.load.clone(), true),
+        &[],
+    )?;
+    let result = measured.result;
+    if !args.run.quiet {
+        let within = within_percentages(&result.series);
+        eprintln!(
+            "{} within 10 µs, {} within 100 µs, run {}{}{}",
+            within.map_or("-".into(), |w| format!("{:.2}%", w[0])),
+            within.map_or("-".into(), |w| format!("{:.2}%", w[2])),
+            result.id,
+            if result.status == RunStatus::Complete {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    serde_json::to_value(result.status)?.as_str().unwrap_or("?")
+                )
+            },
+            args.run
+                .budget
+                .budget
+                .as_ref()
+                .map_or(String::new(), |b| format!(
+                    "; {}",
+                    b.evaluate(&result).verdict()
+                ))
+        );
+    }
+    Ok(result)
 }
 
 /// The row of `tasks` in `mode` under `load`, if it ran.
@@ -514,14 +541,16 @@ fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunR
     out
 }
 
+/// The `--json` document, `rtlab.kurt-table/1`: the table's cells, the
+/// budget and every run.
 fn kurt_json(
     args: &KurtTableArgs,
     loads: &[Option<String>],
     done: &[(Cell, RunResult)],
+    outputs: &Outputs,
+    evaluations: &[rtlab_report::budget::Evaluation],
 ) -> serde_json::Value {
-    let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
-    let spec = args.run.budget.budget.as_ref();
-    let budget_json = budget::json(spec, &budget::evaluate_all(spec, &results));
+    let budget_json = outputs.budget_json(evaluations);
     json!({
         "schema": "rtlab.kurt-table/1",
         "period_ns": args.task.period,

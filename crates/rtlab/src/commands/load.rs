@@ -4,13 +4,14 @@
 
 use crate::cli::{LoadArgs, WorkerArgs};
 use crate::input::{bad_input, InputError};
+use crate::outputs::{Outputs, Requested};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtlab_core::result::{timestamp_now, LoadRecord};
 use rtlab_core::text::{pad, Align};
 use rtlab_core::units::human_duration;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -90,14 +91,12 @@ fn specs_from(args: &LoadArgs) -> anyhow::Result<Vec<LoadSpec>> {
 pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let specs = specs_from(&args)?;
     let planned_ns = (!args.forever).then(|| args.duration.unwrap_or(DEFAULT_DURATION_NS));
-    let json_path = args.json.clone();
-    let to_stdout = json_path.as_deref() == Some(Path::new("-"));
     // Checked, not emptied (the file is replaced when first written), and
     // held open until the end: a FIFO's reader sees its end only then.
-    let mut json_output = match json_path.as_deref().filter(|p| *p != Path::new("-")) {
-        Some(path) => Some(super::output::create_output(path, "--json")?),
-        None => None,
-    };
+    let mut outputs = Outputs::open(Requested {
+        json: args.json.as_ref(),
+        ..Requested::default()
+    })?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -122,12 +121,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         eprintln!("note: {note}");
     }
     let loading_since = Instant::now();
-    let json_file = json_path.as_deref().filter(|p| *p != Path::new("-"));
     let write_running = |loads: &mut RunningLoads| {
-        if let Some(path) = json_file.filter(|p| super::output::rewritable(p)) {
+        if outputs.snapshot_target().is_some() {
             let doc = load_doc("running", &started_at, None, began, &loads.live());
-            if let Err(e) = write_atomic(path, &doc) {
-                eprintln!("warning: rewriting {}: {e:#}", path.display());
+            if let Err(e) = outputs.snapshot_json(&doc) {
+                eprintln!("warning: {e:#}");
             }
         }
     };
@@ -188,21 +186,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         (None, false) => "complete",
     };
     let doc = load_doc(status, &started_at, Some(timestamp_now()), began, &records);
-    if to_stdout {
-        std::io::stdout().write_all((serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
-    } else if let Some(path) = json_file {
-        write_atomic(path, &doc).with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(output) = &mut json_output {
-        output.keep()?;
-    }
+    outputs.write_json(&doc)?;
+    outputs.measured();
     if !args.quiet {
-        let mut out: Box<dyn Write> = if to_stdout {
-            Box::new(std::io::stderr())
-        } else {
-            Box::new(std::io::stdout())
-        };
-        write!(out, "{}", work_table(&records))?;
+        write!(outputs.human(), "{}", work_table(&records))?;
     }
     for record in &records {
         for note in &record.notes {
@@ -243,15 +230,6 @@ fn load_doc(
         "elapsed_ns": began.elapsed().as_nanos() as u64,
         "loads": records,
     })
-}
-
-/// Writes through a temporary file and a rename, so a reader (or a kill)
-/// never sees half a file, never through a planted symlink (see
-/// [`rtlab_core::fsutil`]).
-fn write_atomic(path: &Path, doc: &serde_json::Value) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(doc)? + "\n";
-    rtlab_core::fsutil::write_atomic_bytes(path, text.as_bytes())?;
-    Ok(())
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {

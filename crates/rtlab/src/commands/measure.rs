@@ -3,51 +3,45 @@
 //! through the runner (loads, journal, store), print the tables and pick
 //! the exit code.
 
-use super::budget;
-use super::output::{create_output, rewritable, Output};
 use crate::cli::RunArgs;
 use crate::input::InputError;
+use crate::outputs::budget;
+use crate::outputs::exit::{exit_code, kept_where, status_code};
+use crate::outputs::{OutputTarget, Outputs, Requested};
 use crate::progress::LiveStatus;
 use crate::session;
-use anyhow::Context;
 use rtlab_campaign::runner::{self, RunObserver, RunRequest};
 use rtlab_core::journal;
-use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::result::RunResult;
 use rtlab_core::units::human_duration;
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::{Probe, ProbeRun};
 use rtlab_report::budget::{Evaluation, JsonWithBudget};
-use rtlab_report::export::{write_file, JsonExporter};
+use rtlab_report::export::{Exporter, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
 use rtlab_store::Store;
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// A finished measurement, before its exit code is decided.
 pub struct Measured {
     pub result: RunResult,
-    /// Where the human-readable output goes (stderr when --json - is given).
-    pub human: Box<dyn Write>,
     pub stored: bool,
-    /// `--json`'s path (`-` for stdout), where the result was also written.
-    pub json: Option<std::path::PathBuf>,
     /// The run checked against `--budget`, when one was given.
     pub budget: Option<Evaluation>,
-    /// The outputs opened before measuring, held open until the command
-    /// has written them: the reader of a FIFO given as one (a named pipe
-    /// to `jq`) would otherwise see the end of its input before the
-    /// document, and the final write would wait for it forever.
-    _held: Vec<Output>,
+    /// The outputs, `--json` among them, held open until the command has
+    /// written them (see [`Outputs`]).
+    pub outputs: Outputs,
 }
 
-/// Runs `probe` with the shared flags of `args`; `extra_outputs` are
-/// (path, flag) pairs of the command's own files, created before measuring.
+/// Runs `probe` with the shared flags of `args`; `files` are the command's
+/// own files with their flags (`--histfile`), checked and created before
+/// measuring and written by the command.
 pub fn measure(
     probe: Box<dyn Probe>,
     args: &RunArgs,
-    extra_outputs: &[(&Path, &str)],
+    files: &[(&'static str, &OutputTarget)],
 ) -> anyhow::Result<Measured> {
     // One value per sysctl: `--sysctl k=0 --sysctl k=1` ran with one of
     // them, silently.
@@ -74,42 +68,15 @@ pub fn measure(
         Some(db) => Some(db.clone()),
         None => rtlab_store::Store::default_path().ok(),
     };
-    let mut others: Vec<(&str, &Path)> = extra_outputs.iter().map(|(p, f)| (*f, *p)).collect();
-    others.extend(args.json.as_deref().map(|p| ("--json", p)));
-    others.extend(args.samples.as_deref().map(|p| ("--samples", p)));
-    others.extend(store_path.as_deref().map(|p| ("result store (--db)", p)));
-    // Two outputs in one file: the last written would silently destroy
-    // the other (or the result store).
-    budget::check_distinct(&others)?;
-    budget::check(&args.budget, args.budget.budget.as_ref(), &others)?;
-    let json_path = args.json.as_deref();
-    let to_stdout = json_path == Some(Path::new("-"));
-    // With --json - the table goes to stderr, so stdout is JSON only.
-    let human: Box<dyn Write> = if to_stdout {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
-    let json_file = json_path.filter(|p| *p != Path::new("-"));
-    let mut outputs = Vec::new();
-    for (path, what) in extra_outputs
-        .iter()
-        .copied()
-        .chain(json_file.map(|p| (p, "--json")))
-    {
-        outputs.push(create_output(path, what)?);
-    }
-    let samples_csv: Option<Box<dyn Write + Send>> = match &args.samples {
-        Some(path) => {
-            let mut output = create_output(path, "--samples")?;
-            let writer = output
-                .writer()
-                .map_err(|e| InputError(format!("--samples {}: {e}", path.display())))?;
-            outputs.push(output);
-            Some(Box::new(std::io::BufWriter::with_capacity(1 << 20, writer)))
-        }
-        None => None,
-    };
+    let mut outputs = Outputs::open(Requested {
+        json: args.json.as_ref(),
+        samples: args.samples.as_ref(),
+        files: files.to_vec(),
+        store: store_path.as_deref(),
+        budget: args.budget.budget.as_ref(),
+        junit: args.budget.junit.as_ref(),
+    })?;
+    let samples_csv = outputs.take_samples();
     let mut store = open_store(args)?;
 
     let context = session::begin()?;
@@ -117,9 +84,7 @@ pub fn measure(
         status: None,
         planned_ns: probe.planned_ns(),
         quiet: args.quiet,
-        // Snapshots while running only into a file: a FIFO or a device
-        // gets the one final document.
-        json_file: json_file.filter(|p| rewritable(p)),
+        json_file: outputs.snapshot_target(),
     };
     let request = RunRequest {
         probe,
@@ -142,26 +107,17 @@ pub fn measure(
             Err(e) => e,
         }
     })?;
-    // Measured: the outputs are this run's now (a file that cannot be
-    // emptied must not cost the result).
-    for output in &mut outputs {
-        if let Err(e) = output.keep() {
-            eprintln!("warning: emptying {}: {e}", output.path().display());
-        }
-    }
+    outputs.measured();
     if let Some(status) = observer.status.take() {
         status.finish();
     }
     // The result is checked whatever its status: a partial run's figures
     // cover what it measured, and its evaluation says so.
     let evaluation = args.budget.budget.as_ref().map(|b| b.evaluate(&result));
-    if let Some(path) = json_path {
-        match &evaluation {
-            Some(evaluation) => write_file(&JsonWithBudget(evaluation), &result, path),
-            None => write_file(&JsonExporter, &result, path),
-        }
-        .with_context(|| format!("writing {}", path.display()))?;
-    }
+    outputs.write_json_with(|out| match &evaluation {
+        Some(evaluation) => JsonWithBudget(evaluation).write(&result, out),
+        None => JsonExporter.write(&result, out),
+    })?;
     match &mut store {
         // A store that cannot take the run now (disk full, file made
         // read-only) must not lose it: it is kept as a file, named in the
@@ -169,7 +125,7 @@ pub fn measure(
         Some(store) => store.save_or_keep(&result)?,
         // The default store could not be opened (warned about at the
         // start): without --json the run would be nowhere.
-        None if !args.no_store && json_path.is_none() => {
+        None if !args.no_store && outputs.json().is_none() => {
             match rtlab_store::keep_unsaved_in(&result, &rtlab_store::unsaved_dirs()) {
                 Ok(kept) => eprintln!(
                     "the run was kept in {kept}: store it with `rtlab import {}`",
@@ -182,16 +138,14 @@ pub fn measure(
         }
         None => {}
     }
-    if let (Some(path), Some(evaluation)) = (&args.budget.junit, &evaluation) {
-        budget::write_junit(path, &budget::title(), std::slice::from_ref(evaluation))?;
+    if let Some(evaluation) = &evaluation {
+        outputs.write_junit(&budget::title(), std::slice::from_ref(evaluation))?;
     }
     Ok(Measured {
         result,
-        human,
         stored: store.is_some(),
-        json: json_path.map(Path::to_path_buf),
         budget: evaluation,
-        _held: outputs,
+        outputs,
     })
 }
 
@@ -215,71 +169,40 @@ impl Measured {
     /// Prints the tables (unless quiet) and the budget's checks, and
     /// returns the exit code: the run's status (0 complete, 1 failed, 130
     /// stopped by a signal), then 1 for a budget not kept if that was 0.
-    pub fn report(mut self, quiet: bool) -> anyhow::Result<ExitCode> {
+    pub fn report(self, quiet: bool) -> anyhow::Result<ExitCode> {
+        // Stderr when --json - is given.
+        let mut human = self.outputs.human();
         if !quiet {
-            print_summary(&mut self.human, &self.result)?;
+            print_summary(&mut human, &self.result)?;
             if self.stored {
-                writeln!(self.human, "stored as run {}", self.result.id)?;
+                writeln!(human, "stored as run {}", self.result.id)?;
             }
         }
         let stored = self
             .stored
             .then_some(format!("stored as run {}", self.result.id));
-        let code = status_code(&self.result, &kept_where(stored, self.json.as_deref()));
+        let code = status_code(&self.result, &kept_where(stored, self.outputs.json()));
         let Some(evaluation) = &self.budget else {
             return Ok(ExitCode::from(code));
         };
         if !quiet {
-            write!(self.human, "{}", evaluation.report())?;
+            write!(human, "{}", evaluation.report())?;
         }
         let evaluations = std::slice::from_ref(evaluation);
-        Ok(ExitCode::from(budget::exit_code(code, evaluations)))
-    }
-}
-
-/// Where a stopped run's partial result went, as the message on stopping
-/// says it: `stored` (e.g. "stored as run ID") and `--json`'s path. With
-/// --no-store it must not claim the result was kept.
-pub fn kept_where(stored: Option<String>, json: Option<&Path>) -> String {
-    let written = json.map(|path| match path == Path::new("-") {
-        true => "written to stdout".to_string(),
-        false => format!("written to {}", path.display()),
-    });
-    match (stored, written) {
-        (Some(stored), Some(written)) => format!("the partial result was {stored} and {written}"),
-        (Some(stored), None) => format!("the partial result was {stored}"),
-        (None, Some(written)) => format!("the partial result was {written}; it was not stored"),
-        (None, None) => "nothing was kept: the run was not stored and --json was not given".into(),
-    }
-}
-
-/// The exit code of a run's status, with its message on stderr: 0
-/// complete, 1 failed or stopped by --break-at, 130 stopped by a signal
-/// (saying where the partial result went: `kept`, from [`kept_where`]).
-pub fn status_code(result: &RunResult, kept: &str) -> u8 {
-    match result.status {
-        RunStatus::Failed => {
-            eprintln!("error: the run failed: see the warnings above");
-            1
-        }
-        RunStatus::Break => 1,
-        RunStatus::Partial => {
-            eprintln!("stopped by a signal: {kept}");
-            130
-        }
-        _ => 0,
+        Ok(ExitCode::from(exit_code(code, evaluations)))
     }
 }
 
 /// Live status on the terminal and the --json file rewritten during the run.
-struct LiveObserver<'a> {
+struct LiveObserver {
     status: Option<LiveStatus>,
     planned_ns: u64,
     quiet: bool,
-    json_file: Option<&'a Path>,
+    /// The --json file, rewritten at every checkpoint.
+    json_file: Option<OutputTarget>,
 }
 
-impl RunObserver for LiveObserver<'_> {
+impl RunObserver for LiveObserver {
     fn started(&mut self, result: &RunResult, run: &dyn ProbeRun) {
         for warning in &result.warnings {
             eprintln!("warning: {warning}");
@@ -302,9 +225,9 @@ impl RunObserver for LiveObserver<'_> {
     }
 
     fn checkpoint(&mut self, result: &RunResult) {
-        if let Some(path) = self.json_file {
-            if let Err(e) = write_file(&JsonExporter, result, path) {
-                eprintln!("warning: rewriting {}: {e}", path.display());
+        if let Some(target) = &self.json_file {
+            if let Err(e) = target.write_with(|out| JsonExporter.write(result, out)) {
+                eprintln!("warning: rewriting {target}: {e}");
             }
         }
     }
@@ -351,33 +274,4 @@ pub fn print_summary(out: &mut dyn Write, result: &RunResult) -> std::io::Result
         writeln!(out, "warning: {warning}")?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::kept_where;
-    use std::path::Path;
-
-    /// A stopped run says where its partial result went, and never that it
-    /// was kept when it was not.
-    #[test]
-    fn a_stopped_run_says_where_its_result_went() {
-        let stored = || Some("stored as run R".to_string());
-        assert_eq!(
-            kept_where(stored(), None),
-            "the partial result was stored as run R"
-        );
-        assert_eq!(
-            kept_where(stored(), Some(Path::new("r.json"))),
-            "the partial result was stored as run R and written to r.json"
-        );
-        assert_eq!(
-            kept_where(None, Some(Path::new("-"))),
-            "the partial result was written to stdout; it was not stored"
-        );
-        assert_eq!(
-            kept_where(None, None),
-            "nothing was kept: the run was not stored and --json was not given"
-        );
-    }
 }

@@ -9,7 +9,7 @@ use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::timer::{RunLength, TimerConfig, WaitMode};
 use rtlab_probe::ProbeConfig;
-use rtlab_report::export::{write_file, HistfileExporter};
+use rtlab_report::export::{Exporter, HistfileExporter};
 use std::process::ExitCode;
 
 const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
@@ -85,19 +85,20 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
 
 pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    let histfile = args.histfile.as_deref().map(|p| (p, "--histfile"));
+    let histfile = args.histfile.as_ref().map(|t| ("--histfile", t));
     let measured = measure(
         Box::new(ProbeConfig::Timer(config)),
         &args.run,
         histfile.as_slice(),
     )?;
-    if let Some(path) = &args.histfile {
+    if let Some(target) = &args.histfile {
         let exporter = HistfileExporter {
             hist_max_us: args.hist_max / 1000,
             all_threads_column: args.histofall,
         };
-        write_file(&exporter, &measured.result, path)
-            .with_context(|| format!("writing {}", path.display()))?;
+        target
+            .write_with(|out| exporter.write(&measured.result, out))
+            .with_context(|| format!("writing {target}"))?;
     }
     let break_event = measured.result.break_event.clone();
     let code = measured.report(args.run.quiet)?;

@@ -30,7 +30,6 @@ pub(crate) fn emit(text: &str) -> std::io::Result<()> {
     std::io::stdout().write_all(rtlab_core::result::terminal_text(text).as_bytes())
 }
 
-mod budget;
 mod campaign;
 pub mod completions;
 mod exec;
@@ -41,7 +40,6 @@ mod measure_noise;
 mod measure_switch;
 mod measure_timer;
 mod net;
-mod output;
 pub mod plan;
 pub mod plan_run;
 mod report;

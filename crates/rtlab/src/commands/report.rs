@@ -4,9 +4,13 @@
 //! Every input is read and checked before any work, and every output is
 //! written whole at the end, so bad input costs nothing and leaves nothing.
 
-use super::budget;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::input::{bad_input, InputError};
+use crate::outputs::budget;
+use crate::outputs::checks::{check_junit, same_file, Named};
+use crate::outputs::exit::exit_code;
+use crate::outputs::file::check_writable;
+use crate::outputs::OutputTarget;
 use crate::session;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,14 +28,17 @@ fn input_error(message: String) -> anyhow::Error {
     anyhow::Error::new(InputError(message))
 }
 
+/// The file of `-o`; `-o -` is stdout, as without -o.
+fn output_file(args: &ReportArgs) -> Option<&Path> {
+    args.output.as_ref().and_then(OutputTarget::file)
+}
+
 /// The format: `--format`, else the extension of `-o`, else text.
 fn format_of(args: &ReportArgs) -> ReportFormat {
     if let Some(format) = args.format {
         return format;
     }
-    let extension = args
-        .output
-        .as_deref()
+    let extension = output_file(args)
         .and_then(Path::extension)
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match extension.as_deref() {
@@ -293,21 +300,24 @@ fn check_outputs(
         };
         ("--samples", Path::new(path))
     }));
-    let mut others = inputs.clone();
-    if let Some(path) = &args.output {
+    let mut others: Vec<Named> = inputs
+        .iter()
+        .map(|(what, path)| (*what, OutputTarget::File(path.to_path_buf())))
+        .collect();
+    if let Some(path) = output_file(args) {
         if path.is_dir() {
             bad_input!("-o {}: is a directory; give a file", path.display());
         }
         for (what, input) in &inputs {
-            if budget::same_file(path, input) {
+            if same_file(path, input) {
                 bad_input!(
                     "-o {}: is also the {what} file, which the report would replace; give another file",
                     path.display()
                 );
             }
         }
-        budget::check_writable(path, "-o")?;
-        others.push(("-o", path));
+        check_writable(path, "-o")?;
+        others.push(("-o", OutputTarget::File(path.to_path_buf())));
     }
     if let Some(dir) = &args.png {
         if dir.exists() && !dir.is_dir() {
@@ -315,15 +325,13 @@ fn check_outputs(
         }
         check_dir_writable(dir, "--png")?;
     }
-    if args.json && args.output.is_none() && args.format.is_some() {
+    if args.json && output_file(args).is_none() && args.format.is_some() {
         bad_input!("--json prints on stdout: give -o PATH for the --format report");
     }
-    budget::check(&args.budget, budget, &others)
+    check_junit(args.budget.junit.as_ref(), budget, &others)
 }
 
-pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
-    // `-o -` is stdout, as without -o.
-    args.output = args.output.take().filter(|p| p != Path::new("-"));
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let budget_spec = args.budget.budget.clone();
     check_outputs(&args, budget_spec.as_ref())?;
     let mut store = LazyStore {
@@ -383,20 +391,20 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
             png::write_all(dir, &charts).with_context(|| format!("--png {}", dir.display()))?,
         );
     }
-    match &args.output {
+    match output_file(&args) {
         Some(path) => {
             write_with(path, |out| out.write_all(document.as_bytes()))
                 .with_context(|| format!("writing -o {}", path.display()))?;
-            written.insert(0, path.clone());
+            written.insert(0, path.to_path_buf());
         }
         // Labels, hostnames and warnings of stored runs are in it: printed
         // with control characters escaped, as everything rtlab prints.
         None if !args.json => put!("{document}"),
         None => {}
     }
-    if let Some(path) = &args.budget.junit {
+    if let Some(path) = args.budget.junit.as_ref().and_then(OutputTarget::file) {
         budget::write_junit(path, &budget::title(), &evaluations)?;
-        written.push(path.clone());
+        written.push(path.to_path_buf());
     }
     if args.json {
         let mut doc = report.to_json();
@@ -415,5 +423,5 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    Ok(ExitCode::from(budget::exit_code(0, &evaluations)))
+    Ok(ExitCode::from(exit_code(0, &evaluations)))
 }

@@ -5,6 +5,7 @@ use crate::cli::{
     CompareArgs, CompareFormat, ExportArgs, ExportFormat, ImportArgs, RunsArgs, ShowArgs,
 };
 use crate::input::InputError;
+use crate::outputs::OutputTarget;
 use crate::session;
 use anyhow::Context;
 use rtlab_core::result::RunResult;
@@ -13,7 +14,7 @@ use rtlab_report::compare::{
     compare_matching, comparison_markdown, comparison_table, CompareOptions, Matching,
 };
 use rtlab_report::export::{
-    write_file, CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
+    CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
 };
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::{align, summary_table};
@@ -312,7 +313,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             &histfile
         }
     };
-    if args.output == std::path::Path::new("-") {
+    let OutputTarget::File(path) = &args.output else {
         // To standard output, JSON goes through the writer that escapes
         // control characters (JSON's own escape: the same document), and so
         // does any format when it reaches a terminal; other formats piped
@@ -325,18 +326,16 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             std::io::Write::write_all(&mut std::io::stdout(), &data)?;
         }
         return Ok(ExitCode::SUCCESS);
-    }
-    match write_file(exporter, &result, &args.output) {
+    };
+    match args.output.write_with(|out| exporter.write(&result, out)) {
         Ok(()) => {}
         // A path that cannot be created is bad input (exit 2), as for
         // report -o and plan gen -o; a write that fails on the way (a full
         // disk) stays an error of the run (exit 1).
         Err(e) if cannot_create(&e) => {
-            return Err(
-                InputError(format!("-o {}: cannot create: {e}", args.output.display())).into(),
-            )
+            return Err(InputError(format!("-o {}: cannot create: {e}", path.display())).into())
         }
-        Err(e) => return Err(e).with_context(|| format!("writing {}", args.output.display())),
+        Err(e) => return Err(e).with_context(|| format!("writing {}", path.display())),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -100,6 +100,14 @@ impl Drop for Output {
     }
 }
 
+/// Fails now, as bad input, when `path` cannot be written, without
+/// truncating a file that is there (it is replaced atomically at the end)
+/// nor following a symlink another user could have planted; a file
+/// created to find out is removed again.
+pub fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
+    create_output(path, flag).map(drop)
+}
+
 /// Empties a regular file (a pipe or a device has nothing to empty).
 fn empty(file: &File) -> io::Result<()> {
     if file.metadata()?.is_file() {
