@@ -300,15 +300,10 @@ mod number_or_null {
 /// An upper confidence bound that may be `+∞`: JSON has no infinity, so it
 /// is written as `null` ("unbounded") and read back as `+∞`.
 mod upper_bound {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer};
 
-    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        if v.is_finite() {
-            s.serialize_f64(*v)
-        } else {
-            s.serialize_none()
-        }
-    }
+    /// Written as any number that may not be finite.
+    pub use super::number_or_null::serialize;
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
