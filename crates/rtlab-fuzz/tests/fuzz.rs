@@ -299,7 +299,7 @@ fn file_time() -> SystemTime {
 /// What rtlab does with an imported run: shows its table, exports it in
 /// every format; its rtlab JSON imports again as the same run.
 fn use_imported(run: &RunResult) -> Result<(), String> {
-    let _ = rtlab_report::table::summary_table(run);
+    let _ = rtlab_report::run_summary::summary_table(run);
     for exporter in [
         &CsvExporter as &dyn Exporter,
         &HistfileExporter {

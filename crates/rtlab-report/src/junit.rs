@@ -18,9 +18,9 @@
 //! layout is described in docs/budgets.md.
 
 use crate::budget::{Evaluation, Outcome};
-use crate::export::write_with;
+use rtlab_core::fsutil::write_atomic_bytes;
 use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 /// The XML of `evaluations`; `title` names the whole report (e.g. `rtlab
@@ -156,7 +156,7 @@ fn suite(out: &mut String, id: usize, e: &Evaluation) {
 /// so a crash never leaves half a file), or to stdout for `-`.
 pub fn write(path: &Path, title: &str, evaluations: &[Evaluation]) -> io::Result<()> {
     let xml = to_xml(title, evaluations);
-    write_with(path, |out: &mut dyn Write| out.write_all(xml.as_bytes()))
+    write_atomic_bytes(path, xml.as_bytes())
 }
 
 /// `12.345`: ns as seconds with ms precision.

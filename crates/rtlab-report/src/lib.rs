@@ -1,7 +1,9 @@
 //! Turning results into something people and other tools read: terminal
 //! tables and exporters (one per format, behind [`export::Exporter`]),
-//! comparisons of runs ([`compare`]) and importers of other tools' results
-//! ([`import`]).
+//! comparisons of runs ([`compare`]), importers of other tools' results
+//! ([`import`]), budgets ([`budget`]) and the HTML report ([`report`]).
+//! The statistics behind the figures are in `rtlab_stats`; [`text`] holds
+//! the cell and column formatting every renderer shares.
 
 pub mod budget;
 pub mod compare;
@@ -10,6 +12,7 @@ pub mod export;
 pub mod import;
 pub mod junit;
 pub mod matrix;
-pub mod probe_tables;
+pub mod probe_summary;
 pub mod report;
-pub mod table;
+pub mod run_summary;
+pub mod text;

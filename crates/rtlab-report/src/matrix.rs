@@ -140,7 +140,7 @@ impl Matrix {
             }
             rows.push(row);
         }
-        crate::table::align(&rows, |col, _| col == 0, false)
+        crate::text::align(&rows, |col, _| col == 0, false)
     }
 
     /// The short verdict: the worst case under each load, and what

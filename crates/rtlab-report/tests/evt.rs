@@ -9,7 +9,7 @@
 use rtlab_core::record::SeriesRecorder;
 use rtlab_core::result::SeriesStats;
 use rtlab_report::evt::{
-    self, check, CheckStatus, EvtOptions, EvtReport, Method, PwcetEstimate, Verdict,
+    self, check, CheckStatus, EvtOptions, EvtReport, EvtText, Method, PwcetEstimate, Verdict,
 };
 
 /// splitmix64 (Steele, Lea & Flood 2014): small, fast, and good enough for

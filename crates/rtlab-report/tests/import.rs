@@ -6,9 +6,9 @@
 use rtlab_core::record::SeriesRecorder;
 use rtlab_core::result::{Overflows, RunResult, RunStatus, Series};
 use rtlab_core::sched::Policy;
-use rtlab_report::compare::percentiles_known;
 use rtlab_report::export::{Exporter, HistfileExporter, JsonExporter};
 use rtlab_report::import::{self, import_file, import_text, Format, ImportError};
+use rtlab_stats::quantile::percentiles_known;
 use std::path::PathBuf;
 
 fn golden(name: &str) -> PathBuf {

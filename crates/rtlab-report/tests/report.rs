@@ -256,7 +256,7 @@ fn within_percentages_count_missed_deadlines_as_outside() {
         .collect();
     let mut s = series("cpu0", "wakeup_latency", &samples);
     s.stats.missed = 100;
-    let within = rtlab_report::report::tables::within_percent(&s.stats).unwrap();
+    let within = rtlab_report::report::run_tables::within_percent(&s.stats).unwrap();
     // 900 of 1100 events within 10 µs, 1000 within 100 µs.
     assert!((within[0] - 900.0 / 11.0).abs() < 1e-9, "{within:?}");
     assert!((within[2] - 1000.0 / 11.0).abs() < 1e-9, "{within:?}");
@@ -264,7 +264,7 @@ fn within_percentages_count_missed_deadlines_as_outside() {
     let mut activation = s.clone();
     activation.metric = "activation_lateness".into();
     assert_eq!(
-        rtlab_report::probe_tables::within_percentages(&[activation]),
+        rtlab_report::probe_summary::within_percentages(&[activation]),
         Some(within)
     );
 }
@@ -893,7 +893,7 @@ fn the_environment_says_where_the_preemption_model_was_read() {
         "uname -v: PREEMPT_DYNAMIC".into(),
         "/boot/config-6.12.0: CONFIG_PREEMPT_VOLUNTARY=y, the boot default of CONFIG_PREEMPT_DYNAMIC (no preempt= on the command line)".into(),
     ];
-    let table = rtlab_report::report::tables::environment_table(&result);
+    let table = rtlab_report::report::run_tables::environment_table(&result);
     let row = table.rows.iter().find(|r| r[0] == "preemption").unwrap();
     assert_eq!(
         row[1],

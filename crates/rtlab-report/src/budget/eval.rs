@@ -3,7 +3,7 @@
 
 use super::{Budget, Clause, Metric, Op};
 use crate::export::Exporter;
-use crate::table::align;
+use crate::text::align;
 use rtlab_core::result::{CampaignRef, RunResult, RunStatus, Series};
 use rtlab_core::units::{human_duration, Micros};
 use serde::ser::{SerializeStruct, Serializer};

@@ -1,7 +1,7 @@
 //! The terminal rendering of an [`EvtReport`].
 
 use super::{CheckStatus, EvtReport, Method, Verdict};
-use crate::table::align;
+use crate::text::align;
 use std::fmt::Write;
 
 fn us(ns: f64) -> String {

@@ -6,8 +6,8 @@
 //! cpu of a floating thread, the time of a max nobody recorded.
 
 use super::Exporter;
-use crate::compare::percentiles_known;
 use rtlab_core::result::{RunResult, Series};
+use rtlab_stats::quantile::percentiles_known;
 use std::io::{self, Write};
 
 pub struct CsvExporter;

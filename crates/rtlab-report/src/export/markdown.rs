@@ -2,9 +2,10 @@
 //! where, one table of the series in µs (ns precision), and the warnings.
 
 use super::Exporter;
-use crate::compare::{md_cell, md_code, percentiles_known};
+use crate::text::{md_cell, md_code};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::{human_duration, Micros};
+use rtlab_stats::quantile::percentiles_known;
 use std::io::{self, Write};
 
 pub struct MarkdownExporter;

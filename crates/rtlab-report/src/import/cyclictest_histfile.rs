@@ -116,6 +116,9 @@ impl Parser<'_> {
     }
 }
 
+/// A histogram row: its line, its bin and one count per column.
+type Row = (usize, u64, Vec<u64>);
+
 /// Parses a cyclictest histogram. `origin` names the file in errors and in
 /// `config.imported_from`; `modified` (the file's modification time) is
 /// taken as the run's time, since the file records none.
@@ -126,71 +129,173 @@ pub fn parse(
 ) -> Result<RunResult, ImportError> {
     let p = Parser { origin };
     let lines: Vec<&str> = text.lines().collect();
+    let start = p.histogram_start(&lines)?;
+    let (rows, trailer) = p.body(&lines, start)?;
 
-    // Where the histogram starts: its header, or else the first row.
-    let start = match lines.iter().position(|l| l.trim() == "# Histogram") {
-        Some(i) => i + 1,
-        None => lines
-            .iter()
-            .position(|l| {
-                let l = l.trim();
-                !l.is_empty() && l.bytes().next().is_some_and(|b| b.is_ascii_digit())
-            })
-            .ok_or_else(|| {
-                p.err(
-                    1,
-                    "no '# Histogram' line and no histogram rows: not a cyclictest histogram",
-                )
-            })?,
+    let last_line = lines.len().max(1);
+    let Some((total_line, totals)) = trailer.total.clone() else {
+        return Err(p.err(
+            last_line,
+            "the file ends without cyclictest's trailer (no '# Total:' line): truncated?",
+        ));
     };
+    let (threads, summary) = p.layout(&trailer, &rows, total_line, &totals)?;
+    let mut warnings = vec![
+        "imported from a cyclictest histogram: 1 µs resolution (latencies truncated to the \
+         µs); percentiles are the bin's lower edge"
+            .to_string(),
+        "not in a cyclictest histogram: CPUs, interval, priorities, time of the run and of \
+         the max; missed deadlines are not counted by cyclictest (missed = 0 here)"
+            .to_string(),
+    ];
+    if summary {
+        summary_column_warning(&rows, threads, &mut warnings);
+    }
+    let columns = TrailerColumns::read(&p, &trailer, threads, &mut warnings)?;
 
-    let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
-    let mut trailer = Trailer::default();
-    for (i, raw) in lines.iter().enumerate().skip(start) {
-        let number = i + 1;
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(comment) = line.strip_prefix('#') {
-            trailer.first_line.get_or_insert(number);
-            let comment = comment.trim();
-            let (label, rest) = comment.split_once(':').unwrap_or((comment, ""));
-            let label = label.trim();
-            let slot = match label {
-                "Total" => &mut trailer.total,
-                "Min Latencies" => &mut trailer.min,
-                "Avg Latencies" => &mut trailer.avg,
-                "Max Latencies" => &mut trailer.max,
-                "Histogram Overflows" => &mut trailer.overflows,
-                _ => {
-                    if let Some(rest) = comment.strip_prefix("Thread ") {
-                        if let Some((index, cycles, others)) = p.thread_line(number, rest)? {
-                            trailer.threads.push((number, index, cycles, others));
-                        }
-                    }
-                    // Any other comment (e.g. "Histogram Overflow at cycle
-                    // number:") carries nothing to read.
-                    continue;
-                }
-            };
-            *slot = Some((number, p.numbers(number, label, rest)?));
-            continue;
-        }
-        if trailer.first_line.is_some() {
+    let limit = rows.last().map(|r| r.1.saturating_add(1));
+    let mut series = Vec::with_capacity(threads);
+    for t in 0..threads {
+        let bins: Vec<[u64; 2]> = rows
+            .iter()
+            .filter(|r| r.2[t] > 0)
+            .map(|r| [r.1, r.2[t]])
+            .collect();
+        let in_range = bins.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
+        if in_range != columns.totals[t] {
             return Err(p.err(
-                number,
+                total_line,
                 format!(
-                    "unexpected text after the histogram's trailer: '{}' (expected nothing \
-                     after the '# Thread N:' lines)",
-                    clip(line)
+                    "'# Total:' says {} samples for thread {t} but its histogram column sums \
+                     to {in_range}: rows missing or altered?",
+                    columns.totals[t]
                 ),
             ));
         }
+        let listed = trailer
+            .threads
+            .iter()
+            .find(|(_, index, _, _)| *index == t)
+            .map(|(_, _, cycles, _)| cycles.clone())
+            .unwrap_or_default();
+        let thread = BinnedThread {
+            bins,
+            overflow_count: columns.overflows.as_ref().map_or(0, |o| o[t]),
+            limit,
+            overflow_samples: listed,
+            min: columns.mins.as_ref().map(|m| m[t]),
+            max: columns.maxs.as_ref().map(|m| m[t]),
+            avg: columns.avgs.as_ref().map(|a| a[t] as f64),
+            unit_ns: 1000,
+        };
+        let name = format!("thread{t}");
+        let stats = thread.stats(&name, &mut warnings);
+        series.push(thread_series(name, None, 0, unknown_sched(), stats));
+    }
+
+    let started_at = started_at(modified, &mut warnings);
+    let environment = unknown_environment(&started_at);
+    let run = imported_run(
+        Format::CyclictestHistfile,
+        origin,
+        started_at,
+        environment,
+        series,
+        warnings,
+    );
+    check_counts(&run, origin)?;
+    Ok(run)
+}
+
+impl Parser<'_> {
+    /// Where the histogram starts: after its header, or else at the first
+    /// row.
+    fn histogram_start(&self, lines: &[&str]) -> Result<usize, ImportError> {
+        match lines.iter().position(|l| l.trim() == "# Histogram") {
+            Some(i) => Ok(i + 1),
+            None => lines
+                .iter()
+                .position(|l| {
+                    let l = l.trim();
+                    !l.is_empty() && l.bytes().next().is_some_and(|b| b.is_ascii_digit())
+                })
+                .ok_or_else(|| {
+                    self.err(
+                        1,
+                        "no '# Histogram' line and no histogram rows: not a cyclictest histogram",
+                    )
+                }),
+        }
+    }
+
+    /// The rows and the trailer, from line index `start` on.
+    fn body(&self, lines: &[&str], start: usize) -> Result<(Vec<Row>, Trailer), ImportError> {
+        let mut rows: Vec<Row> = Vec::new();
+        let mut trailer = Trailer::default();
+        for (i, raw) in lines.iter().enumerate().skip(start) {
+            let number = i + 1;
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(comment) = line.strip_prefix('#') {
+                trailer.first_line.get_or_insert(number);
+                self.trailer_line(number, comment, &mut trailer)?;
+                continue;
+            }
+            if trailer.first_line.is_some() {
+                return Err(self.err(
+                    number,
+                    format!(
+                        "unexpected text after the histogram's trailer: '{}' (expected nothing \
+                         after the '# Thread N:' lines)",
+                        clip(line)
+                    ),
+                ));
+            }
+            let row = self.row(number, line, rows.last())?;
+            rows.push(row);
+        }
+        Ok((rows, trailer))
+    }
+
+    /// One `# Label: values` line of the trailer, read into its slot.
+    fn trailer_line(
+        &self,
+        number: usize,
+        comment: &str,
+        trailer: &mut Trailer,
+    ) -> Result<(), ImportError> {
+        let comment = comment.trim();
+        let (label, rest) = comment.split_once(':').unwrap_or((comment, ""));
+        let label = label.trim();
+        let slot = match label {
+            "Total" => &mut trailer.total,
+            "Min Latencies" => &mut trailer.min,
+            "Avg Latencies" => &mut trailer.avg,
+            "Max Latencies" => &mut trailer.max,
+            "Histogram Overflows" => &mut trailer.overflows,
+            _ => {
+                if let Some(rest) = comment.strip_prefix("Thread ") {
+                    if let Some((index, cycles, others)) = self.thread_line(number, rest)? {
+                        trailer.threads.push((number, index, cycles, others));
+                    }
+                }
+                // Any other comment (e.g. "Histogram Overflow at cycle
+                // number:") carries nothing to read.
+                return Ok(());
+            }
+        };
+        *slot = Some((number, self.numbers(number, label, rest)?));
+        Ok(())
+    }
+
+    /// A histogram row `BIN COUNT [COUNT…]`, checked against the row before.
+    fn row(&self, number: usize, line: &str, previous: Option<&Row>) -> Result<Row, ImportError> {
         let mut fields = line.split_whitespace();
         let parse = |field: &str| -> Result<u64, ImportError> {
             field.parse::<u64>().map_err(|_| {
-                p.err(
+                self.err(
                     number,
                     format!(
                         "expected a histogram row 'BIN COUNT [COUNT…]' of decimal numbers, \
@@ -204,14 +309,14 @@ pub fn parse(
         let bin = parse(fields.next().unwrap_or_default())?;
         let counts = fields.map(parse).collect::<Result<Vec<u64>, _>>()?;
         if counts.is_empty() {
-            return Err(p.err(
+            return Err(self.err(
                 number,
                 format!("histogram row '{}' has a bin but no count", clip(line)),
             ));
         }
-        if let Some((prev_line, prev_bin, prev_counts)) = rows.last() {
+        if let Some((prev_line, prev_bin, prev_counts)) = previous {
             if bin <= *prev_bin {
-                return Err(p.err(
+                return Err(self.err(
                     number,
                     format!(
                         "bin {bin} follows bin {prev_bin} (line {prev_line}): expected \
@@ -220,7 +325,7 @@ pub fn parse(
                 ));
             }
             if counts.len() != prev_counts.len() {
-                return Err(p.err(
+                return Err(self.err(
                     number,
                     format!(
                         "{} count columns, but line {prev_line} has {}",
@@ -230,71 +335,88 @@ pub fn parse(
                 ));
             }
         }
-        rows.push((number, bin, counts));
+        Ok((number, bin, counts))
     }
 
-    let last_line = lines.len().max(1);
-    let Some((total_line, totals)) = trailer.total.clone() else {
-        return Err(p.err(
-            last_line,
-            "the file ends without cyclictest's trailer (no '# Total:' line): truncated?",
-        ));
-    };
-    let columns = rows.first().map(|r| r.2.len());
-
-    // How many threads: the per-thread-only lines say it best.
-    let threads = trailer
-        .min
-        .as_ref()
-        .map(|m| m.1.len())
-        .or_else(|| trailer.avg.as_ref().map(|a| a.1.len()))
-        .or_else(|| (!trailer.threads.is_empty()).then_some(trailer.threads.len()))
-        .or(columns)
-        .unwrap_or(totals.len());
-    if threads == 0 {
-        return Err(p.err(total_line, "'# Total:' lists no thread"));
-    }
-    let summary = match columns {
-        Some(c) if c == threads => false,
-        Some(c) if c == threads + 1 && threads > 1 => true,
-        Some(c) => {
-            return Err(p.err(
-                rows[0].0,
-                format!(
-                    "{c} count columns, but the trailer describes {threads} threads (expected \
-                     {threads}, or {} with -H's all-threads column)",
-                    threads + 1
-                ),
-            ))
+    /// How many threads, and whether the rows end with -H's all-threads
+    /// column.
+    fn layout(
+        &self,
+        trailer: &Trailer,
+        rows: &[Row],
+        total_line: usize,
+        totals: &[u64],
+    ) -> Result<(usize, bool), ImportError> {
+        let columns = rows.first().map(|r| r.2.len());
+        // How many threads: the per-thread-only lines say it best.
+        let threads = trailer
+            .min
+            .as_ref()
+            .map(|m| m.1.len())
+            .or_else(|| trailer.avg.as_ref().map(|a| a.1.len()))
+            .or_else(|| (!trailer.threads.is_empty()).then_some(trailer.threads.len()))
+            .or(columns)
+            .unwrap_or(totals.len());
+        if threads == 0 {
+            return Err(self.err(total_line, "'# Total:' lists no thread"));
         }
-        None => false,
-    };
-    let mut warnings = vec![
-        "imported from a cyclictest histogram: 1 µs resolution (latencies truncated to the \
-         µs); percentiles are the bin's lower edge"
-            .to_string(),
-        "not in a cyclictest histogram: CPUs, interval, priorities, time of the run and of \
-         the max; missed deadlines are not counted by cyclictest (missed = 0 here)"
-            .to_string(),
-    ];
-    if summary {
-        for (line, _, counts) in &rows {
-            let sum = counts[..threads]
-                .iter()
-                .fold(0u64, |a, c| a.saturating_add(*c));
-            if counts[threads] != sum {
-                warnings.push(format!(
-                    "line {line}: the all-threads column says {} but the threads sum to {sum}; \
-                     the per-thread columns are used",
-                    counts[threads]
-                ));
-                break;
+        let summary = match columns {
+            Some(c) if c == threads => false,
+            Some(c) if c == threads + 1 && threads > 1 => true,
+            Some(c) => {
+                return Err(self.err(
+                    rows[0].0,
+                    format!(
+                        "{c} count columns, but the trailer describes {threads} threads \
+                         (expected {threads}, or {} with -H's all-threads column)",
+                        threads + 1
+                    ),
+                ))
             }
+            None => false,
+        };
+        Ok((threads, summary))
+    }
+}
+
+/// A warning at the first row whose all-threads column is not the sum of
+/// the threads'.
+fn summary_column_warning(rows: &[Row], threads: usize, warnings: &mut Vec<String>) {
+    for (line, _, counts) in rows {
+        let sum = counts[..threads]
+            .iter()
+            .fold(0u64, |a, c| a.saturating_add(*c));
+        if counts[threads] != sum {
+            warnings.push(format!(
+                "line {line}: the all-threads column says {} but the threads sum to {sum}; \
+                 the per-thread columns are used",
+                counts[threads]
+            ));
+            break;
         }
     }
+}
 
-    let per_thread =
-        |entry: &Option<(usize, Vec<u64>)>, label: &str| -> Result<Option<Vec<u64>>, ImportError> {
+/// The trailer's values, one per thread (the all-threads value dropped).
+struct TrailerColumns {
+    totals: Vec<u64>,
+    mins: Option<Vec<u64>>,
+    avgs: Option<Vec<u64>>,
+    maxs: Option<Vec<u64>>,
+    overflows: Option<Vec<u64>>,
+}
+
+impl TrailerColumns {
+    /// The columns, with a warning for each line missing.
+    fn read(
+        p: &Parser,
+        trailer: &Trailer,
+        threads: usize,
+        warnings: &mut Vec<String>,
+    ) -> Result<TrailerColumns, ImportError> {
+        let per_thread = |entry: &Option<(usize, Vec<u64>)>,
+                          label: &str|
+         -> Result<Option<Vec<u64>>, ImportError> {
             match entry {
                 None => Ok(None),
                 Some((line, values)) if values.len() < threads => Err(p.err(
@@ -307,71 +429,42 @@ pub fn parse(
                 Some((_, values)) => Ok(Some(values[..threads].to_vec())),
             }
         };
-    let totals = per_thread(&trailer.total, "Total")?.unwrap_or_default();
-    let mins = per_thread(&trailer.min, "Min Latencies")?;
-    let avgs = per_thread(&trailer.avg, "Avg Latencies")?;
-    let maxs = per_thread(&trailer.max, "Max Latencies")?;
-    let overflows = per_thread(&trailer.overflows, "Histogram Overflows")?;
-    if overflows.is_none() {
-        warnings.push(
-            "no '# Histogram Overflows:' line: samples beyond the histogram, if any, are not \
-             counted"
-                .to_string(),
-        );
-    }
-    for (label, present) in [
-        ("Min Latencies", mins.is_some()),
-        ("Max Latencies", maxs.is_some()),
-    ] {
-        if !present {
-            warnings.push(format!(
-                "no '# {label}:' line: taken from the histogram's bins"
-            ));
+        let totals = per_thread(&trailer.total, "Total")?.unwrap_or_default();
+        let mins = per_thread(&trailer.min, "Min Latencies")?;
+        let avgs = per_thread(&trailer.avg, "Avg Latencies")?;
+        let maxs = per_thread(&trailer.max, "Max Latencies")?;
+        let overflows = per_thread(&trailer.overflows, "Histogram Overflows")?;
+        if overflows.is_none() {
+            warnings.push(
+                "no '# Histogram Overflows:' line: samples beyond the histogram, if any, are \
+                 not counted"
+                    .to_string(),
+            );
         }
-    }
-
-    let limit = rows.last().map(|r| r.1.saturating_add(1));
-    let mut series = Vec::with_capacity(threads);
-    for t in 0..threads {
-        let bins: Vec<[u64; 2]> = rows
-            .iter()
-            .filter(|r| r.2[t] > 0)
-            .map(|r| [r.1, r.2[t]])
-            .collect();
-        let in_range = bins.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
-        if in_range != totals[t] {
-            return Err(p.err(
-                total_line,
-                format!(
-                    "'# Total:' says {} samples for thread {t} but its histogram column sums \
-                     to {in_range}: rows missing or altered?",
-                    totals[t]
-                ),
-            ));
+        for (label, present) in [
+            ("Min Latencies", mins.is_some()),
+            ("Max Latencies", maxs.is_some()),
+        ] {
+            if !present {
+                warnings.push(format!(
+                    "no '# {label}:' line: taken from the histogram's bins"
+                ));
+            }
         }
-        let overflow_count = overflows.as_ref().map_or(0, |o| o[t]);
-        let listed = trailer
-            .threads
-            .iter()
-            .find(|(_, index, _, _)| *index == t)
-            .map(|(_, _, cycles, _)| cycles.clone())
-            .unwrap_or_default();
-        let thread = BinnedThread {
-            bins,
-            overflow_count,
-            limit,
-            overflow_samples: listed,
-            min: mins.as_ref().map(|m| m[t]),
-            max: maxs.as_ref().map(|m| m[t]),
-            avg: avgs.as_ref().map(|a| a[t] as f64),
-            unit_ns: 1000,
-        };
-        let name = format!("thread{t}");
-        let stats = thread.stats(&name, &mut warnings);
-        series.push(thread_series(name, None, 0, unknown_sched(), stats));
+        Ok(TrailerColumns {
+            totals,
+            mins,
+            avgs,
+            maxs,
+            overflows,
+        })
     }
+}
 
-    let started_at = match modified.map(|t| (t, rfc3339(t))) {
+/// The run's time: the file's modification time where it has one RFC 3339
+/// can hold, else the time of the import; a warning says which.
+fn started_at(modified: Option<SystemTime>, warnings: &mut Vec<String>) -> String {
+    match modified.map(|t| (t, rfc3339(t))) {
         Some((_, Some(text))) => {
             warnings.push(
                 "a cyclictest histogram records no time: started_at and ended_at are the \
@@ -395,18 +488,7 @@ pub fn parse(
             );
             now_rfc3339()
         }
-    };
-    let environment = unknown_environment(&started_at);
-    let run = imported_run(
-        Format::CyclictestHistfile,
-        origin,
-        started_at,
-        environment,
-        series,
-        warnings,
-    );
-    check_counts(&run, origin)?;
-    Ok(run)
+    }
 }
 
 /// A piece of input short enough to quote in an error.

@@ -19,12 +19,13 @@
 //! 2.x interprets it. Every other top-level key is kept verbatim in
 //! `config.cyclictest`.
 
+use super::cyclictest_cmdline::CommandLine;
 use super::{
     check_counts, imported_run, json_syntax_error, now_rfc3339, rfc3339, thread_series,
     unknown_environment, BinnedThread, Format, ImportError,
 };
-use rtlab_core::result::{RunResult, RunStatus};
-use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_core::env::Environment;
+use rtlab_core::result::{RunResult, RunStatus, Series, SeriesStats};
 use serde_json::{Map, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -95,133 +96,6 @@ fn repair_nan(text: &str) -> Option<String> {
     }
     out.push_str(rest);
     changed.then_some(out)
-}
-
-/// What the recorded command line says, as rt-tests 2.x reads it.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct CommandLine {
-    pub interval_us: Option<u64>,
-    pub distance_us: Option<u64>,
-    pub priority: Option<u32>,
-    pub policy: Option<String>,
-    pub histogram: Option<u64>,
-    pub nsecs: bool,
-    pub mlockall: bool,
-}
-
-impl CommandLine {
-    pub fn parse(cmdline: &str) -> CommandLine {
-        let mut c = CommandLine::default();
-        let args: Vec<&str> = cmdline.split_whitespace().skip(1).collect();
-        // Short options that take a value (attached or next), and those
-        // whose value is optional (taken only when it looks like one).
-        const WITH_VALUE: &str = "AbcdDFhHilop";
-        const OPTIONAL: &str = "at";
-        let mut i = 0;
-        let num = |s: &str| s.trim().parse::<u64>().ok();
-        while i < args.len() {
-            let arg = args[i];
-            i += 1;
-            if let Some(long) = arg.strip_prefix("--") {
-                let (name, inline) = match long.split_once('=') {
-                    Some((n, v)) => (n, Some(v)),
-                    None => (long, None),
-                };
-                let takes = matches!(
-                    name,
-                    "interval" | "distance" | "priority" | "policy" | "histogram" | "histofall"
-                );
-                let value = match inline {
-                    Some(v) => Some(v),
-                    None if takes && i < args.len() => {
-                        i += 1;
-                        Some(args[i - 1])
-                    }
-                    None => None,
-                };
-                match (name, value) {
-                    ("interval", Some(v)) => c.interval_us = num(v),
-                    ("distance", Some(v)) => c.distance_us = num(v),
-                    ("priority", Some(v)) => c.priority = num(v).map(|p| p as u32),
-                    ("policy", Some(v)) => c.policy = Some(v.to_string()),
-                    ("histogram" | "histofall", Some(v)) => c.histogram = num(v),
-                    ("nsecs", _) => c.nsecs = true,
-                    ("mlockall", _) => c.mlockall = true,
-                    _ => {}
-                }
-                continue;
-            }
-            let Some(cluster) = arg.strip_prefix('-') else {
-                continue;
-            };
-            for (pos, opt) in cluster.char_indices() {
-                let attached = &cluster[pos + opt.len_utf8()..];
-                if opt == 'm' {
-                    // -m takes no value in cyclictest: --mlockall.
-                    c.mlockall = true;
-                    continue;
-                }
-                if opt == 'N' {
-                    c.nsecs = true;
-                    continue;
-                }
-                if WITH_VALUE.contains(opt) {
-                    let value = if !attached.is_empty() {
-                        Some(attached)
-                    } else if i < args.len() {
-                        i += 1;
-                        Some(args[i - 1])
-                    } else {
-                        None
-                    };
-                    if let Some(v) = value {
-                        match opt {
-                            'i' => c.interval_us = num(v),
-                            'd' => c.distance_us = num(v),
-                            'p' => c.priority = num(v).map(|p| p as u32),
-                            'h' | 'H' => c.histogram = num(v),
-                            _ => {}
-                        }
-                    }
-                    break;
-                }
-                if OPTIONAL.contains(opt) {
-                    if attached.is_empty() && i < args.len() {
-                        let next = args[i];
-                        if next
-                            .chars()
-                            .all(|ch| ch.is_ascii_digit() || ch == ',' || ch == '-')
-                            && !next.starts_with('-')
-                        {
-                            i += 1;
-                        }
-                    }
-                    break;
-                }
-            }
-        }
-        c
-    }
-
-    /// The requested scheduling of every thread.
-    fn sched(&self) -> Option<SchedParams> {
-        let priority = self.priority.unwrap_or(0).min(99);
-        let policy = match self.policy.as_deref() {
-            Some("fifo") => Policy::Fifo,
-            Some("rr") => Policy::Rr,
-            Some("other" | "normal") => Policy::Other,
-            Some("batch") => Policy::Batch,
-            Some("idle") => Policy::Idle,
-            Some(_) => return None,
-            None if priority > 0 => Policy::Fifo,
-            None => Policy::Other,
-        };
-        Some(SchedParams {
-            policy,
-            priority: if policy.takes_priority() { priority } else { 0 },
-            deadline: None,
-        })
-    }
 }
 
 /// `Sat, 21 Nov 2026 20:02:16 +0000` (strftime `%a, %d %b %Y %T %z`):
@@ -299,45 +173,15 @@ fn rfc2822_fields(text: &str) -> Option<SystemTime> {
 /// `config.imported_from`.
 pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
     let ctx = Ctx { origin };
-    let text = text.trim_start_matches('\u{feff}');
     let mut warnings = Vec::new();
-    let root: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => match repair_nan(text).map(|t| serde_json::from_str::<Value>(&t)) {
-            Some(Ok(v)) => {
-                warnings.push(
-                    "the file holds nan/inf values (cyclictest prints them for a thread without \
-                     cycles); they were read as unknown"
-                        .to_string(),
-                );
-                v
-            }
-            _ => return Err(json_syntax_error(origin, &e)),
-        },
-    };
-    // Host names, the command line and the whole document are kept and printed.
-    super::check_text(&root, "$", origin)?;
-    let Value::Object(root) = root else {
-        return Err(ctx.err("$", format!("expected an object, found {}", show(&root))));
-    };
-    let get = |keys: &[&str]| keys.iter().find_map(|k| root.get(*k));
-    let string_at = |keys: &[&str]| -> Result<Option<String>, ImportError> {
-        match get(keys) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(ctx.err(
-                format!("$.{}", keys[0].trim_end_matches(':')),
-                format!("expected a string, found {}", show(other)),
-            )),
-        }
-    };
+    let root = read_root(text, &ctx, &mut warnings)?;
 
-    let cmdline = string_at(&["cmdline:", "cmdline"])?;
+    let cmdline = string_at(&root, &ctx, &["cmdline:", "cmdline"])?;
     let args = cmdline
         .as_deref()
         .map(CommandLine::parse)
         .unwrap_or_default();
-    let version = string_at(&["rt_test_version:", "rt_test_version"])?;
+    let version = string_at(&root, &ctx, &["rt_test_version:", "rt_test_version"])?;
     if let Some(v) = root.get("file_version") {
         if v.as_u64() != Some(1) {
             warnings.push(format!(
@@ -353,6 +197,134 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
     };
     let unit_ns = if nsecs { 1 } else { 1000 };
 
+    let indexed = threads(&root, &ctx, &mut warnings)?;
+    let (series, any_histogram, longest_ns) = read_series(
+        &indexed,
+        &ctx,
+        &args,
+        cmdline.is_some(),
+        unit_ns,
+        &mut warnings,
+    )?;
+    resolution_warnings(nsecs, &mut warnings);
+    if !any_histogram && !series.is_empty() {
+        warnings.push(
+            "no histogram in the file (cyclictest ran without -h/-H): only samples, min, max \
+             and mean are known; percentiles, stdev and histograms are unknown (shown as 0 or -)"
+                .to_string(),
+        );
+    }
+    if nsecs && args.histogram.is_some() {
+        warnings.push(
+            "with -N the histogram's bins are ns: its limit is not recorded as µs overflows"
+                .to_string(),
+        );
+    }
+
+    let times = RunTimes::read(&root, &ctx, &mut warnings)?;
+    let environment = environment_of(&root, &times.started_at, &mut warnings);
+
+    let mut cyclictest = root.clone();
+    cyclictest.remove("thread");
+    let mut run = imported_run(
+        Format::CyclictestJson,
+        origin,
+        times.started_at,
+        environment,
+        series,
+        warnings,
+    );
+    if let Value::Object(config) = &mut run.config {
+        config.insert("resolution_ns".into(), Value::from(unit_ns));
+        if let Some(v) = &version {
+            config.insert("rt_tests_version".into(), Value::from(v.clone()));
+        }
+        config.insert("cyclictest".into(), Value::Object(cyclictest));
+    }
+    run.command = cmdline
+        .as_deref()
+        .map(|c| c.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    if let Some(end) = times.end.and_then(rfc3339) {
+        run.ended_at = Some(end);
+    }
+    run.effective.mlockall = args.mlockall;
+    run.elapsed_ns = if longest_ns > 0 {
+        longest_ns
+    } else {
+        match (times.start, times.end) {
+            (Some(s), Some(e)) => e.duration_since(s).map_or(0, |d| d.as_nanos() as u64),
+            _ => 0,
+        }
+    };
+    if let Some(code) = root.get("return_code").and_then(Value::as_i64) {
+        if code != 0 {
+            run.status = RunStatus::Failed;
+            run.warnings
+                .push(format!("cyclictest exited with return code {code}"));
+        }
+    }
+    check_counts(&run, origin)?;
+    Ok(run)
+}
+
+/// The document's top-level object: JSON, or JSON once cyclictest's `nan`
+/// values are read as unknown (with a warning), free of control
+/// characters.
+fn read_root(
+    text: &str,
+    ctx: &Ctx,
+    warnings: &mut Vec<String>,
+) -> Result<Map<String, Value>, ImportError> {
+    let text = text.trim_start_matches('\u{feff}');
+    let root: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => match repair_nan(text).map(|t| serde_json::from_str::<Value>(&t)) {
+            Some(Ok(v)) => {
+                warnings.push(
+                    "the file holds nan/inf values (cyclictest prints them for a thread without \
+                     cycles); they were read as unknown"
+                        .to_string(),
+                );
+                v
+            }
+            _ => return Err(json_syntax_error(ctx.origin, &e)),
+        },
+    };
+    // Host names, the command line and the whole document are kept and printed.
+    super::check_text(&root, "$", ctx.origin)?;
+    match root {
+        Value::Object(root) => Ok(root),
+        other => Err(ctx.err("$", format!("expected an object, found {}", show(&other)))),
+    }
+}
+
+/// The string under the first of `keys` present; None when absent or null.
+fn string_at(
+    root: &Map<String, Value>,
+    ctx: &Ctx,
+    keys: &[&str],
+) -> Result<Option<String>, ImportError> {
+    match keys.iter().find_map(|k| root.get(*k)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ctx.err(
+            format!("$.{}", keys[0].trim_end_matches(':')),
+            format!("expected a string, found {}", show(other)),
+        )),
+    }
+}
+
+/// A thread's number and its object.
+type Thread<'a> = (u64, &'a Map<String, Value>);
+
+/// The threads under `$.thread`, by number, with a warning when
+/// `num_threads` disagrees.
+fn threads<'a>(
+    root: &'a Map<String, Value>,
+    ctx: &Ctx,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Thread<'a>>, ImportError> {
     let threads_value = root.get("thread").ok_or_else(|| {
         ctx.err(
             "$.thread",
@@ -368,7 +340,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
             ),
         ));
     };
-    let mut indexed: Vec<(u64, &Map<String, Value>)> = Vec::with_capacity(threads.len());
+    let mut indexed: Vec<Thread> = Vec::with_capacity(threads.len());
     for (key, value) in threads {
         let at = format!("$.thread[\"{key}\"]");
         let index = key
@@ -388,7 +360,19 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
             ));
         }
     }
+    Ok(indexed)
+}
 
+/// Every thread as a series; whether any had a histogram, and the longest
+/// thread's duration (interval × cycles), ns.
+fn read_series(
+    indexed: &[Thread],
+    ctx: &Ctx,
+    args: &CommandLine,
+    has_cmdline: bool,
+    unit_ns: u64,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<Series>, bool, u64), ImportError> {
     // A thread's CPU names its series when every thread has its own.
     let cpus: Vec<Option<usize>> = indexed
         .iter()
@@ -404,7 +388,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
     let name_by_cpu = cpus.iter().all(Option::is_some) && distinct.len() == cpus.len();
 
     let sched = args.sched();
-    if cmdline.is_none() {
+    if !has_cmdline {
         warnings.push(
             "no command line in the file: interval and scheduling are unknown (0 and other)"
                 .to_string(),
@@ -413,7 +397,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
         warnings.push("unknown --policy in the command line: scheduling recorded as other".into());
     }
     let sched = sched.unwrap_or_else(super::unknown_sched);
-    let interval_us = cmdline.as_ref().map(|_| args.interval_us.unwrap_or(1000));
+    let interval_us = has_cmdline.then(|| args.interval_us.unwrap_or(1000));
     // rt-tests 2.x adds the distance to each further thread's interval
     // unless a histogram was asked for.
     let distance_us = if args.histogram.is_some() {
@@ -426,6 +410,41 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
     let mut any_histogram = false;
     let mut longest_ns = 0u64;
     for (pos, (index, t)) in indexed.iter().enumerate() {
+        let name = if name_by_cpu {
+            format!("cpu{}", cpus[pos].unwrap_or_default())
+        } else {
+            format!("thread{index}")
+        };
+        let thread = ThreadFields::read(t, *index, ctx)?;
+        let cycles = thread.cycles;
+        let (stats, has_histogram) = thread.stats(&name, args, unit_ns, ctx, warnings)?;
+        any_histogram |= has_histogram;
+        let interval_ns = interval_us
+            .map(|i| {
+                // Both come from the file: saturate rather than overflow.
+                i.saturating_add(distance_us.saturating_mul(*index))
+                    .saturating_mul(1000)
+            })
+            .unwrap_or(0);
+        longest_ns = longest_ns.max(interval_ns.saturating_mul(cycles));
+        series.push(thread_series(name, cpus[pos], interval_ns, sched, stats));
+    }
+    Ok((series, any_histogram, longest_ns))
+}
+
+/// One thread's figures as cyclictest wrote them, in its units.
+struct ThreadFields {
+    index: u64,
+    cycles: u64,
+    min: Option<u64>,
+    max: Option<u64>,
+    avg: Option<f64>,
+    /// `[bin, count]`, increasing, counts > 0, each bin once.
+    bins: Vec<[u64; 2]>,
+}
+
+impl ThreadFields {
+    fn read(t: &Map<String, Value>, index: u64, ctx: &Ctx) -> Result<ThreadFields, ImportError> {
         let at = |field: &str| format!("$.thread[\"{index}\"].{field}");
         let cycles = match t.get("cycles") {
             Some(v) => ctx.u64_at(v, &at("cycles"))?,
@@ -464,92 +483,108 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
                 ));
             }
         }
-        let mut bins: Vec<[u64; 2]> = Vec::new();
-        match t.get("histogram") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(h)) => {
-                for (bin, count) in h {
-                    let b = bin.trim().parse::<u64>().map_err(|_| {
-                        ctx.err(
-                            at("histogram"),
-                            format!("expected a bin number as the key, found \"{bin}\""),
-                        )
-                    })?;
-                    let c = ctx.u64_at(count, &format!("{}[\"{bin}\"]", at("histogram")))?;
-                    if c > 0 {
-                        bins.push([b, c]);
-                    }
-                }
-            }
-            Some(other) => {
-                return Err(ctx.err(
-                    at("histogram"),
-                    format!("expected an object of bin: count, found {}", show(other)),
-                ))
-            }
-        }
-        bins.sort_by_key(|b| b[0]);
-        bins.dedup_by(|later, earlier| {
-            let same = later[0] == earlier[0];
-            if same {
-                earlier[1] = earlier[1].saturating_add(later[1]);
-            }
-            same
-        });
-        let in_histogram = bins.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
-        let name = if name_by_cpu {
-            format!("cpu{}", cpus[pos].unwrap_or_default())
-        } else {
-            format!("thread{index}")
-        };
+        let bins = read_bins(t.get("histogram"), &at("histogram"), ctx)?;
+        Ok(ThreadFields {
+            index,
+            cycles,
+            min,
+            max,
+            avg,
+            bins,
+        })
+    }
+
+    /// The series' statistics, and whether they come with a histogram.
+    fn stats(
+        self,
+        name: &str,
+        args: &CommandLine,
+        unit_ns: u64,
+        ctx: &Ctx,
+        warnings: &mut Vec<String>,
+    ) -> Result<(SeriesStats, bool), ImportError> {
+        let (index, cycles) = (self.index, self.cycles);
+        let in_histogram = self.bins.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
         if in_histogram > cycles {
             return Err(ctx.err(
-                at("histogram"),
+                format!("$.thread[\"{index}\"].histogram"),
                 format!("holds {in_histogram} samples, more than the {cycles} cycles"),
             ));
         }
         let has_histogram = in_histogram > 0 || args.histogram.is_some();
-        any_histogram |= has_histogram;
-        let stats = if has_histogram {
-            let limit = args
-                .histogram
-                .or_else(|| bins.last().map(|b| b[0].saturating_add(1)));
-            BinnedThread {
-                bins,
-                overflow_count: cycles - in_histogram,
-                limit,
-                overflow_samples: Vec::new(),
-                min,
-                max,
-                avg,
-                unit_ns,
-            }
-            .stats(&name, &mut warnings)
-        } else {
+        if !has_histogram {
             // No histogram: only count, min, max and mean are known.
-            let mut s = rtlab_core::result::SeriesStats {
+            let mut s = SeriesStats {
                 samples: cycles,
                 ..Default::default()
             };
             if cycles > 0 {
-                let max_ns = max.unwrap_or(0).saturating_mul(unit_ns);
-                s.min_ns = min.unwrap_or(0).saturating_mul(unit_ns).min(max_ns);
+                let max_ns = self.max.unwrap_or(0).saturating_mul(unit_ns);
+                s.min_ns = self.min.unwrap_or(0).saturating_mul(unit_ns).min(max_ns);
                 s.max_ns = max_ns;
-                s.mean_ns = (avg.unwrap_or(0.0) * unit_ns as f64).round();
+                s.mean_ns = (self.avg.unwrap_or(0.0) * unit_ns as f64).round();
             }
-            s
-        };
-        let interval_ns = interval_us
-            .map(|i| {
-                // Both come from the file: saturate rather than overflow.
-                i.saturating_add(distance_us.saturating_mul(*index))
-                    .saturating_mul(1000)
-            })
-            .unwrap_or(0);
-        longest_ns = longest_ns.max(interval_ns.saturating_mul(cycles));
-        series.push(thread_series(name, cpus[pos], interval_ns, sched, stats));
+            return Ok((s, false));
+        }
+        let limit = args
+            .histogram
+            .or_else(|| self.bins.last().map(|b| b[0].saturating_add(1)));
+        let stats = BinnedThread {
+            bins: self.bins,
+            overflow_count: cycles - in_histogram,
+            limit,
+            overflow_samples: Vec::new(),
+            min: self.min,
+            max: self.max,
+            avg: self.avg,
+            unit_ns,
+        }
+        .stats(name, warnings);
+        Ok((stats, true))
     }
+}
 
+/// A thread's `histogram` object (`"bin": count`) as sorted bins, a bin
+/// written twice counted once with both counts.
+fn read_bins(histogram: Option<&Value>, at: &str, ctx: &Ctx) -> Result<Vec<[u64; 2]>, ImportError> {
+    let mut bins: Vec<[u64; 2]> = Vec::new();
+    match histogram {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(h)) => {
+            for (bin, count) in h {
+                let b = bin.trim().parse::<u64>().map_err(|_| {
+                    ctx.err(
+                        at,
+                        format!("expected a bin number as the key, found \"{bin}\""),
+                    )
+                })?;
+                let c = ctx.u64_at(count, &format!("{at}[\"{bin}\"]"))?;
+                if c > 0 {
+                    bins.push([b, c]);
+                }
+            }
+        }
+        Some(other) => {
+            return Err(ctx.err(
+                at,
+                format!("expected an object of bin: count, found {}", show(other)),
+            ))
+        }
+    }
+    bins.sort_by_key(|b| b[0]);
+    bins.dedup_by(|later, earlier| {
+        let same = later[0] == earlier[0];
+        if same {
+            earlier[1] = earlier[1].saturating_add(later[1]);
+        }
+        same
+    });
+    Ok(bins)
+}
+
+/// The two warnings every import starts with: the resolution, and what
+/// cyclictest does not record.
+fn resolution_warnings(nsecs: bool, warnings: &mut Vec<String>) {
     warnings.insert(
         0,
         if nsecs {
@@ -566,55 +601,71 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
          in effect; missed deadlines are not counted by cyclictest (missed = 0 here)"
             .to_string(),
     );
-    if !any_histogram && !series.is_empty() {
-        warnings.push(
-            "no histogram in the file (cyclictest ran without -h/-H): only samples, min, max \
-             and mean are known; percentiles, stdev and histograms are unknown (shown as 0 or -)"
-                .to_string(),
-        );
-    }
-    if nsecs && args.histogram.is_some() {
-        warnings.push(
-            "with -N the histogram's bins are ns: its limit is not recorded as µs overflows"
-                .to_string(),
-        );
-    }
+}
 
-    let start = string_at(&["start_time"])?;
-    let end = string_at(&["end_time"])?;
-    let date = |field: &str, text: &Option<String>| match text.as_deref().map(parse_rfc2822) {
-        None => Ok(None),
-        Some(Ok(parsed)) => Ok(parsed),
-        Some(Err(why)) => Err(ctx.err(
-            format!("$.{field}"),
-            format!(
-                "'{}': {why}",
-                rtlab_core::result::printable(text.as_deref().unwrap_or(""), 80)
-            ),
-        )),
-    };
-    let start_time = date("start_time", &start)?;
-    let end_time = date("end_time", &end)?;
-    for (label, text, parsed) in [
-        ("start_time", &start, start_time),
-        ("end_time", &end, end_time),
-    ] {
-        if let (Some(text), None) = (text, parsed) {
-            warnings.push(format!(
-                "{label} '{text}' is not a date like 'Sat, 21 Nov 2026 20:02:16 +0000': ignored"
-            ));
-        }
-    }
-    // Both are between 1970 and 9999 (parse_rfc2822), so RFC 3339 holds them.
-    let started_at = match start_time.or(end_time).and_then(rfc3339) {
-        Some(t) => t,
-        None => {
-            warnings.push("no start time in the file: started_at is the time of the import".into());
-            now_rfc3339()
-        }
-    };
+/// When the run started and ended, as far as the file says.
+struct RunTimes {
+    start: Option<SystemTime>,
+    end: Option<SystemTime>,
+    /// RFC 3339: the start, else the end, else the time of the import.
+    started_at: String,
+}
 
-    let mut environment = unknown_environment(&started_at);
+impl RunTimes {
+    fn read(
+        root: &Map<String, Value>,
+        ctx: &Ctx,
+        warnings: &mut Vec<String>,
+    ) -> Result<RunTimes, ImportError> {
+        let start = string_at(root, ctx, &["start_time"])?;
+        let end = string_at(root, ctx, &["end_time"])?;
+        let date = |field: &str, text: &Option<String>| match text.as_deref().map(parse_rfc2822) {
+            None => Ok(None),
+            Some(Ok(parsed)) => Ok(parsed),
+            Some(Err(why)) => Err(ctx.err(
+                format!("$.{field}"),
+                format!(
+                    "'{}': {why}",
+                    rtlab_core::result::printable(text.as_deref().unwrap_or(""), 80)
+                ),
+            )),
+        };
+        let start_time = date("start_time", &start)?;
+        let end_time = date("end_time", &end)?;
+        for (label, text, parsed) in [
+            ("start_time", &start, start_time),
+            ("end_time", &end, end_time),
+        ] {
+            if let (Some(text), None) = (text, parsed) {
+                warnings.push(format!(
+                    "{label} '{text}' is not a date like 'Sat, 21 Nov 2026 20:02:16 +0000': ignored"
+                ));
+            }
+        }
+        // Both are between 1970 and 9999 (parse_rfc2822), so RFC 3339 holds them.
+        let started_at = match start_time.or(end_time).and_then(rfc3339) {
+            Some(t) => t,
+            None => {
+                warnings
+                    .push("no start time in the file: started_at is the time of the import".into());
+                now_rfc3339()
+            }
+        };
+        Ok(RunTimes {
+            start: start_time,
+            end: end_time,
+            started_at,
+        })
+    }
+}
+
+/// The host and kernel from `sysinfo`, unknown without it.
+fn environment_of(
+    root: &Map<String, Value>,
+    started_at: &str,
+    warnings: &mut Vec<String>,
+) -> Environment {
+    let mut environment = unknown_environment(started_at);
     if let Some(Value::Object(sys)) = root.get("sysinfo") {
         let text = |k: &str| sys.get(k).and_then(Value::as_str).map(str::to_string);
         environment.hostname = text("nodename");
@@ -631,49 +682,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> {
     } else {
         warnings.push("no sysinfo in the file: host and kernel are unknown".into());
     }
-
-    let mut cyclictest = root.clone();
-    cyclictest.remove("thread");
-    let mut run = imported_run(
-        Format::CyclictestJson,
-        origin,
-        started_at,
-        environment,
-        series,
-        warnings,
-    );
-    if let Value::Object(config) = &mut run.config {
-        config.insert("resolution_ns".into(), Value::from(unit_ns));
-        if let Some(v) = &version {
-            config.insert("rt_tests_version".into(), Value::from(v.clone()));
-        }
-        config.insert("cyclictest".into(), Value::Object(cyclictest));
-    }
-    run.command = cmdline
-        .as_deref()
-        .map(|c| c.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default();
-    if let Some(end) = end_time.and_then(rfc3339) {
-        run.ended_at = Some(end);
-    }
-    run.effective.mlockall = args.mlockall;
-    run.elapsed_ns = if longest_ns > 0 {
-        longest_ns
-    } else {
-        match (start_time, end_time) {
-            (Some(s), Some(e)) => e.duration_since(s).map_or(0, |d| d.as_nanos() as u64),
-            _ => 0,
-        }
-    };
-    if let Some(code) = root.get("return_code").and_then(Value::as_i64) {
-        if code != 0 {
-            run.status = RunStatus::Failed;
-            run.warnings
-                .push(format!("cyclictest exited with return code {code}"));
-        }
-    }
-    check_counts(&run, origin)?;
-    Ok(run)
+    environment
 }
 
 /// The preemption model as far as uname -v and /sys/kernel/realtime tell
@@ -742,23 +751,6 @@ mod tests {
             let error = parse_rfc2822(&format!("Sat, 21 Nov {year} 20:02:16 +0000")).unwrap_err();
             assert!(error.contains(year), "{error}");
         }
-    }
-
-    #[test]
-    fn reads_the_command_line_like_cyclictest() {
-        let c = CommandLine::parse(
-            "cyclictest -mq -p 90 -i 500 -t 2 -a -h200 --json=/tmp/x.json --policy=rr",
-        );
-        assert_eq!(c.interval_us, Some(500));
-        assert_eq!(c.priority, Some(90));
-        assert_eq!(c.histogram, Some(200));
-        assert!(c.mlockall);
-        assert_eq!(c.policy.as_deref(), Some("rr"));
-        let c = CommandLine::parse("cyclictest -t 3 -d 100 --interval 250 -N -H 50");
-        assert_eq!((c.interval_us, c.distance_us), (Some(250), Some(100)));
-        assert_eq!(c.histogram, Some(50));
-        assert!(c.nsecs && !c.mlockall);
-        assert_eq!(CommandLine::parse(""), CommandLine::default());
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! the file and the line (text formats) or the JSON path, and what was
 //! expected there.
 
+mod cyclictest_cmdline;
 pub mod cyclictest_histfile;
 pub mod cyclictest_json;
 
@@ -22,6 +23,7 @@ use rtlab_core::result::{
     RUN_SCHEMA,
 };
 use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_stats::quantile::quantile_of;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -532,22 +534,6 @@ fn unit_name(unit_ns: u64) -> &'static str {
     }
 }
 
-/// The value at `quantile` of a histogram of `[value, count]` buckets
-/// (increasing values) holding `total` samples, by the rule rtlab's HDR
-/// histograms use: the smallest value whose cumulative count reaches
-/// `max(1, ceil(quantile · total))`.
-pub(crate) fn quantile_of(histogram: &[[u64; 2]], total: u64, quantile: f64) -> u64 {
-    let target = ((quantile.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
-    let mut cumulative = 0u64;
-    for &[value, count] in histogram {
-        cumulative = cumulative.saturating_add(count);
-        if cumulative >= target {
-            return value;
-        }
-    }
-    histogram.last().map_or(0, |b| b[0])
-}
-
 /// The parts of a RunResult every importer fills the same way.
 pub(crate) fn imported_run(
     format: Format,
@@ -655,17 +641,6 @@ pub(crate) fn seconds_precision(ts: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantile_rule_matches_hdr() {
-        let h = [[10, 1], [20, 98], [30, 1]];
-        assert_eq!(quantile_of(&h, 100, 0.0), 10);
-        assert_eq!(quantile_of(&h, 100, 0.01), 10);
-        assert_eq!(quantile_of(&h, 100, 0.02), 20);
-        assert_eq!(quantile_of(&h, 100, 0.99), 20);
-        assert_eq!(quantile_of(&h, 100, 0.999), 30);
-        assert_eq!(quantile_of(&[], 0, 0.5), 0);
-    }
 
     #[test]
     fn detects_formats_by_content() {

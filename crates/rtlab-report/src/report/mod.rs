@@ -9,17 +9,18 @@
 pub mod charts;
 mod html;
 pub mod png;
+pub mod run_tables;
 pub mod samples;
 pub mod svg;
-pub mod tables;
 
 use crate::evt::{EvtOptions, EvtReport};
+use crate::text::md_cell;
 use charts::{Chart, TimeSource};
 use rtlab_core::result::{RunResult, SeriesStats};
+use run_tables::Table;
 use samples::SampleFile;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
-use tables::Table;
 
 pub const REPORT_SCHEMA: &str = "rtlab.report/1";
 
@@ -208,11 +209,14 @@ impl Report {
             })
             .collect();
 
-        let mut tables = vec![tables::runs_table(&runs), tables::percentile_table(&runs)];
-        tables.extend(tables::matrix_tables(&runs));
-        tables.push(tables::pwcet_table(&runs));
-        tables.extend(tables::within_table(&runs));
-        tables.extend(tables::max_avg_table(&runs));
+        let mut tables = vec![
+            run_tables::runs_table(&runs),
+            run_tables::percentile_table(&runs),
+        ];
+        tables.extend(run_tables::matrix_tables(&runs));
+        tables.push(run_tables::pwcet_table(&runs));
+        tables.extend(run_tables::within_table(&runs));
+        tables.extend(run_tables::max_avg_table(&runs));
 
         // Per metric: one curve per run (its series of that metric merged)
         // when runs are compared, one per series within a single run.
@@ -276,7 +280,7 @@ impl Report {
     /// Adds the checks of a budget, right after the list of runs.
     pub fn add_budget(&mut self, evaluations: &[crate::budget::Evaluation]) {
         if !evaluations.is_empty() {
-            let table = tables::budget_table(&self.runs, evaluations);
+            let table = run_tables::budget_table(&self.runs, evaluations);
             self.tables.insert(1.min(self.tables.len()), table);
         }
     }
@@ -342,11 +346,11 @@ impl Report {
 
     /// The same tables as Markdown, the environment of each run included.
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("# {}\n\n", crate::compare::md_cell(&self.title));
+        let mut out = format!("# {}\n\n", md_cell(&self.title));
         for view in &self.campaign {
             out.push_str(&format!(
                 "## {}\n\n{}\n",
-                crate::compare::md_cell(&self.verdict_title(view)),
+                md_cell(&self.verdict_title(view)),
                 code_block(&view.verdict)
             ));
         }
@@ -355,14 +359,11 @@ impl Report {
             out.push('\n');
         }
         for run in &self.runs {
-            out.push_str(&format!("## {}\n\n", crate::compare::md_cell(&run.label)));
-            out.push_str(&tables::environment_table(&run.result).to_markdown(3));
+            out.push_str(&format!("## {}\n\n", md_cell(&run.label)));
+            out.push_str(&run_tables::environment_table(&run.result).to_markdown(3));
             out.push('\n');
             for warning in &run.result.warnings {
-                out.push_str(&format!(
-                    "- warning: {}\n",
-                    crate::compare::md_cell(warning)
-                ));
+                out.push_str(&format!("- warning: {}\n", md_cell(warning)));
             }
             if !run.result.warnings.is_empty() {
                 out.push('\n');

@@ -82,11 +82,9 @@ pub fn write_all(dir: &Path, charts: &[(String, String)]) -> Result<Vec<PathBuf>
     let mut written = Vec::new();
     for (name, bytes) in images {
         let path = dir.join(format!("{name}.png"));
-        crate::export::write_with(&path, |out| out.write_all(&bytes)).map_err(|source| {
-            PngError::Io {
-                path: path.clone(),
-                source,
-            }
+        rtlab_core::fsutil::write_atomic_bytes(&path, &bytes).map_err(|source| PngError::Io {
+            path: path.clone(),
+            source,
         })?;
         written.push(path);
     }

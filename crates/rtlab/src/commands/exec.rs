@@ -14,7 +14,7 @@ use rtlab_campaign::{LoadEntry, ProbeSettings};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
 use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing, MAX_RUN_NS, MIN_PERIOD_NS};
-use rtlab_report::probe_tables::{within_percentages, within_table, WITHIN_US};
+use rtlab_report::probe_summary::{within_percentages, within_table, WITHIN_US};
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;

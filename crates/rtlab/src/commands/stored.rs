@@ -13,11 +13,13 @@ use rtlab_core::units::{human_duration, Micros};
 use rtlab_report::compare::{
     compare_matching, comparison_markdown, comparison_table, CompareOptions, Matching,
 };
+use rtlab_report::evt::EvtText;
 use rtlab_report::export::{
     CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
 };
-use rtlab_report::probe_tables::probe_tables;
-use rtlab_report::table::{align, summary_table};
+use rtlab_report::probe_summary::probe_tables;
+use rtlab_report::run_summary::summary_table;
+use rtlab_report::text::align;
 use rtlab_store::{RunFilter, Store};
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -4,12 +4,12 @@
 //! the environment.
 
 use super::RunView;
-use crate::compare::md_cell;
 use crate::evt::{CheckStatus, EvtReport, Method, Verdict};
 use crate::matrix::Matrix;
-use crate::table::{align, column_widths};
+use crate::text::{align, column_widths, md_cell, status_text};
 use rtlab_core::result::{RunResult, SeriesStats};
 use rtlab_core::units::Micros;
+use rtlab_stats::quantile::{percentiles_known, within_counts};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -238,7 +238,7 @@ pub fn runs_table(runs: &[RunView]) -> Table {
 }
 
 pub fn status_name(result: &RunResult) -> String {
-    crate::compare::status_text(result.status).to_string()
+    status_text(result.status).to_string()
 }
 
 /// Every series of every run with its percentiles, in µs.
@@ -265,7 +265,7 @@ pub fn percentile_table(runs: &[RunView]) -> Table {
             if s.samples == 0 {
                 // Nothing measured is not 0 µs.
                 row.extend(std::iter::repeat_n("-".to_string(), 9));
-            } else if !crate::compare::percentiles_known(s) {
+            } else if !percentiles_known(s) {
                 // Imported without a histogram: min, avg and max only.
                 row.extend([us(s.min_ns), us_f(s.mean_ns), "-".into()]);
                 row.extend(std::iter::repeat_n("-".to_string(), 5));
@@ -461,7 +461,7 @@ fn matrix_table(matrix: &Matrix, probe: Option<&str>) -> Table {
 }
 
 /// Paper 002's bounds: % of events within this many µs of their time.
-pub const WITHIN_US: [u64; 5] = crate::probe_tables::WITHIN_US;
+pub const WITHIN_US: [u64; 5] = rtlab_stats::quantile::WITHIN_US;
 
 /// Metrics that are lateness against an expected instant, which is what
 /// paper 002's table counts.
@@ -473,12 +473,11 @@ fn is_lateness(metric: &str) -> bool {
 }
 
 /// % of a series' events within each bound (see
-/// [`crate::probe_tables::within_counts`]); missed events count as outside.
+/// [`within_counts`]); missed events count as outside.
 pub fn within_percent(stats: &SeriesStats) -> Option<[f64; 5]> {
     let events = stats.samples + stats.missed;
-    (events > 0 && !stats.histogram_ns.is_empty()).then(|| {
-        crate::probe_tables::within_counts(stats).map(|count| 100.0 * count as f64 / events as f64)
-    })
+    (events > 0 && !stats.histogram_ns.is_empty())
+        .then(|| within_counts(stats).map(|count| 100.0 * count as f64 / events as f64))
 }
 
 /// Paper 002's Tables 4.1/4.2 for every series that measures lateness

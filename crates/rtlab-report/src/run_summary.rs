@@ -1,10 +1,9 @@
 //! The end-of-run table: one row per series, latencies in µs with ns
 //! precision, units in the header.
 
+use crate::text::align;
 use rtlab_core::result::RunResult;
-use rtlab_core::text::{pad, Align};
 use rtlab_core::units::{human_duration, Micros};
-use std::fmt::Write;
 
 const HEADERS: [&str; 13] = [
     "series", "samples", "missed", "min", "avg", "stdev", "p50", "p90", "p99", "p99.9", "p99.99",
@@ -41,51 +40,6 @@ pub fn summary_table(result: &RunResult) -> String {
         ]);
     }
     align(&rows, |col, _| col == 0, true)
-}
-
-/// The width in characters of each column: its widest cell.
-pub fn column_widths(rows: &[Vec<String>]) -> Vec<usize> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    (0..columns)
-        .map(|col| {
-            rows.iter()
-                .filter_map(|r| r.get(col))
-                .map(|cell| cell.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect()
-}
-
-/// Lays rows out in columns two spaces apart: a cell is left-aligned where
-/// `left(column, cell)` says so and right-aligned otherwise (numbers); with
-/// `rule`, a line of dashes follows the first row (the header).
-pub fn align(rows: &[Vec<String>], left: impl Fn(usize, &str) -> bool, rule: bool) -> String {
-    let widths = column_widths(rows);
-    let columns = widths.len();
-    let mut out = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            // By hand, not `{cell:<w$}`: that panics for a width of 65,536
-            // or more, and a stored name can be that long.
-            .map(|(col, (cell, w))| match left(col, cell) {
-                true => pad(cell, *w, Align::Left),
-                false => pad(cell, *w, Align::Right),
-            })
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-        if rule && i == 0 {
-            let _ = writeln!(
-                out,
-                "{}",
-                "-".repeat(widths.iter().sum::<usize>() + 2 * columns.saturating_sub(1))
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -3,9 +3,12 @@
 //! the noise probe's sources (paper 002's Table 4.3, per CPU) and the net
 //! probe's message accounting.
 
-use crate::table::align;
-use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series, SeriesStats};
+use crate::text::align;
+use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series};
+// The "within x µs" figures are statistics; re-exported because the
+// tables here are where callers meet them.
 use rtlab_core::units::{human_duration, Micros};
+pub use rtlab_stats::quantile::{within_percentages, WITHIN_US};
 use std::fmt::Write;
 
 /// The tables of `result`'s probe beyond the summary table; empty for a
@@ -227,51 +230,6 @@ pub fn noise_tables(noise: &NoiseReport) -> String {
         let _ = writeln!(out, "kernel osnoise tracer: {note}");
     }
     out
-}
-
-/// Paper 002's Tables 4.1 and 4.2 columns: % of activations within this
-/// many µs of their expected time.
-pub const WITHIN_US: [u64; 5] = [10, 50, 100, 500, 1000];
-
-/// How many of a series' samples fall within each of [`WITHIN_US`], from
-/// its HDR histogram: a bucket counts when its highest equivalent value is
-/// at most the bound (exact but for the bucket that straddles the bound,
-/// which counts as outside: 3 significant digits, under 0.1 % of the
-/// bound).
-pub fn within_counts(stats: &SeriesStats) -> [u64; 5] {
-    WITHIN_US.map(|bound_us| {
-        stats
-            .histogram_ns
-            .iter()
-            .filter(|bin| bin[0] <= bound_us * 1000)
-            .map(|bin| bin[1])
-            .sum()
-    })
-}
-
-/// The % of a periodic run's activations (every `activation_lateness`
-/// series together) that started within each of [`WITHIN_US`] of their
-/// instant (see [`within_counts`]). Missed activations count as outside.
-/// None without any activation.
-pub fn within_percentages(series: &[Series]) -> Option<[f64; 5]> {
-    let lateness: Vec<&Series> = series
-        .iter()
-        .filter(|s| s.metric == "activation_lateness")
-        .collect();
-    let activations: u64 = lateness
-        .iter()
-        .map(|s| s.stats.samples + s.stats.missed)
-        .sum();
-    if activations == 0 {
-        return None;
-    }
-    let mut within = [0u64; 5];
-    for s in &lateness {
-        for (total, count) in within.iter_mut().zip(within_counts(&s.stats)) {
-            *total += count;
-        }
-    }
-    Some(within.map(|count| 100.0 * count as f64 / activations as f64))
 }
 
 /// A percentage as the paper prints it.
