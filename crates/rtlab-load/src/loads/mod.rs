@@ -13,7 +13,7 @@ mod vm;
 
 use super::ctx::Ctx;
 use super::plan::{plan_vm, MemFigures};
-use super::spec::{human_bytes, LoadKind, LoadSpec};
+use super::spec::{defaults, human_bytes, LoadKind, LoadSpec};
 use cpu::start_cpu;
 use fswalk::start_fswalk;
 use io::start_io;
@@ -35,7 +35,7 @@ pub fn start(spec: &LoadSpec, ctx: &Ctx, started: &mut Started) -> Result<(), St
         LoadKind::Cpu => start_cpu(ctx, started, workers),
         LoadKind::Vm => {
             let mem = MemFigures::read().map_err(|e| format!("vm: reading /proc/meminfo: {e}"))?;
-            let plan = plan_vm(workers, p.bytes.unwrap_or(256 << 20), mem)?;
+            let plan = plan_vm(workers, p.bytes.unwrap_or(defaults::VM_DEFAULT_BYTES), mem)?;
             if let Some(note) = plan.note {
                 started.notes.push(note);
             }
@@ -48,28 +48,34 @@ pub fn start(spec: &LoadSpec, ctx: &Ctx, started: &mut Started) -> Result<(), St
                 started,
                 &dir,
                 workers,
-                p.bytes.unwrap_or(64 << 20),
-                p.block.unwrap_or(1 << 20),
+                p.bytes.unwrap_or(defaults::IO_DEFAULT_FILE),
+                p.block.unwrap_or(defaults::IO_DEFAULT_BLOCK),
             )
         }
         LoadKind::Fswalk => {
             let root = p.root.clone().unwrap_or_else(|| PathBuf::from("/"));
             start_fswalk(ctx, started, &root, workers, !p.no_stat)
         }
-        LoadKind::Net => start_net(ctx, started, workers, p.size.unwrap_or(64) as usize),
+        LoadKind::Net => start_net(
+            ctx,
+            started,
+            workers,
+            p.size.unwrap_or(defaults::NET_DEFAULT_SIZE) as usize,
+        ),
         LoadKind::Timers => start_timers(
             ctx,
             started,
             workers,
-            p.timers.unwrap_or(8),
-            p.interval_ns.unwrap_or(100_000),
+            p.timers.unwrap_or(defaults::TIMERS_DEFAULT_COUNT),
+            p.interval_ns
+                .unwrap_or(defaults::TIMERS_DEFAULT_INTERVAL_NS),
         ),
         LoadKind::Msg => start_msg(
             ctx,
             started,
-            p.groups.unwrap_or(1),
-            p.fds.unwrap_or(20),
-            p.size.unwrap_or(100) as usize,
+            p.groups.unwrap_or(defaults::MSG_DEFAULT_GROUPS),
+            p.fds.unwrap_or(defaults::MSG_DEFAULT_FDS),
+            p.size.unwrap_or(defaults::MSG_DEFAULT_SIZE) as usize,
         ),
         LoadKind::Procfs => {
             for i in 0..workers {

@@ -1,6 +1,11 @@
 //! One load and its parameters: built, checked and resolved to this
 //! machine's defaults.
 
+use super::defaults::{
+    IO_DEFAULT_BLOCK, IO_DEFAULT_FILE, MSG_DEFAULT_FDS, MSG_DEFAULT_GROUPS, MSG_DEFAULT_SIZE,
+    NET_DEFAULT_SIZE, TIMERS_DEFAULT_COUNT, TIMERS_DEFAULT_INTERVAL_NS, VM_DEFAULT_BYTES,
+    VM_DEFAULT_WORKERS,
+};
 use super::kind::{LoadKind, Param, PARAM_ORDER};
 use super::size::{format_duration_exact, format_size, parse_size};
 use serde::{Deserialize, Serialize};
@@ -96,18 +101,6 @@ impl fmt::Display for LoadSpecError {
 }
 
 impl std::error::Error for LoadSpecError {}
-
-// Defaults (docs/load.md lists them).
-pub(crate) const VM_DEFAULT_WORKERS: u32 = 2;
-pub(crate) const VM_DEFAULT_BYTES: u64 = 256 << 20;
-pub(crate) const IO_DEFAULT_FILE: u64 = 64 << 20;
-pub(crate) const IO_DEFAULT_BLOCK: u64 = 1 << 20;
-pub(crate) const NET_DEFAULT_SIZE: u64 = 64;
-pub(crate) const TIMERS_DEFAULT_COUNT: u32 = 8;
-pub(crate) const TIMERS_DEFAULT_INTERVAL_NS: u64 = 100_000;
-pub(crate) const MSG_DEFAULT_GROUPS: u32 = 1;
-pub(crate) const MSG_DEFAULT_FDS: u32 = 20;
-pub(crate) const MSG_DEFAULT_SIZE: u64 = 100;
 
 impl LoadSpec {
     /// A load with every parameter at its default.

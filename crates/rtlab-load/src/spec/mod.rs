@@ -16,6 +16,7 @@
 //! quoted (`dir="/a,b"`). `cmd:"…"` is quoted and may hold commas; an
 //! unquoted `cmd:` takes the rest of the string.
 
+pub(crate) mod defaults;
 mod kind;
 mod load_spec;
 mod size;
