@@ -8,8 +8,8 @@
 //! [`MIN_SPACING_NS`] (the dispatcher fires them back to back, late), a
 //! plan without events.
 
+use super::model::{Event, EventSource, PlanHeader};
 use super::text::format_offset;
-use super::{Event, EventSource, PlanHeader};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
