@@ -2,9 +2,9 @@
 //! stops them and collects their records. Nothing is ever stopped by name:
 //! only by the process group (and cgroup) each worker was given.
 
+use super::spec::LoadSpec;
 use super::sys;
 use super::worker::{Ready, PARENT_DEATH_SIGNAL};
-use super::LoadSpec;
 use anyhow::{anyhow, Context};
 use rtlab_core::result::LoadRecord;
 use std::collections::{BTreeMap, VecDeque};

@@ -1,7 +1,7 @@
 //! The built-in modules: `mark`, `udp`, `wake`, `signal`.
 
 use super::{signal_number, Module};
-use crate::plan::{Event, ModuleDecl, DATA_BYTES};
+use crate::plan::model::{Event, ModuleDecl, DATA_BYTES};
 use rtlab_probe::switch::{futex_wait_for, futex_wake};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -6,7 +6,7 @@
 //! To add a kind: implement [`Module`], add its name to [`KINDS`], its
 //! settings check to [`validate`] and its constructor to `build`.
 
-use super::plan::{Event, ModuleDecl};
+use super::plan::model::{Event, ModuleDecl};
 
 mod builtin;
 pub use builtin::build;

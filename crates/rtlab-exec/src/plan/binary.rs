@@ -18,8 +18,10 @@
 //! [`MappedPlan`] maps a file read-only and reads events where they lie:
 //! opening a 10 M event plan reads 64 bytes and the module table.
 
+use super::model::{
+    Event, EventSource, ModuleDecl, PlanError, PlanHeader, DATA_BYTES, MAX_MODULES,
+};
 use super::text::valid_name;
-use super::{Event, EventSource, ModuleDecl, PlanError, PlanHeader, DATA_BYTES, MAX_MODULES};
 use crate::module;
 use std::io::{self, Write};
 use std::path::Path;

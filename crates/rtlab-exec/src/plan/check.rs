@@ -8,8 +8,8 @@
 //! [`MIN_SPACING_NS`] (the dispatcher fires them back to back, late), a
 //! plan without events.
 
+use super::model::{Event, EventSource, PlanHeader};
 use super::text::format_offset;
-use super::{EventSource, PlanHeader};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -98,146 +98,10 @@ pub fn check_lines(
 ) -> Report {
     let mut report = Report::default();
     let line_of = |i: u64| lines.and_then(|l| l.get(i as usize).copied());
-    let mut used = vec![false; header.modules.len()];
-    let mut previous: Option<u64> = None;
-    let mut first = None;
-    let mut max = 0u64;
-    let mut max_index = 0u64;
-    let n = events.len();
-    for i in 0..n {
-        if i % ADVISE_EVERY == 0 {
-            // A mapped plan is read once here: keep only a window resident.
-            events.advise(i, i + ADVISE_EVERY);
-        }
-        let e = events.event(i);
-        let mut finding = |severity, code, message| {
-            report.add(Finding {
-                severity,
-                code,
-                index: Some(i),
-                line: line_of(i),
-                message,
-            })
-        };
-        match used.get_mut(e.module as usize) {
-            Some(u) => *u = true,
-            None => finding(
-                Severity::Error,
-                "unknown-module",
-                format!(
-                    "event {i}: module id {} is outside the module table ({} modules)",
-                    e.module,
-                    header.modules.len()
-                ),
-            ),
-        }
-        if e.offset_ns > MAX_OFFSET_NS {
-            finding(
-                Severity::Error,
-                "offset-too-large",
-                format!(
-                    "event {i}: offset {} is beyond 2^62 ns (146 years): not a plan",
-                    format_offset(e.offset_ns)
-                ),
-            );
-        }
-        if e.flags != 0 {
-            finding(
-                Severity::Error,
-                "flags",
-                format!(
-                    "event {i}: flags 0x{:x}: reserved, must be 0 in version 1",
-                    e.flags
-                ),
-            );
-        }
-        if let Some(prev) = previous {
-            if e.offset_ns < prev {
-                finding(
-                    Severity::Error,
-                    "unsorted",
-                    format!(
-                        "event {i}: offset {} is before the previous event's {}: offsets must not decrease",
-                        format_offset(e.offset_ns),
-                        format_offset(prev)
-                    ),
-                );
-            } else if e.offset_ns - prev < MIN_SPACING_NS {
-                finding(
-                    Severity::Warning,
-                    "too-close",
-                    format!(
-                        "event {i}: {} after the previous event, closer than the dispatcher's {} (it fires them back to back)",
-                        format_offset(e.offset_ns - prev),
-                        format_offset(MIN_SPACING_NS)
-                    ),
-                );
-            }
-        }
-        first.get_or_insert(e.offset_ns);
-        if e.offset_ns >= max {
-            max = e.offset_ns;
-            max_index = i;
-        }
-        previous = Some(e.offset_ns);
-    }
-    if let Some(repeat) = header.repeat_ns.filter(|r| *r > MAX_OFFSET_NS) {
-        report.add(Finding {
-            severity: Severity::Error,
-            code: "offset-too-large",
-            index: None,
-            line: None,
-            message: format!(
-                "repeat {}: beyond 2^62 ns (146 years)",
-                format_offset(repeat)
-            ),
-        });
-    }
-    if let Some(repeat) = header.repeat_ns {
-        if n > 0 && repeat <= max {
-            report.add(Finding {
-                severity: Severity::Error,
-                code: "repeat-too-short",
-                index: None,
-                // In a text plan, the line of the last offset.
-                line: line_of(max_index),
-                message: format!(
-                    "repeat period {} is not longer than the last offset {}",
-                    format_offset(repeat),
-                    format_offset(max)
-                ),
-            });
-        } else if let (Some(first), Some(last)) = (first, previous) {
-            if repeat > last && repeat - last + first < MIN_SPACING_NS {
-                report.add(Finding {
-                    severity: Severity::Warning,
-                    code: "too-close",
-                    index: Some(0),
-                    line: line_of(0),
-                    message: format!(
-                        "the first event of a repetition is {} after the last of the previous one, closer than {}",
-                        format_offset(repeat - last + first),
-                        format_offset(MIN_SPACING_NS)
-                    ),
-                });
-            }
-        }
-    }
-    for (m, used) in header.modules.iter().zip(&used) {
-        if !used {
-            report.add(Finding {
-                severity: Severity::Warning,
-                code: "unused-module",
-                index: None,
-                line: None,
-                message: format!(
-                    "module {} ({} {}) is declared but no event uses it",
-                    m.id, m.name, m.kind
-                ),
-            });
-        }
-    }
-    if n == 0 {
+    let scan = scan_events(header, events, &line_of, &mut report);
+    check_repeat(header, &scan, &line_of, &mut report);
+    check_modules_used(header, &scan.used, &mut report);
+    if scan.events == 0 {
         report.add(Finding {
             severity: Severity::Warning,
             code: "empty",
@@ -254,6 +118,198 @@ pub fn check_lines(
         )
     });
     report
+}
+
+/// What the pass over the events leaves for the checks of the whole plan.
+struct Scan {
+    events: u64,
+    /// Per module of the table: whether an event uses it.
+    used: Vec<bool>,
+    first: Option<u64>,
+    /// The last event's offset.
+    last: Option<u64>,
+    /// The largest offset, and the last event that has it.
+    max: u64,
+    max_index: u64,
+}
+
+/// The one pass over the events: each checked against the module table,
+/// the offset range, the reserved flags and the event before it.
+fn scan_events(
+    header: &PlanHeader,
+    events: &dyn EventSource,
+    line_of: &dyn Fn(u64) -> Option<usize>,
+    report: &mut Report,
+) -> Scan {
+    let mut scan = Scan {
+        events: events.len(),
+        used: vec![false; header.modules.len()],
+        first: None,
+        last: None,
+        max: 0,
+        max_index: 0,
+    };
+    for i in 0..scan.events {
+        if i % ADVISE_EVERY == 0 {
+            // A mapped plan is read once here: keep only a window resident.
+            events.advise(i, i + ADVISE_EVERY);
+        }
+        let e = events.event(i);
+        let mut finding = |severity, code, message| {
+            report.add(Finding {
+                severity,
+                code,
+                index: Some(i),
+                line: line_of(i),
+                message,
+            })
+        };
+        check_event(header, i, &e, scan.last, &mut scan.used, &mut finding);
+        scan.first.get_or_insert(e.offset_ns);
+        if e.offset_ns >= scan.max {
+            scan.max = e.offset_ns;
+            scan.max_index = i;
+        }
+        scan.last = Some(e.offset_ns);
+    }
+    scan
+}
+
+/// The checks of event `i` on its own and against the one before it
+/// (`previous`, its offset); marks its module used.
+fn check_event(
+    header: &PlanHeader,
+    i: u64,
+    e: &Event,
+    previous: Option<u64>,
+    used: &mut [bool],
+    finding: &mut dyn FnMut(Severity, &'static str, String),
+) {
+    match used.get_mut(e.module as usize) {
+        Some(u) => *u = true,
+        None => finding(
+            Severity::Error,
+            "unknown-module",
+            format!(
+                "event {i}: module id {} is outside the module table ({} modules)",
+                e.module,
+                header.modules.len()
+            ),
+        ),
+    }
+    if e.offset_ns > MAX_OFFSET_NS {
+        finding(
+            Severity::Error,
+            "offset-too-large",
+            format!(
+                "event {i}: offset {} is beyond 2^62 ns (146 years): not a plan",
+                format_offset(e.offset_ns)
+            ),
+        );
+    }
+    if e.flags != 0 {
+        finding(
+            Severity::Error,
+            "flags",
+            format!(
+                "event {i}: flags 0x{:x}: reserved, must be 0 in version 1",
+                e.flags
+            ),
+        );
+    }
+    if let Some(prev) = previous {
+        if e.offset_ns < prev {
+            finding(
+                Severity::Error,
+                "unsorted",
+                format!(
+                    "event {i}: offset {} is before the previous event's {}: offsets must not decrease",
+                    format_offset(e.offset_ns),
+                    format_offset(prev)
+                ),
+            );
+        } else if e.offset_ns - prev < MIN_SPACING_NS {
+            finding(
+                Severity::Warning,
+                "too-close",
+                format!(
+                    "event {i}: {} after the previous event, closer than the dispatcher's {} (it fires them back to back)",
+                    format_offset(e.offset_ns - prev),
+                    format_offset(MIN_SPACING_NS)
+                ),
+            );
+        }
+    }
+}
+
+/// The repeat period: within range, longer than the plan's last offset,
+/// and not bringing a repetition's first event too close to the last.
+fn check_repeat(
+    header: &PlanHeader,
+    scan: &Scan,
+    line_of: &dyn Fn(u64) -> Option<usize>,
+    report: &mut Report,
+) {
+    if let Some(repeat) = header.repeat_ns.filter(|r| *r > MAX_OFFSET_NS) {
+        report.add(Finding {
+            severity: Severity::Error,
+            code: "offset-too-large",
+            index: None,
+            line: None,
+            message: format!(
+                "repeat {}: beyond 2^62 ns (146 years)",
+                format_offset(repeat)
+            ),
+        });
+    }
+    if let Some(repeat) = header.repeat_ns {
+        if scan.events > 0 && repeat <= scan.max {
+            report.add(Finding {
+                severity: Severity::Error,
+                code: "repeat-too-short",
+                index: None,
+                // In a text plan, the line of the last offset.
+                line: line_of(scan.max_index),
+                message: format!(
+                    "repeat period {} is not longer than the last offset {}",
+                    format_offset(repeat),
+                    format_offset(scan.max)
+                ),
+            });
+        } else if let (Some(first), Some(last)) = (scan.first, scan.last) {
+            if repeat > last && repeat - last + first < MIN_SPACING_NS {
+                report.add(Finding {
+                    severity: Severity::Warning,
+                    code: "too-close",
+                    index: Some(0),
+                    line: line_of(0),
+                    message: format!(
+                        "the first event of a repetition is {} after the last of the previous one, closer than {}",
+                        format_offset(repeat - last + first),
+                        format_offset(MIN_SPACING_NS)
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// A warning for each module of the table that no event uses.
+fn check_modules_used(header: &PlanHeader, used: &[bool], report: &mut Report) {
+    for (m, used) in header.modules.iter().zip(used) {
+        if !used {
+            report.add(Finding {
+                severity: Severity::Warning,
+                code: "unused-module",
+                index: None,
+                line: None,
+                message: format!(
+                    "module {} ({} {}) is declared but no event uses it",
+                    m.id, m.name, m.kind
+                ),
+            });
+        }
+    }
 }
 
 /// Figures of a plan's timing, from one pass over its events.

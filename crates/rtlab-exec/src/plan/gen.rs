@@ -12,7 +12,7 @@
 //! ..., wrapping) in bytes 0-3 and zeros after.
 
 use super::check::MAX_OFFSET_NS;
-use super::{Event, DATA_BYTES};
+use super::model::{Event, DATA_BYTES};
 
 /// splitmix64: a small, good enough PRNG for schedules (not for secrets).
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Opens a plan file of either form, told apart by its first bytes.
 
 use super::binary::{MappedPlan, BINARY_MAGIC};
-use super::{EventSource, PlanError, PlanHeader};
+use super::model::{EventSource, PlanError, PlanHeader};
 use std::io::Read;
 use std::path::Path;
 

@@ -14,7 +14,9 @@
 //! Offsets need not be sorted here: [`parse`] reads them as written and
 //! [`super::check`] reports the ones out of order (an error there).
 
-use super::{Event, ModuleDecl, PlanError, PlanHeader, DATA_BYTES, MAX_MODULES, MAX_NAME_BYTES};
+use super::model::{
+    Event, EventSource, ModuleDecl, PlanError, PlanHeader, DATA_BYTES, MAX_MODULES, MAX_NAME_BYTES,
+};
 use crate::module;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -407,7 +409,7 @@ pub fn format_data(data: &[u8; DATA_BYTES]) -> Option<String> {
 /// Writes a plan as text that [`parse`] reads back identically. An event
 /// for a module id outside the table is written as `@ID`, which [`parse`]
 /// refuses (as `check` does).
-pub fn write(header: &PlanHeader, events: &dyn super::EventSource) -> String {
+pub fn write(header: &PlanHeader, events: &dyn EventSource) -> String {
     let mut out = String::new();
     write_header(header, &mut out);
     for index in 0..events.len() {
