@@ -3,24 +3,26 @@
 
 use crate::error::Position;
 use rtlab_core::cpuset::CpuSelection;
-use rtlab_core::sched::{DeadlineParams, Policy};
+use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 pub use rtlab_probe::net::{Mode as NetMode, Transport};
 use rtlab_probe::net::{NetConfig, OwnServer, Placement};
+use rtlab_probe::noise::{self, NoiseConfig};
 pub use rtlab_probe::switch::Mechanism;
+use rtlab_probe::switch::SwitchConfig;
+pub use rtlab_probe::timer::WaitMode;
+use rtlab_probe::timer::{RunLength, TimerConfig};
 use serde::{Serialize, Serializer};
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
-/// Default interval of a timer probe (as `rtlab measure timer`).
-pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
-/// Default histogram range of a timer probe (as `--hist-max`).
-pub const DEFAULT_HIST_MAX_NS: u64 = 1_000_000;
-/// Priority of a fifo or rr configuration that gives none (as `--priority`).
-pub use rtlab_probe::DEFAULT_PRIORITY;
 /// SCHED_DEADLINE runtime of a deadline configuration that gives none
 /// (as `--dl-runtime`).
-pub const DEFAULT_DL_RUNTIME_NS: u64 = 100_000;
+pub use rtlab_probe::timer::DEFAULT_DL_RUNTIME_NS;
+/// Default interval of a timer probe (as `rtlab measure timer`).
+pub use rtlab_probe::timer::{DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS};
+/// Priority of a fifo or rr configuration that gives none (as `--priority`).
+pub use rtlab_probe::DEFAULT_PRIORITY;
 
 /// Everything a campaign file says, defaults filled in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -136,40 +138,6 @@ impl FromStr for ProbeKind {
     }
 }
 
-/// How the timer probe's threads wait (as `rtlab measure timer --mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TimerMode {
-    /// clock_nanosleep(TIMER_ABSTIME) on a fixed grid.
-    Abs,
-    /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
-    Rel,
-    /// A periodic absolute timerfd.
-    Timerfd,
-}
-
-impl fmt::Display for TimerMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(match self {
-            TimerMode::Abs => "abs",
-            TimerMode::Rel => "rel",
-            TimerMode::Timerfd => "timerfd",
-        })
-    }
-}
-
-impl FromStr for TimerMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<TimerMode, String> {
-        Ok(match s {
-            "abs" => TimerMode::Abs,
-            "rel" => TimerMode::Rel,
-            "timerfd" => TimerMode::Timerfd,
-            _ => return Err(format!("unknown mode `{s}` (expected abs, rel or timerfd)")),
-        })
-    }
-}
-
 /// The timer probe's own settings; the scheduling comes from the
 /// configuration of the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -180,7 +148,7 @@ pub struct TimerSettings {
     pub interval_ns: u64,
     /// Added to the interval of each further thread (cyclictest -d).
     pub distance_ns: u64,
-    pub mode: TimerMode,
+    pub mode: WaitMode,
     /// Range of the cyclictest-style histogram (1 µs bins up to this).
     pub hist_max_ns: u64,
 }
@@ -191,8 +159,26 @@ impl Default for TimerSettings {
             cpus: CpuSelection::All,
             interval_ns: DEFAULT_INTERVAL_NS,
             distance_ns: 0,
-            mode: TimerMode::Abs,
+            mode: WaitMode::Abs,
             hist_max_ns: DEFAULT_HIST_MAX_NS,
+        }
+    }
+}
+
+impl TimerSettings {
+    /// The probe's config on `cpus` for `length`, scheduled by `sched` (the
+    /// run's configuration, deadline parameters included); not checked:
+    /// see [`TimerConfig::validate`].
+    pub fn config(&self, cpus: Vec<usize>, length: RunLength, sched: SchedParams) -> TimerConfig {
+        TimerConfig {
+            cpus,
+            interval_ns: self.interval_ns,
+            distance_ns: self.distance_ns,
+            length,
+            sched,
+            mode: self.mode,
+            break_at_ns: None,
+            hist_max_us: None,
         }
     }
 }
@@ -210,7 +196,7 @@ fn cpus_as_text<S: Serializer>(cpus: &CpuSelection, s: S) -> Result<S::Ok, S::Er
 }
 
 /// Default period of the switch probe: 4 kHz, as paper 001.
-pub const DEFAULT_SWITCH_INTERVAL_NS: u64 = 250_000;
+pub use rtlab_probe::switch::DEFAULT_INTERVAL_NS as DEFAULT_SWITCH_INTERVAL_NS;
 
 /// The switch probe's own settings (as `rtlab measure switch`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -237,6 +223,30 @@ impl Default for SwitchSettings {
     }
 }
 
+impl SwitchSettings {
+    /// The probe's config for `length` per mechanism with the timer thread
+    /// on `cpu` and the task on `task_cpu` (see
+    /// [`crate::runner::switch_placement`]); not checked: see
+    /// [`SwitchConfig::validate`].
+    pub fn config(
+        &self,
+        length: RunLength,
+        (cpu, task_cpu): (usize, usize),
+        sched: SchedParams,
+    ) -> SwitchConfig {
+        SwitchConfig {
+            mechanisms: self.mechanisms.clone(),
+            interval_ns: self.interval_ns,
+            length,
+            cpu,
+            task_cpu,
+            process: self.process,
+            sched,
+            inject: None,
+        }
+    }
+}
+
 /// The noise probe's own settings (as `rtlab measure noise`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NoiseSettings {
@@ -254,25 +264,38 @@ impl Default for NoiseSettings {
     fn default() -> Self {
         NoiseSettings {
             cpus: CpuSelection::All,
-            threshold_ns: 1_000,
-            runtime_ns: 900_000_000,
-            period_ns: 1_000_000_000,
-            window_ns: 10_000_000,
+            threshold_ns: noise::DEFAULT_THRESHOLD_NS,
+            runtime_ns: noise::DEFAULT_RUNTIME_NS,
+            period_ns: noise::DEFAULT_PERIOD_NS,
+            window_ns: noise::DEFAULT_WINDOW_NS,
             osnoise: true,
         }
     }
 }
 
-/// Default interval of the net probe: a message every 30 ms, as paper 000.
-pub const DEFAULT_NET_INTERVAL_NS: u64 = 30_000_000;
-/// Default round trips per message: four, as paper 000 counted with Wireshark.
-pub const DEFAULT_NET_ROUND_TRIPS: u8 = 4;
-/// Default request size of the net probe, bytes.
-pub const DEFAULT_NET_PAYLOAD: usize = 64;
-/// Default time after which a message with no last reply counts as lost.
-pub const DEFAULT_NET_TIMEOUT_NS: u64 = 100_000_000;
+pub use rtlab_probe::net::{
+    DEFAULT_INTERVAL_NS as DEFAULT_NET_INTERVAL_NS, DEFAULT_PAYLOAD as DEFAULT_NET_PAYLOAD,
+    DEFAULT_ROUND_TRIPS as DEFAULT_NET_ROUND_TRIPS, DEFAULT_TIMEOUT_NS as DEFAULT_NET_TIMEOUT_NS,
+};
 /// `inject_every` of rtlab's server in campaigns (no delay is injected).
 const NET_INJECT_EVERY: u64 = 100;
+
+impl NoiseSettings {
+    /// The probe's config on `cpus` for `duration_ns`; not checked: see
+    /// [`NoiseConfig::validate`].
+    pub fn config(&self, cpus: Vec<usize>, duration_ns: u64, sched: SchedParams) -> NoiseConfig {
+        NoiseConfig {
+            cpus,
+            threshold_ns: self.threshold_ns,
+            runtime_ns: self.runtime_ns,
+            period_ns: self.period_ns,
+            window_ns: self.window_ns,
+            duration_ns,
+            sched,
+            osnoise: self.osnoise,
+        }
+    }
+}
 
 /// `udp` or `tcp`, as the net probe's `transport` key takes it.
 pub fn parse_transport(text: &str) -> Result<Transport, String> {
@@ -329,6 +352,7 @@ impl Default for NetSettings {
 }
 
 pub use rtlab_exec::periodic::Mode as PeriodicMode;
+use rtlab_exec::periodic::PeriodicConfig;
 
 /// The periodic probe's own settings (as `rtlab exec periodic`): the
 /// configuration's priority is the tasks'; the executive runs 10 above.
@@ -347,8 +371,8 @@ impl Default for PeriodicSettings {
     fn default() -> PeriodicSettings {
         PeriodicSettings {
             tasks: 1,
-            period_ns: 10_000_000,
-            work_ns: 100_000,
+            period_ns: rtlab_exec::periodic::DEFAULT_PERIOD_NS,
+            work_ns: rtlab_exec::periodic::DEFAULT_WORK_NS,
             mode: PeriodicMode::Executive,
             cpu: None,
         }
@@ -356,6 +380,22 @@ impl Default for PeriodicSettings {
 }
 
 impl PeriodicSettings {
+    /// The executive's config for `duration_ns` with the tasks at the
+    /// configuration's `priority` (1-98) and the executive 10 above (at
+    /// most 99), on the last online CPU unless `cpu` is given (not checked
+    /// here: see [`crate::runner::probe_for`] and
+    /// [`PeriodicConfig::validate`]).
+    pub fn config(&self, duration_ns: u64, priority: u32) -> PeriodicConfig {
+        let mut config = PeriodicConfig::new(self.tasks, self.period_ns, self.work_ns, duration_ns);
+        config.mode = self.mode;
+        if let Some(cpu) = self.cpu {
+            config.cpu = cpu;
+        }
+        config.task_priority = priority.clamp(1, 98);
+        config.executive_priority = (config.task_priority + 10).min(99);
+        config
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "{} task{} every {}, {} work, {} on {}",
@@ -593,6 +633,17 @@ impl Configuration {
             dl_runtime_ns: (policy == Policy::Deadline).then_some(DEFAULT_DL_RUNTIME_NS),
             dma_latency: true,
             sysctl: Vec::new(),
+        }
+    }
+
+    /// The scheduling of a probe whose period is `interval_ns` (None for a
+    /// probe without one): the policy, its priority, and for deadline the
+    /// runtime with deadline = period = interval.
+    pub fn sched_params(&self, interval_ns: Option<u64>) -> SchedParams {
+        SchedParams {
+            policy: self.policy,
+            priority: self.priority.unwrap_or(0),
+            deadline: interval_ns.and_then(|interval| self.deadline_params(interval)),
         }
     }
 

@@ -180,7 +180,7 @@ fn hallberg2017_mirrors_the_papers_cyclictest_and_loads() {
     let timer = &c.probes[0].timer().unwrap();
     assert_eq!(timer.interval_ns, 1_000_000);
     assert_eq!(timer.hist_max_ns, 1_000_000);
-    assert_eq!(timer.mode, TimerMode::Abs);
+    assert_eq!(timer.mode, WaitMode::Abs);
     let promoted = &c.configurations[0];
     assert_eq!(
         (promoted.policy, promoted.priority),
@@ -347,7 +347,7 @@ configuration = "dl"
                 cpus: CpuSelection::List(CpuSet::parse("0,2,3").unwrap()),
                 interval_ns: 200_000,
                 distance_ns: 50_000,
-                mode: TimerMode::Timerfd,
+                mode: WaitMode::Timerfd,
                 hist_max_ns: 500_000,
             }),
         }

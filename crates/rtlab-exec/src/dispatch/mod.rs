@@ -20,8 +20,11 @@ use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
+use rtlab_core::settings::FieldError;
+use rtlab_core::units::human_duration;
 use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use rtlab_probe::settings::check_priority;
 use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
 use serde::Serialize;
 use std::io::Write;
@@ -69,11 +72,44 @@ pub struct DispatchConfig {
     pub inject: Option<Inject>,
 }
 
+/// Longest fixed guard: the dispatcher spins for the guard at every event.
+pub const MAX_GUARD_NS: u64 = 1_000_000_000;
+/// Longest `skip_after`: an hour late is never worth firing.
+pub const MAX_SKIP_AFTER_NS: u64 = 3_600_000_000_000;
+
 /// Time between the thread being ready and the plan's start.
 const START_MARGIN_NS: u64 = 20_000_000;
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl DispatchConfig {
+    /// Checks the settings (the plan's file is checked when it is loaded);
+    /// the error names the setting as `rtlab plan run`'s flag without its
+    /// dashes (`guard`, `skip_after`).
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if let Guard::Fixed(ns) = self.guard {
+            if ns > MAX_GUARD_NS {
+                return Err(FieldError::new(
+                    "guard",
+                    format!(
+                        "{{guard}} {}: at most {} (the dispatcher spins for the guard at every event)",
+                        human_duration(ns),
+                        human_duration(MAX_GUARD_NS)
+                    ),
+                ));
+            }
+        }
+        if self.skip_after_ns > MAX_SKIP_AFTER_NS {
+            return Err(FieldError::new("skip_after", "at most 1h"));
+        }
+        if self.repeat == Repeat::Times(0) {
+            return Err(FieldError::new("repeat", "must be at least 1"));
+        }
+        if self.inject.is_some_and(|inject| inject.every == 0) {
+            return Err(FieldError::new("inject_every", "must be at least 1"));
+        }
+        check_priority(&self.sched)
+    }
+
     /// One repetition's length: the plan's repeat period, or back to back
     /// (the last offset plus one ns).
     fn period_of(plan: &LoadedPlan) -> u64 {
@@ -156,6 +192,7 @@ fn start(
     stop: Arc<AtomicBool>,
     samples_csv: Option<Box<dyn Write + Send>>,
 ) -> anyhow::Result<DispatchRun> {
+    config.validate()?;
     let plan = plan::load(&config.plan).map_err(anyhow::Error::new)?;
     anyhow::ensure!(
         !plan.events.is_empty(),

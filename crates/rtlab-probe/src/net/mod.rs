@@ -29,6 +29,7 @@ use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NetReport, Series, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
+use rtlab_core::settings::FieldError;
 use serde::Serialize;
 use server::{Inject, ServeConfig, Server};
 use std::io::Write;
@@ -60,6 +61,18 @@ pub struct OwnServer {
     pub inject_delay_ns: Option<u64>,
     pub inject_every: u64,
 }
+
+/// Default interval: a message every 30 ms, as paper 000 (`--interval`, a
+/// campaign's `interval`).
+pub const DEFAULT_INTERVAL_NS: u64 = 30_000_000;
+/// Default round trips per message: four, as paper 000 counted with
+/// Wireshark (`--round-trips`, `round_trips`).
+pub const DEFAULT_ROUND_TRIPS: u8 = 4;
+/// Default request size, bytes (`--payload`, `payload`).
+pub const DEFAULT_PAYLOAD: usize = 64;
+/// Default time after which a message with no last reply counts as lost
+/// (`--timeout`, `timeout`).
+pub const DEFAULT_TIMEOUT_NS: u64 = 100_000_000;
 
 /// Everything the net probe needs; serialized into the result as `config`.
 #[derive(Debug, Clone, Serialize)]
@@ -101,9 +114,11 @@ impl NetConfig {
             .saturating_add(self.timeout_ns)
     }
 
-    /// Checks what clap and the campaign parser cannot check alone.
-    pub fn validate(&self) -> Result<(), Invalid> {
-        let invalid = |field, message: String| Err(Invalid { field, message });
+    /// Checks what clap and the campaign parser cannot check alone. The
+    /// field is the campaign key (`round_trips`); the CLI flag is the same
+    /// with dashes (`--round-trips`), `count` being `--count`.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let invalid = |field, message: String| Err(FieldError { field, message });
         if self.interval_ns == 0 {
             return invalid("interval", "must be above 0".into());
         }
@@ -174,23 +189,6 @@ impl NetConfig {
         Ok(())
     }
 }
-
-/// A setting of a [`NetConfig`] that cannot work, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid {
-    /// The setting, as the campaign key (`round_trips`); the CLI flag is
-    /// the same with dashes (`--round-trips`).
-    pub field: &'static str,
-    pub message: String,
-}
-
-impl std::fmt::Display for Invalid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for Invalid {}
 
 /// What a thread reports once set up.
 struct Ready {

@@ -2,9 +2,11 @@
 
 use super::shared::{parse_policy, with_default_priority, BudgetArgs, RunArgs, StoreArgs};
 use crate::input;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand};
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::Policy;
+use rtlab_probe::timer::WaitMode;
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
@@ -17,14 +19,15 @@ pub enum Measure {
     Noise(Box<NoiseArgs>),
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// clock_nanosleep to absolute deadlines on a fixed grid.
-    Abs,
-    /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
-    Rel,
-    /// A periodic absolute timerfd; the kernel counts overruns.
-    Timerfd,
+/// `--mode`: the probe's own [`WaitMode`], each value with its help line.
+fn wait_mode() -> impl TypedValueParser<Value = WaitMode> {
+    let help = |mode| match mode {
+        WaitMode::Abs => "clock_nanosleep to absolute deadlines on a fixed grid",
+        WaitMode::Rel => "clock_nanosleep relative to the time before sleeping (cyclictest -r)",
+        WaitMode::Timerfd => "A periodic absolute timerfd; the kernel counts overruns",
+    };
+    let values = WaitMode::ALL.map(|mode| PossibleValue::new(mode.as_str()).help(help(mode)));
+    PossibleValuesParser::new(values).map(|text| text.parse().expect("one of WaitMode::ALL"))
 }
 
 #[derive(Args)]
@@ -75,8 +78,8 @@ pub struct TimerArgs {
     pub dl_runtime: u64,
 
     /// How the threads wait for their deadline.
-    #[arg(long, value_enum, default_value = "abs")]
-    pub mode: ModeArg,
+    #[arg(long, default_value = "abs", value_parser = wait_mode())]
+    pub mode: WaitMode,
 
     /// Write a histogram in cyclictest's --histfile layout.
     #[arg(long, value_name = "PATH")]
