@@ -553,3 +553,117 @@ impl ThreadPlan {
         *shared.break_event.lock().unwrap_or_else(|p| p.into_inner()) = Some(event);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::DeadlineParams;
+    use rtlab_core::settings::flag;
+
+    fn config() -> TimerConfig {
+        TimerConfig {
+            cpus: vec![0],
+            interval_ns: DEFAULT_INTERVAL_NS,
+            distance_ns: 0,
+            length: RunLength::Loops(10),
+            sched: crate::settings::sched_of(Policy::Fifo, None),
+            mode: WaitMode::default(),
+            break_at_ns: None,
+            hist_max_us: None,
+        }
+    }
+
+    fn deadline(runtime_ns: u64) -> SchedParams {
+        SchedParams {
+            policy: Policy::Deadline,
+            priority: 0,
+            deadline: Some(DeadlineParams {
+                runtime_ns,
+                deadline_ns: DEFAULT_INTERVAL_NS,
+                period_ns: DEFAULT_INTERVAL_NS,
+            }),
+        }
+    }
+
+    fn refused(config: TimerConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn cpus_and_interval_are_needed() {
+        let (field, _) = refused(TimerConfig {
+            cpus: vec![],
+            ..config()
+        });
+        assert_eq!(field, "cpus");
+        let (field, _) = refused(TimerConfig {
+            interval_ns: 0,
+            ..config()
+        });
+        assert_eq!(field, "interval");
+    }
+
+    #[test]
+    fn a_priority_needs_fifo_or_rr() {
+        let other = TimerConfig {
+            sched: crate::settings::sched_of(Policy::Other, Some(10)),
+            ..config()
+        };
+        assert_eq!(refused(other).0, "priority");
+    }
+
+    #[test]
+    fn deadline_takes_no_distance() {
+        let ok = TimerConfig {
+            sched: deadline(DEFAULT_DL_RUNTIME_NS),
+            ..config()
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let (field, text) = refused(TimerConfig {
+            distance_ns: 1_000,
+            ..ok
+        });
+        assert_eq!(field, "distance");
+        assert_eq!(
+            text,
+            "--distance cannot be used with --policy deadline (the period is the interval)"
+        );
+    }
+
+    #[test]
+    fn the_deadline_runtime_fits_the_interval() {
+        let fits = TimerConfig {
+            sched: deadline(DEFAULT_INTERVAL_NS),
+            ..config()
+        };
+        assert_eq!(fits.validate(), Ok(()));
+        let (field, text) = refused(TimerConfig {
+            sched: deadline(2 * DEFAULT_INTERVAL_NS),
+            ..config()
+        });
+        assert_eq!(field, "dl_runtime");
+        assert_eq!(
+            text,
+            "--dl-runtime 2ms is longer than the --interval 1ms (runtime <= deadline = period)"
+        );
+    }
+
+    #[test]
+    fn wait_modes_read_and_write_as_in_results() {
+        for mode in WaitMode::ALL {
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json, mode.as_str());
+            assert_eq!(mode.as_str().parse::<WaitMode>(), Ok(mode));
+        }
+        assert_eq!(
+            "sleep".parse::<WaitMode>(),
+            Err("unknown mode `sleep` (expected abs, rel or timerfd)".to_string())
+        );
+    }
+}

@@ -623,3 +623,90 @@ impl ProbeRun for DispatchRun {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> DispatchConfig {
+        DispatchConfig {
+            plan: PathBuf::from("ticks.plan"),
+            cpu: None,
+            sched: SchedParams {
+                policy: Policy::Fifo,
+                priority: rtlab_probe::DEFAULT_PRIORITY,
+                deadline: None,
+            },
+            repeat: Repeat::Times(1),
+            guard: Guard::Auto,
+            skip_after_ns: 1_000_000,
+            inject: None,
+        }
+    }
+
+    fn refused(config: DispatchConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_fixed_guard_is_at_most_1s() {
+        let max = DispatchConfig {
+            guard: Guard::Fixed(MAX_GUARD_NS),
+            ..config()
+        };
+        assert_eq!(max.validate(), Ok(()));
+        let (field, text) = refused(DispatchConfig {
+            guard: Guard::Fixed(2 * MAX_GUARD_NS),
+            ..config()
+        });
+        assert_eq!(field, "guard");
+        assert!(text.starts_with("--guard 2s: at most 1s"), "{text}");
+    }
+
+    #[test]
+    fn skip_after_is_at_most_an_hour() {
+        let max = DispatchConfig {
+            skip_after_ns: MAX_SKIP_AFTER_NS,
+            ..config()
+        };
+        assert_eq!(max.validate(), Ok(()));
+        let (field, text) = refused(DispatchConfig {
+            skip_after_ns: MAX_SKIP_AFTER_NS + 1,
+            ..config()
+        });
+        assert_eq!(field, "skip_after");
+        assert_eq!(text, "--skip-after: at most 1h");
+    }
+
+    #[test]
+    fn repeats_injections_and_priority_are_checked() {
+        assert_eq!(
+            refused(DispatchConfig {
+                repeat: Repeat::Times(0),
+                ..config()
+            })
+            .0,
+            "repeat"
+        );
+        let inject = |every| DispatchConfig {
+            inject: Some(Inject {
+                delay_ns: 1_000,
+                every,
+            }),
+            ..config()
+        };
+        assert_eq!(inject(1).validate(), Ok(()));
+        assert_eq!(refused(inject(0)).0, "inject_every");
+        let mut zero = config();
+        zero.sched.priority = 0;
+        assert_eq!(refused(zero).0, "priority");
+    }
+}

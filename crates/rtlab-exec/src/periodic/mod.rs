@@ -311,3 +311,109 @@ impl Probe for PeriodicConfig {
         Ok(Box::new(run))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::settings::flag;
+
+    fn config() -> PeriodicConfig {
+        PeriodicConfig::new(10, DEFAULT_PERIOD_NS, DEFAULT_WORK_NS, 10_000_000_000)
+    }
+
+    fn refused(config: PeriodicConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn tasks_are_1_to_max() {
+        let max = PeriodicConfig {
+            tasks: MAX_TASKS,
+            ..config()
+        };
+        assert_eq!(max.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig {
+            tasks: 0,
+            ..config()
+        });
+        assert_eq!(field, "tasks");
+        assert_eq!(text, "--tasks: 0 tasks is out of range 1-1000");
+    }
+
+    #[test]
+    fn the_period_is_at_least_the_minimum() {
+        let min = PeriodicConfig::new(1, MIN_PERIOD_NS, 10_000, 1_000_000_000);
+        assert_eq!(min.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig::new(1, 50_000, 10_000, 1_000_000_000));
+        assert_eq!(field, "period");
+        assert!(
+            text.starts_with("--period 50us: shorter than the minimum 100us"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_run_is_at_most_the_longest() {
+        let (field, _) = refused(PeriodicConfig {
+            activations: u64::MAX / 2,
+            ..config()
+        });
+        assert_eq!(field, "duration");
+    }
+
+    #[test]
+    fn the_work_is_shorter_than_the_period() {
+        let (field, text) = refused(PeriodicConfig::new(1, 1_000_000, 2_000_000, 1_000_000_000));
+        assert_eq!(field, "work");
+        assert_eq!(text, "--work 2ms is not shorter than the --period 1ms");
+    }
+
+    #[test]
+    fn the_executive_releases_within_its_guard() {
+        let fifo = PeriodicConfig {
+            mode: Mode::Fifo,
+            release_early_ns: 2 * GUARD_NS,
+            ..config()
+        };
+        assert_eq!(fifo.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig {
+            release_early_ns: 2 * GUARD_NS,
+            ..config()
+        });
+        assert_eq!(field, "release_early");
+        assert!(
+            text.starts_with("--release-early 200us is more than the --guard 100us"),
+            "{text}"
+        );
+        let (field, _) = refused(PeriodicConfig {
+            guard_ns: START_MARGIN_NS,
+            ..config()
+        });
+        assert_eq!(field, "guard");
+    }
+
+    #[test]
+    fn the_executive_runs_above_its_tasks() {
+        let (field, _) = refused(PeriodicConfig {
+            task_priority: 0,
+            ..config()
+        });
+        assert_eq!(field, "task_priority");
+        let (field, text) = refused(PeriodicConfig {
+            executive_priority: 80,
+            task_priority: 80,
+            ..config()
+        });
+        assert_eq!(field, "priority");
+        assert_eq!(
+            text,
+            "the executive's --priority 80 must be above the tasks' --task-priority 80"
+        );
+    }
+}

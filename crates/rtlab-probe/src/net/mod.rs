@@ -526,3 +526,80 @@ impl ProbeRun for NetRun {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> NetConfig {
+        let placement = Placement {
+            cpu: None,
+            sched: crate::settings::sched_of(Policy::Fifo, None),
+        };
+        NetConfig {
+            target: Some("127.0.0.1:7700".parse().unwrap()),
+            transport: Transport::Udp,
+            mode: Mode::Exchange,
+            interval_ns: DEFAULT_INTERVAL_NS,
+            messages: 10,
+            round_trips: DEFAULT_ROUND_TRIPS,
+            payload: DEFAULT_PAYLOAD,
+            timeout_ns: DEFAULT_TIMEOUT_NS,
+            key_file: None,
+            client: placement,
+            server: None,
+        }
+    }
+
+    fn refused(config: NetConfig) -> &'static str {
+        config.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn each_setting_is_refused_by_its_key() {
+        let zero = NetConfig {
+            interval_ns: 0,
+            ..config()
+        };
+        assert_eq!(refused(zero), "interval");
+        let none = NetConfig {
+            messages: 0,
+            ..config()
+        };
+        assert_eq!(refused(none), "count");
+        let long = NetConfig {
+            interval_ns: 1_000,
+            timeout_ns: 3_600_000_000_000,
+            ..config()
+        };
+        assert_eq!(refused(long), "timeout");
+        let e = NetConfig {
+            round_trips: 0,
+            ..config()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "round_trips");
+        assert!(
+            e.render(flag).starts_with("--round-trips: must be 1-"),
+            "{e}"
+        );
+        let small = NetConfig {
+            payload: 16,
+            ..config()
+        };
+        assert_eq!(refused(small), "payload");
+        let both = NetConfig {
+            target: None,
+            ..config()
+        };
+        assert_eq!(refused(both), "target");
+    }
+}

@@ -123,3 +123,123 @@ impl NoiseConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::sched_of;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> NoiseConfig {
+        NoiseConfig {
+            cpus: vec![0],
+            threshold_ns: DEFAULT_THRESHOLD_NS,
+            runtime_ns: DEFAULT_RUNTIME_NS,
+            period_ns: DEFAULT_PERIOD_NS,
+            window_ns: DEFAULT_WINDOW_NS,
+            duration_ns: 10_000_000_000,
+            sched: sched_of(Policy::Fifo, None),
+            osnoise: true,
+        }
+    }
+
+    fn refused(config: NoiseConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn cpus_are_listed_once() {
+        let twice = NoiseConfig {
+            cpus: vec![0, 0],
+            ..config()
+        };
+        assert_eq!(refused(twice).0, "cpus");
+    }
+
+    #[test]
+    fn deadline_and_a_priority_without_fifo_are_refused() {
+        let idle = NoiseConfig {
+            sched: sched_of(Policy::Idle, None),
+            ..config()
+        };
+        assert_eq!(idle.validate(), Ok(()));
+        let deadline = NoiseConfig {
+            sched: sched_of(Policy::Deadline, None),
+            ..config()
+        };
+        assert_eq!(refused(deadline).0, "policy");
+        let other = NoiseConfig {
+            sched: sched_of(Policy::Other, Some(5)),
+            ..config()
+        };
+        assert_eq!(refused(other).0, "priority");
+    }
+
+    #[test]
+    fn the_window_is_at_least_the_minimum() {
+        let min = NoiseConfig {
+            window_ns: MIN_WINDOW_NS,
+            ..config()
+        };
+        assert_eq!(min.validate(), Ok(()));
+        let (field, text) = refused(NoiseConfig {
+            window_ns: 50_000,
+            ..config()
+        });
+        assert_eq!(field, "window");
+        assert!(
+            text.starts_with("--window 50us is shorter than 100us"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_runtime_fits_the_period() {
+        let whole = NoiseConfig {
+            runtime_ns: DEFAULT_PERIOD_NS,
+            ..config()
+        };
+        assert_eq!(whole.validate(), Ok(()));
+        let (field, text) = refused(NoiseConfig {
+            runtime_ns: 2_000_000_000,
+            ..config()
+        });
+        assert_eq!(field, "runtime");
+        assert_eq!(text, "--runtime 2s is longer than the --period 1s");
+    }
+
+    #[test]
+    fn the_window_fits_the_runtime() {
+        let whole = NoiseConfig {
+            window_ns: DEFAULT_RUNTIME_NS,
+            ..config()
+        };
+        assert_eq!(whole.validate(), Ok(()));
+        let (field, text) = refused(NoiseConfig {
+            window_ns: 950_000_000,
+            ..config()
+        });
+        assert_eq!(field, "window");
+        assert_eq!(text, "--window 950ms is longer than the --runtime 900ms");
+    }
+
+    #[test]
+    fn the_threshold_is_shorter_than_the_window() {
+        let (field, text) = refused(NoiseConfig {
+            threshold_ns: DEFAULT_WINDOW_NS,
+            ..config()
+        });
+        assert_eq!(field, "threshold");
+        assert_eq!(
+            text,
+            "--threshold 10ms must be shorter than the --window 10ms"
+        );
+    }
+}

@@ -371,3 +371,96 @@ pub fn start(
         interval_ns: config.interval_ns,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::sched_of;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> SwitchConfig {
+        SwitchConfig {
+            mechanisms: vec![Mechanism::Futex],
+            interval_ns: DEFAULT_INTERVAL_NS,
+            length: RunLength::Loops(10),
+            cpu: 0,
+            task_cpu: 0,
+            process: false,
+            sched: sched_of(Policy::Fifo, None),
+            inject: None,
+        }
+    }
+
+    fn refused(config: SwitchConfig) -> &'static str {
+        config.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn mechanisms_are_given_once_each() {
+        let all = SwitchConfig {
+            mechanisms: Mechanism::ALL.to_vec(),
+            ..config()
+        };
+        assert_eq!(all.validate(), Ok(()));
+        let e = SwitchConfig {
+            mechanisms: vec![Mechanism::Pipe, Mechanism::Pipe],
+            ..config()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "mechanisms");
+        assert_eq!(e.render(flag), "--mechanisms: `pipe` is listed twice");
+        let none = SwitchConfig {
+            mechanisms: vec![],
+            ..config()
+        };
+        assert_eq!(refused(none), "mechanisms");
+    }
+
+    #[test]
+    fn the_interval_is_above_0() {
+        let zero = SwitchConfig {
+            interval_ns: 0,
+            ..config()
+        };
+        assert_eq!(refused(zero), "interval");
+    }
+
+    #[test]
+    fn deadline_is_refused_and_batch_taken() {
+        let batch = SwitchConfig {
+            sched: sched_of(Policy::Batch, None),
+            ..config()
+        };
+        assert_eq!(batch.validate(), Ok(()));
+        let deadline = SwitchConfig {
+            sched: sched_of(Policy::Deadline, None),
+            ..config()
+        };
+        assert_eq!(refused(deadline), "policy");
+        let other = SwitchConfig {
+            sched: sched_of(Policy::Other, Some(10)),
+            ..config()
+        };
+        assert_eq!(refused(other), "priority");
+    }
+
+    #[test]
+    fn an_injected_delay_comes_every_1_or_more_events() {
+        let every = |every| SwitchConfig {
+            inject: Some(InjectDelay {
+                delay_ns: 1_000,
+                every,
+            }),
+            ..config()
+        };
+        assert_eq!(every(1).validate(), Ok(()));
+        assert_eq!(refused(every(0)), "inject_every");
+    }
+}
