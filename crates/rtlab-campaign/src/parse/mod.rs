@@ -95,24 +95,7 @@ pub fn parse(
         |p| &p.name,
         "give each probe its own `name`",
     )?;
-    for (section, probe) in probe_sections.iter().zip(&probes) {
-        let Some(interval_ns) = probe.interval_ns() else {
-            continue;
-        };
-        if duration_ns < interval_ns {
-            return Err(r.error(
-                duration_value.span(),
-                "duration",
-                format!(
-                    "{} is shorter than the interval of probe `{}` ({}, line {})",
-                    human_duration(duration_ns),
-                    probe.name,
-                    human_duration(interval_ns),
-                    r.position(section.span.start).line
-                ),
-            ));
-        }
-    }
+    longer_than_every_interval(&r, (duration_value, duration_ns), &probe_sections, &probes)?;
 
     let mut loads = Vec::new();
     let load_sections = top.sections(&r, "load", true)?;
@@ -189,6 +172,34 @@ pub fn parse(
         budget,
         origin: origin.to_string(),
     })
+}
+
+/// Every run lasts at least one period of its probe.
+fn longer_than_every_interval(
+    r: &Reader,
+    (duration_value, duration_ns): (&Value, u64),
+    probe_sections: &[Section],
+    probes: &[ProbeSpec],
+) -> Result<(), CampaignError> {
+    for (section, probe) in probe_sections.iter().zip(probes) {
+        let Some(interval_ns) = probe.interval_ns() else {
+            continue;
+        };
+        if duration_ns < interval_ns {
+            return Err(r.error(
+                duration_value.span(),
+                "duration",
+                format!(
+                    "{} is shorter than the interval of probe `{}` ({}, line {})",
+                    human_duration(duration_ns),
+                    probe.name,
+                    human_duration(interval_ns),
+                    r.position(section.span.start).line
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The budget's text and where it starts; its clauses are checked by the

@@ -28,7 +28,7 @@ use rtlab_probe::settings::check_priority;
 use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
 use serde::Serialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -187,17 +187,15 @@ pub struct DispatchRun {
     warnings: Vec<String>,
 }
 
-fn start(
-    config: &DispatchConfig,
-    stop: Arc<AtomicBool>,
-    samples_csv: Option<Box<dyn Write + Send>>,
-) -> anyhow::Result<DispatchRun> {
-    config.validate()?;
-    let plan = plan::load(&config.plan).map_err(anyhow::Error::new)?;
+/// The plan of `path`, refused when it has no events or `rtlab plan check`
+/// finds an error in it (the command line checked it too, but the file may
+/// have changed since).
+fn load_checked(path: &Path) -> anyhow::Result<LoadedPlan> {
+    let plan = plan::load(path).map_err(anyhow::Error::new)?;
     anyhow::ensure!(
         !plan.events.is_empty(),
         "{}: the plan has no events",
-        config.plan.display()
+        path.display()
     );
     let report =
         plan::check::check_lines(&plan.header, plan.events.as_ref(), plan.lines.as_deref());
@@ -208,11 +206,21 @@ fn start(
     {
         anyhow::bail!(
             "{}: {} ({} errors: see `rtlab plan check`)",
-            config.plan.display(),
+            path.display(),
             error.message,
             report.errors
         );
     }
+    Ok(plan)
+}
+
+fn start(
+    config: &DispatchConfig,
+    stop: Arc<AtomicBool>,
+    samples_csv: Option<Box<dyn Write + Send>>,
+) -> anyhow::Result<DispatchRun> {
+    config.validate()?;
+    let plan = load_checked(&config.plan)?;
     let period = DispatchConfig::period_of(&plan);
     let span = plan.events.event(plan.events.len() - 1).offset_ns + 1;
     // The ring holds two seconds of events at the plan's mean rate.

@@ -239,52 +239,15 @@ pub fn start(
     let server_stop = Arc::new(AtomicBool::new(false));
     let mut server_launch: Option<ServerLaunch> = None;
     if let (Some(own), Some(pair)) = (&config.server, &namespaces) {
-        let mut launch = Launch::new();
-        let serve = ServeConfig {
-            listen: target,
-            transport: config.transport,
-            mode: config.mode,
-            max_size: config.payload,
-            // The probe is its only client: a limit would only cut the
-            // probe's own messages at high rates.
-            rate_limit: None,
-            key: key.clone(),
-            inject: own.inject_delay_ns.map(|delay_ns| Inject {
-                delay_ns,
-                every: own.inject_every.max(1),
-            }),
-            max_clients: 4,
-            max_per_source: 4,
-            frame_timeout_ns: u64::MAX,
-            idle_timeout_ns: u64::MAX,
-        };
-        let placement = own.placement;
-        let pair = Arc::clone(pair);
         let server_stop = Arc::clone(&server_stop);
-        let builder = std::thread::Builder::new().name("rtlab-net-server".into());
-        launch.spawn("rtlab's net server".into(), builder, move |gate| {
-            let set_up = launch::caught(|| {
-                netns::enter(pair.server())
-                    .map_err(|e| format!("cannot enter the server's namespace: {e}"))?;
-                let (settings, warnings) =
-                    crate::thread::set_up_measuring_thread(placement.cpu, &placement.sched);
-                let server =
-                    Server::bind(serve).map_err(|e| format!("cannot listen on {}: {e}", target))?;
-                Ok((settings, warnings, server))
-            });
-            let (ready, server) = match set_up {
-                Ok((settings, warnings, server)) => {
-                    let counters = server.counters();
-                    (Ok((Ready { settings, warnings }, counters)), Some(server))
-                }
-                Err(why) => (Err(why), None),
-            };
-            match (gate.ready(ready), server) {
-                (Some(_), Some(server)) => server.run(&server_stop, None, &mut |_| {}),
-                _ => Ok(()),
-            }
-        })?;
-        server_launch = Some(launch);
+        server_launch = Some(launch_server(
+            config,
+            own,
+            pair,
+            target,
+            key.clone(),
+            server_stop,
+        )?);
     }
     let mut server_counters = None;
     let mut server_thread = None;
@@ -404,6 +367,64 @@ impl Drop for StopOnDrop {
 }
 
 type ServerLaunch = Launch<std::io::Result<()>, (Ready, Arc<server::Counters>)>;
+
+/// Starts rtlab's own server in the server's namespace of `pair`,
+/// listening on `target`; it waits at the launch's gate until the client
+/// is ready too.
+fn launch_server(
+    config: &NetConfig,
+    own: &OwnServer,
+    pair: &Arc<NetnsPair>,
+    target: SocketAddr,
+    key: Option<Key>,
+    server_stop: Arc<AtomicBool>,
+) -> anyhow::Result<ServerLaunch> {
+    let mut launch = Launch::new();
+    let serve = ServeConfig {
+        listen: target,
+        transport: config.transport,
+        mode: config.mode,
+        max_size: config.payload,
+        // The probe is its only client: a limit would only cut the
+        // probe's own messages at high rates.
+        rate_limit: None,
+        key,
+        inject: own.inject_delay_ns.map(|delay_ns| Inject {
+            delay_ns,
+            every: own.inject_every.max(1),
+        }),
+        max_clients: 4,
+        max_per_source: 4,
+        frame_timeout_ns: u64::MAX,
+        idle_timeout_ns: u64::MAX,
+    };
+    let placement = own.placement;
+    let pair = Arc::clone(pair);
+    let builder = std::thread::Builder::new().name("rtlab-net-server".into());
+    launch.spawn("rtlab's net server".into(), builder, move |gate| {
+        let set_up = launch::caught(|| {
+            netns::enter(pair.server())
+                .map_err(|e| format!("cannot enter the server's namespace: {e}"))?;
+            let (settings, warnings) =
+                crate::thread::set_up_measuring_thread(placement.cpu, &placement.sched);
+            let server =
+                Server::bind(serve).map_err(|e| format!("cannot listen on {}: {e}", target))?;
+            Ok((settings, warnings, server))
+        });
+        let (ready, server) = match set_up {
+            Ok((settings, warnings, server)) => {
+                let counters = server.counters();
+                (Ok((Ready { settings, warnings }, counters)), Some(server))
+            }
+            Err(why) => (Err(why), None),
+        };
+        match (gate.ready(ready), server) {
+            (Some(_), Some(server)) => server.run(&server_stop, None, &mut |_| {}),
+            _ => Ok(()),
+        }
+    })?;
+    Ok(launch)
+}
 
 /// Sends every thread away after a failed start; the client's error wins.
 fn give_up(
