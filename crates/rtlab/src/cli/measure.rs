@@ -255,3 +255,58 @@ pub struct QuickArgs {
     #[command(flatten)]
     pub budget: BudgetArgs,
 }
+
+/// The command line writes its defaults as text for `--help`; they must
+/// be the probes' own (the ones a campaign uses).
+#[cfg(test)]
+mod tests {
+    use super::super::{command, Cli, Command};
+    use super::*;
+    use clap::FromArgMatches;
+    use rtlab_probe::{noise, switch, timer};
+
+    fn measure(args: &[&str]) -> Measure {
+        let matches = command()
+            .try_get_matches_from([&["rtlab", "measure"], args].concat())
+            .unwrap();
+        match Cli::from_arg_matches(&matches).unwrap().command {
+            Command::Measure(measure) => measure,
+            _ => unreachable!("rtlab measure"),
+        }
+    }
+
+    #[test]
+    fn timer_defaults_are_the_probe_s() {
+        let Measure::Timer(args) = measure(&["timer"]) else {
+            unreachable!()
+        };
+        assert_eq!(args.interval, timer::DEFAULT_INTERVAL_NS);
+        assert_eq!(args.hist_max, timer::DEFAULT_HIST_MAX_NS);
+        assert_eq!(args.dl_runtime, timer::DEFAULT_DL_RUNTIME_NS);
+        assert_eq!(args.mode, WaitMode::default());
+        let Measure::Timer(args) = measure(&["timer", "--mode", "timerfd"]) else {
+            unreachable!()
+        };
+        assert_eq!(args.mode, WaitMode::Timerfd);
+    }
+
+    #[test]
+    fn noise_defaults_are_the_probe_s() {
+        let Measure::Noise(args) = measure(&["noise"]) else {
+            unreachable!()
+        };
+        assert_eq!(args.threshold, noise::DEFAULT_THRESHOLD_NS);
+        assert_eq!(args.runtime, noise::DEFAULT_RUNTIME_NS);
+        assert_eq!(args.period, noise::DEFAULT_PERIOD_NS);
+        assert_eq!(args.window, noise::DEFAULT_WINDOW_NS);
+        assert_eq!(args.duration, rtlab_probe::DEFAULT_DURATION_NS);
+    }
+
+    #[test]
+    fn switch_rates_are_periods() {
+        let Measure::Switch(args) = measure(&["switch", "--rate", "4khz"]) else {
+            unreachable!()
+        };
+        assert_eq!(args.rate, Some(switch::DEFAULT_INTERVAL_NS));
+    }
+}
