@@ -84,9 +84,9 @@ impl NoiseConfig {
             return fail(
                 "window",
                 format!(
-                    "{{window}} {} is shorter than {}: the counters are read between windows, which takes about 50 µs that are not measured",
+                    "{{window}} {} is shorter than {min}: it must be at least {min}, as the counters are read between windows, which takes about 50 µs that are not measured",
                     human_duration(self.window_ns),
-                    human_duration(MIN_WINDOW_NS)
+                    min = human_duration(MIN_WINDOW_NS)
                 ),
             );
         }
