@@ -1929,3 +1929,36 @@ fn an_exclude_keeps_a_deadline_configuration_from_other_probes() {
         .iter()
         .all(|r| r.configuration.name != "dl" || r.probe.name == "timer"));
 }
+
+/// The probe's own rules (its config's validate()) hold in a campaign as
+/// on the command line: a noise threshold shorter than the window, no
+/// timer distance with a deadline configuration.
+#[test]
+fn the_probes_own_rules_hold_in_a_campaign() {
+    let noise = |body: &str| {
+        file(&[
+            HEAD,
+            "\n[[probe]]\nkind = \"noise\"\n",
+            body,
+            LOADS,
+            CONFIGURATIONS,
+        ])
+    };
+    parse_ok(&noise("threshold = \"5us\"\nwindow = \"1ms\"\n"));
+    assert_error(
+        &noise("threshold = \"10ms\"\n"),
+        "threshold",
+        "probe[0].threshold",
+        "threshold 10ms must be shorter than the window 10ms",
+    );
+
+    let deadline = "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\n";
+    parse_ok(&file(&[HEAD, PROBE, LOADS, deadline]));
+    let text = file(&[HEAD, PROBE, "distance = \"50us\"\n", LOADS, deadline]);
+    assert_error(
+        &text,
+        "policy = \"deadline\"",
+        "configuration[0].policy",
+        "distance cannot be used with policy deadline (the period is the interval): configuration `dl` with probe `timer`",
+    );
+}
