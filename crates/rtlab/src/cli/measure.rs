@@ -260,41 +260,33 @@ pub struct QuickArgs {
 /// be the probes' own (the ones a campaign uses).
 #[cfg(test)]
 mod tests {
-    use super::super::{command, Cli, Command};
     use super::*;
     use clap::FromArgMatches;
     use rtlab_probe::{noise, switch, timer};
 
-    fn measure(args: &[&str]) -> Measure {
-        let matches = command()
-            .try_get_matches_from([&["rtlab", "measure"], args].concat())
+    /// The arguments of one command, as clap reads them.
+    fn parse<T: Args + FromArgMatches>(args: &[&str]) -> T {
+        let command = T::augment_args(clap::Command::new("rtlab"));
+        let matches = command
+            .try_get_matches_from([&["rtlab"], args].concat())
             .unwrap();
-        match Cli::from_arg_matches(&matches).unwrap().command {
-            Command::Measure(measure) => measure,
-            _ => unreachable!("rtlab measure"),
-        }
+        T::from_arg_matches(&matches).unwrap()
     }
 
     #[test]
     fn timer_defaults_are_the_probe_s() {
-        let Measure::Timer(args) = measure(&["timer"]) else {
-            unreachable!()
-        };
+        let args: TimerArgs = parse(&[]);
         assert_eq!(args.interval, timer::DEFAULT_INTERVAL_NS);
         assert_eq!(args.hist_max, timer::DEFAULT_HIST_MAX_NS);
         assert_eq!(args.dl_runtime, timer::DEFAULT_DL_RUNTIME_NS);
         assert_eq!(args.mode, WaitMode::default());
-        let Measure::Timer(args) = measure(&["timer", "--mode", "timerfd"]) else {
-            unreachable!()
-        };
+        let args: TimerArgs = parse(&["--mode", "timerfd"]);
         assert_eq!(args.mode, WaitMode::Timerfd);
     }
 
     #[test]
     fn noise_defaults_are_the_probe_s() {
-        let Measure::Noise(args) = measure(&["noise"]) else {
-            unreachable!()
-        };
+        let args: NoiseArgs = parse(&[]);
         assert_eq!(args.threshold, noise::DEFAULT_THRESHOLD_NS);
         assert_eq!(args.runtime, noise::DEFAULT_RUNTIME_NS);
         assert_eq!(args.period, noise::DEFAULT_PERIOD_NS);
@@ -304,9 +296,7 @@ mod tests {
 
     #[test]
     fn switch_rates_are_periods() {
-        let Measure::Switch(args) = measure(&["switch", "--rate", "4khz"]) else {
-            unreachable!()
-        };
+        let args: SwitchArgs = parse(&["--rate", "4khz"]);
         assert_eq!(args.rate, Some(switch::DEFAULT_INTERVAL_NS));
     }
 }
