@@ -363,17 +363,6 @@ impl ProbeSettings {
             ProbeSettings::Periodic(p) => p,
         }
     }
-
-    /// The defaults of a probe of `kind`.
-    pub fn default_for(kind: ProbeKind) -> ProbeSettings {
-        match kind {
-            ProbeKind::Timer => ProbeSettings::Timer(TimerSettings::default()),
-            ProbeKind::Switch => ProbeSettings::Switch(SwitchSettings::default()),
-            ProbeKind::Noise => ProbeSettings::Noise(NoiseSettings::default()),
-            ProbeKind::Net => ProbeSettings::Net(NetSettings::default()),
-            ProbeKind::Periodic => ProbeSettings::Periodic(PeriodicSettings::default()),
-        }
-    }
 }
 
 /// One `[[probe]]`.
