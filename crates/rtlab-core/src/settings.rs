@@ -9,8 +9,9 @@ use std::fmt;
 ///
 /// `field` is the setting's user-facing key, as a campaign file writes it:
 /// snake_case, without the `_ns` suffix of the config's Rust field
-/// (`interval`, `dl_runtime`, `round_trips`). The command line's flag is
-/// the same with dashes unless a command maps it otherwise.
+/// (`interval`, `dl_runtime`, `round_trips`); a setting no campaign has is
+/// named after its flag (`count`, `skip_after`). The command line's flag
+/// is the key with dashes ([`flag`]) unless a command maps it otherwise.
 ///
 /// `message` says what is wrong. It names settings as `{key}`
 /// placeholders (`"{runtime} 2s is longer than the {period} 1s"`) so that
