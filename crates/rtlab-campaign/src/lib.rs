@@ -12,6 +12,7 @@
 mod error;
 mod parse;
 mod plan;
+mod probes;
 pub mod runner;
 mod spec;
 
@@ -19,9 +20,9 @@ pub use error::{CampaignError, Position};
 pub use parse::{parse, MAX_RUNS};
 pub use plan::{format_eta, plan, Plan, PlannedRun, PLAN_SCHEMA, RUN_OVERHEAD_NS};
 pub use spec::{
-    cpus_text, parse_transport, BudgetText, Campaign, Configuration, Exclude, LoadEntry, Mechanism,
-    NetMode, NetSettings, NoiseSettings, ProbeKind, ProbeSettings, ProbeSpec, SwitchSettings,
-    TimerMode, TimerSettings, Transport, DEFAULT_DL_RUNTIME_NS, DEFAULT_HIST_MAX_NS,
+    cpus_text, parse_transport, BudgetText, Campaign, Configuration, Exclude, KindSettings,
+    LoadEntry, Mechanism, NetMode, NetSettings, NoiseSettings, ProbeKind, ProbeSettings, ProbeSpec,
+    SwitchSettings, TimerSettings, Transport, WaitMode, DEFAULT_DL_RUNTIME_NS, DEFAULT_HIST_MAX_NS,
     DEFAULT_INTERVAL_NS, DEFAULT_NET_INTERVAL_NS, DEFAULT_NET_PAYLOAD, DEFAULT_NET_ROUND_TRIPS,
     DEFAULT_NET_TIMEOUT_NS, DEFAULT_PRIORITY, DEFAULT_SWITCH_INTERVAL_NS,
 };

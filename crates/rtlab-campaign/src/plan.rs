@@ -50,15 +50,7 @@ impl PlannedRun {
     /// configuration gets deadline = period = the probe's interval, as
     /// `rtlab measure timer --policy deadline` does.
     pub fn sched_params(&self) -> SchedParams {
-        let c = &self.configuration;
-        SchedParams {
-            policy: c.policy,
-            priority: c.priority.unwrap_or(0),
-            deadline: self
-                .probe
-                .interval_ns()
-                .and_then(|interval| c.deadline_params(interval)),
-        }
+        self.configuration.sched_params(self.probe.interval_ns())
     }
 
     /// The configuration for humans, saying which thread it schedules when

@@ -3,7 +3,7 @@
 //! whole plan of them with each result stored as soon as it ends.
 
 use crate::{Plan, PlannedRun};
-use crate::{ProbeSettings, ProbeSpec, TimerMode};
+use crate::{ProbeSettings, ProbeSpec};
 use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
@@ -15,10 +15,8 @@ use rtlab_core::rivals::{RivalScan, Watched};
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_load::{Launcher, LoadSpec, RunningLoads};
 use rtlab_probe::net::Placement;
-use rtlab_probe::noise::NoiseConfig;
 use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
-use rtlab_probe::switch::SwitchConfig;
-use rtlab_probe::timer::{self, RunLength, TimerConfig, WaitMode};
+use rtlab_probe::timer::{self, RunLength};
 use rtlab_probe::{Probe, ProbeConfig, ProbeOutcome, ProbeRun};
 use rtlab_store::Store;
 use std::io::Write;
@@ -405,22 +403,13 @@ pub fn probe_for(
             sched.policy
         ));
     }
-    let mut config = rtlab_exec::periodic::PeriodicConfig::new(
-        settings.tasks,
-        settings.period_ns,
-        settings.work_ns,
-        duration_ns,
-    );
-    config.mode = settings.mode;
     if let Some(cpu) = settings.cpu {
         if !online.contains(cpu) {
             return Err(format!("cpu: CPU {cpu} is not online (online: {online})"));
         }
-        config.cpu = cpu;
     }
-    config.task_priority = sched.priority.clamp(1, 98);
-    config.executive_priority = (config.task_priority + 10).min(99);
-    config.validate()?;
+    let config = settings.config(duration_ns, sched.priority);
+    config.validate().map_err(|e| e.to_string())?;
     Ok(Box::new(config))
 }
 
@@ -445,52 +434,23 @@ pub fn probe_config(
                 .cpus
                 .resolve(online)
                 .map_err(|e| format!("cpus: {e}"))?;
-            ProbeConfig::Timer(TimerConfig {
-                cpus: cpus.iter().collect(),
-                interval_ns: settings.interval_ns,
-                distance_ns: settings.distance_ns,
-                length: RunLength::DurationNs(duration_ns),
-                sched,
-                mode: match settings.mode {
-                    TimerMode::Abs => WaitMode::Abs,
-                    TimerMode::Rel => WaitMode::Rel,
-                    TimerMode::Timerfd => WaitMode::Timerfd,
-                },
-                break_at_ns: None,
-                hist_max_us: None,
-            })
+            let length = RunLength::DurationNs(duration_ns);
+            ProbeConfig::Timer(settings.config(cpus.iter().collect(), length, sched))
         }
         ProbeSettings::Switch(settings) => {
-            let (cpu, task_cpu) = switch_placement(settings.cpu, settings.cross_cpu, online)?;
+            let placement = switch_placement(settings.cpu, settings.cross_cpu, online)?;
             // The run's duration is shared by its mechanisms, so that a run
             // lasts what the plan says whatever the probe.
             let mechanisms = settings.mechanisms.len().max(1) as u64;
-            ProbeConfig::Switch(SwitchConfig {
-                mechanisms: settings.mechanisms.clone(),
-                interval_ns: settings.interval_ns,
-                length: RunLength::DurationNs(duration_ns / mechanisms),
-                cpu,
-                task_cpu,
-                process: settings.process,
-                sched,
-                inject: None,
-            })
+            let length = RunLength::DurationNs(duration_ns / mechanisms);
+            ProbeConfig::Switch(settings.config(length, placement, sched))
         }
         ProbeSettings::Noise(settings) => {
             let cpus = settings
                 .cpus
                 .resolve(online)
                 .map_err(|e| format!("cpus: {e}"))?;
-            ProbeConfig::Noise(NoiseConfig {
-                cpus: cpus.iter().collect(),
-                threshold_ns: settings.threshold_ns,
-                runtime_ns: settings.runtime_ns,
-                period_ns: settings.period_ns,
-                window_ns: settings.window_ns,
-                duration_ns,
-                sched,
-                osnoise: settings.osnoise,
-            })
+            ProbeConfig::Noise(settings.config(cpus.iter().collect(), duration_ns, sched))
         }
         ProbeSettings::Net(settings) => {
             if sched.policy == Policy::Deadline {

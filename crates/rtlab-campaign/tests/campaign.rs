@@ -180,7 +180,7 @@ fn hallberg2017_mirrors_the_papers_cyclictest_and_loads() {
     let timer = &c.probes[0].timer().unwrap();
     assert_eq!(timer.interval_ns, 1_000_000);
     assert_eq!(timer.hist_max_ns, 1_000_000);
-    assert_eq!(timer.mode, TimerMode::Abs);
+    assert_eq!(timer.mode, WaitMode::Abs);
     let promoted = &c.configurations[0];
     assert_eq!(
         (promoted.policy, promoted.priority),
@@ -347,7 +347,7 @@ configuration = "dl"
                 cpus: CpuSelection::List(CpuSet::parse("0,2,3").unwrap()),
                 interval_ns: 200_000,
                 distance_ns: 50_000,
-                mode: TimerMode::Timerfd,
+                mode: WaitMode::Timerfd,
                 hist_max_ns: 500_000,
             }),
         }
@@ -1928,4 +1928,37 @@ fn an_exclude_keeps_a_deadline_configuration_from_other_probes() {
         .runs
         .iter()
         .all(|r| r.configuration.name != "dl" || r.probe.name == "timer"));
+}
+
+/// The probe's own rules (its config's validate()) hold in a campaign as
+/// on the command line: a noise threshold shorter than the window, no
+/// timer distance with a deadline configuration.
+#[test]
+fn the_probes_own_rules_hold_in_a_campaign() {
+    let noise = |body: &str| {
+        file(&[
+            HEAD,
+            "\n[[probe]]\nkind = \"noise\"\n",
+            body,
+            LOADS,
+            CONFIGURATIONS,
+        ])
+    };
+    parse_ok(&noise("threshold = \"5us\"\nwindow = \"1ms\"\n"));
+    assert_error(
+        &noise("threshold = \"10ms\"\n"),
+        "threshold",
+        "probe[0].threshold",
+        "threshold 10ms must be shorter than the window 10ms",
+    );
+
+    let deadline = "\n[[configuration]]\nname = \"dl\"\npolicy = \"deadline\"\n";
+    parse_ok(&file(&[HEAD, PROBE, LOADS, deadline]));
+    let text = file(&[HEAD, PROBE, "distance = \"50us\"\n", LOADS, deadline]);
+    assert_error(
+        &text,
+        "policy = \"deadline\"",
+        "configuration[0].policy",
+        "distance cannot be used with policy deadline (the period is the interval): configuration `dl` with probe `timer`",
+    );
 }

@@ -12,6 +12,7 @@ pub mod record;
 pub mod result;
 pub mod rivals;
 pub mod sched;
+pub mod settings;
 pub mod text;
 pub mod units;
 

@@ -11,16 +11,14 @@ pub mod launch;
 pub mod net;
 pub mod noise;
 pub mod recorder;
+pub mod settings;
 pub mod setup;
 pub mod switch;
 pub mod thread;
 pub mod timer;
 pub mod trace;
 
-/// The real-time priority (SCHED_FIFO or SCHED_RR) of a measuring thread
-/// when none is given: the timer, switch, noise and net probes, the plan
-/// dispatcher and the executive, from the command line or a campaign.
-pub const DEFAULT_PRIORITY: u32 = 90;
+pub use settings::{DEFAULT_DURATION_NS, DEFAULT_PRIORITY};
 
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;

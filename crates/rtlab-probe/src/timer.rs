@@ -4,28 +4,64 @@
 
 use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use crate::settings::check_priority;
 use crate::trace::TraceMarker;
 use crate::{ProbeOutcome, ProbeRun};
 use rtlab_core::clock::{self, PeriodicTimer};
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
+use rtlab_core::settings::FieldError;
+use rtlab_core::units::human_duration;
 use serde::Serialize;
+use std::fmt;
 use std::io::Write;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// How a measuring thread waits for its next deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a measuring thread waits for its next deadline: `--mode` of
+/// `rtlab measure timer` and `mode` of a campaign's timer probe, written
+/// `abs`, `rel` or `timerfd` (in results too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitMode {
     /// clock_nanosleep(TIMER_ABSTIME) on a fixed grid (default).
+    #[default]
     Abs,
     /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
     Rel,
     /// A periodic absolute timerfd; the kernel counts the overruns.
     Timerfd,
+}
+
+impl WaitMode {
+    pub const ALL: [WaitMode; 3] = [WaitMode::Abs, WaitMode::Rel, WaitMode::Timerfd];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitMode::Abs => "abs",
+            WaitMode::Rel => "rel",
+            WaitMode::Timerfd => "timerfd",
+        }
+    }
+}
+
+impl fmt::Display for WaitMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for WaitMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WaitMode, String> {
+        WaitMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown mode `{s}` (expected abs, rel or timerfd)"))
+    }
 }
 
 /// How long each thread runs.
@@ -37,6 +73,16 @@ pub enum RunLength {
     /// Every thread meets this many deadlines (samples + missed).
     Loops(u64),
 }
+
+/// Default period of the measuring threads (`--interval`, a campaign's
+/// `interval`).
+pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
+/// Default range of the cyclictest-style histogram: 1 µs bins up to this
+/// (`--hist-max`, a campaign's `hist_max`).
+pub const DEFAULT_HIST_MAX_NS: u64 = 1_000_000;
+/// Default SCHED_DEADLINE runtime per period (`--dl-runtime`, a campaign
+/// configuration's `dl_runtime`); deadline = period = the interval.
+pub const DEFAULT_DL_RUNTIME_NS: u64 = 100_000;
 
 /// Everything the timer probe needs; serialized into the result as the
 /// run's `config`, defaults included.
@@ -56,6 +102,38 @@ pub struct TimerConfig {
 }
 
 impl TimerConfig {
+    /// Checks the settings together (each alone is checked where it is
+    /// read); the error names the setting by its campaign key.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.cpus.is_empty() {
+            return Err(FieldError::new("cpus", "no CPU to measure on"));
+        }
+        if self.interval_ns == 0 {
+            return Err(FieldError::new("interval", "must be above 0"));
+        }
+        check_priority(&self.sched)?;
+        if self.sched.policy == Policy::Deadline {
+            if self.distance_ns != 0 {
+                return Err(FieldError::new(
+                    "distance",
+                    "{distance} cannot be used with {policy} deadline (the period is the interval)",
+                ));
+            }
+            let runtime_ns = self.sched.deadline.map_or(0, |dl| dl.runtime_ns);
+            if runtime_ns > self.interval_ns {
+                return Err(FieldError::new(
+                    "dl_runtime",
+                    format!(
+                        "{{dl_runtime}} {} is longer than the {{interval}} {} (runtime <= deadline = period)",
+                        human_duration(runtime_ns),
+                        human_duration(self.interval_ns)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn interval_of(&self, thread: usize) -> u64 {
         self.interval_ns + self.distance_ns * thread as u64
     }
@@ -131,8 +209,7 @@ pub fn start(
     stop: Arc<AtomicBool>,
     samples_csv: Option<Box<dyn Write + Send>>,
 ) -> anyhow::Result<TimerRun> {
-    anyhow::ensure!(!config.cpus.is_empty(), "no CPU to measure on");
-    anyhow::ensure!(config.interval_ns > 0, "the interval must be above 0");
+    config.validate()?;
     let n = config.cpus.len();
     let shared = Arc::new(Shared {
         stop,
@@ -474,5 +551,119 @@ impl ThreadPlan {
             trace_note: note,
         };
         *shared.break_event.lock().unwrap_or_else(|p| p.into_inner()) = Some(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::DeadlineParams;
+    use rtlab_core::settings::flag;
+
+    fn config() -> TimerConfig {
+        TimerConfig {
+            cpus: vec![0],
+            interval_ns: DEFAULT_INTERVAL_NS,
+            distance_ns: 0,
+            length: RunLength::Loops(10),
+            sched: crate::settings::sched_of(Policy::Fifo, None),
+            mode: WaitMode::default(),
+            break_at_ns: None,
+            hist_max_us: None,
+        }
+    }
+
+    fn deadline(runtime_ns: u64) -> SchedParams {
+        SchedParams {
+            policy: Policy::Deadline,
+            priority: 0,
+            deadline: Some(DeadlineParams {
+                runtime_ns,
+                deadline_ns: DEFAULT_INTERVAL_NS,
+                period_ns: DEFAULT_INTERVAL_NS,
+            }),
+        }
+    }
+
+    fn refused(config: TimerConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn cpus_and_interval_are_needed() {
+        let (field, _) = refused(TimerConfig {
+            cpus: vec![],
+            ..config()
+        });
+        assert_eq!(field, "cpus");
+        let (field, _) = refused(TimerConfig {
+            interval_ns: 0,
+            ..config()
+        });
+        assert_eq!(field, "interval");
+    }
+
+    #[test]
+    fn a_priority_needs_fifo_or_rr() {
+        let other = TimerConfig {
+            sched: crate::settings::sched_of(Policy::Other, Some(10)),
+            ..config()
+        };
+        assert_eq!(refused(other).0, "priority");
+    }
+
+    #[test]
+    fn deadline_takes_no_distance() {
+        let ok = TimerConfig {
+            sched: deadline(DEFAULT_DL_RUNTIME_NS),
+            ..config()
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let (field, text) = refused(TimerConfig {
+            distance_ns: 1_000,
+            ..ok
+        });
+        assert_eq!(field, "distance");
+        assert_eq!(
+            text,
+            "--distance cannot be used with --policy deadline (the period is the interval)"
+        );
+    }
+
+    #[test]
+    fn the_deadline_runtime_fits_the_interval() {
+        let fits = TimerConfig {
+            sched: deadline(DEFAULT_INTERVAL_NS),
+            ..config()
+        };
+        assert_eq!(fits.validate(), Ok(()));
+        let (field, text) = refused(TimerConfig {
+            sched: deadline(2 * DEFAULT_INTERVAL_NS),
+            ..config()
+        });
+        assert_eq!(field, "dl_runtime");
+        assert_eq!(
+            text,
+            "--dl-runtime 2ms is longer than the --interval 1ms (runtime <= deadline = period)"
+        );
+    }
+
+    #[test]
+    fn wait_modes_read_and_write_as_in_results() {
+        for mode in WaitMode::ALL {
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json, mode.as_str());
+            assert_eq!(mode.as_str().parse::<WaitMode>(), Ok(mode));
+        }
+        assert_eq!(
+            "sleep".parse::<WaitMode>(),
+            Err("unknown mode `sleep` (expected abs, rel or timerfd)".to_string())
+        );
     }
 }

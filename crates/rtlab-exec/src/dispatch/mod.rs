@@ -20,12 +20,15 @@ use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
+use rtlab_core::settings::FieldError;
+use rtlab_core::units::human_duration;
 use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use rtlab_probe::settings::check_priority;
 use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
 use serde::Serialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -69,11 +72,44 @@ pub struct DispatchConfig {
     pub inject: Option<Inject>,
 }
 
+/// Longest fixed guard: the dispatcher spins for the guard at every event.
+pub const MAX_GUARD_NS: u64 = 1_000_000_000;
+/// Longest `skip_after`: an hour late is never worth firing.
+pub const MAX_SKIP_AFTER_NS: u64 = 3_600_000_000_000;
+
 /// Time between the thread being ready and the plan's start.
 const START_MARGIN_NS: u64 = 20_000_000;
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl DispatchConfig {
+    /// Checks the settings (the plan's file is checked when it is loaded);
+    /// the error names the setting as `rtlab plan run`'s flag without its
+    /// dashes (`guard`, `skip_after`).
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if let Guard::Fixed(ns) = self.guard {
+            if ns > MAX_GUARD_NS {
+                return Err(FieldError::new(
+                    "guard",
+                    format!(
+                        "{{guard}} {}: at most {} (the dispatcher spins for the guard at every event)",
+                        human_duration(ns),
+                        human_duration(MAX_GUARD_NS)
+                    ),
+                ));
+            }
+        }
+        if self.skip_after_ns > MAX_SKIP_AFTER_NS {
+            return Err(FieldError::new("skip_after", "at most 1h"));
+        }
+        if self.repeat == Repeat::Times(0) {
+            return Err(FieldError::new("repeat", "must be at least 1"));
+        }
+        if self.inject.is_some_and(|inject| inject.every == 0) {
+            return Err(FieldError::new("inject_every", "must be at least 1"));
+        }
+        check_priority(&self.sched)
+    }
+
     /// One repetition's length: the plan's repeat period, or back to back
     /// (the last offset plus one ns).
     fn period_of(plan: &LoadedPlan) -> u64 {
@@ -151,16 +187,15 @@ pub struct DispatchRun {
     warnings: Vec<String>,
 }
 
-fn start(
-    config: &DispatchConfig,
-    stop: Arc<AtomicBool>,
-    samples_csv: Option<Box<dyn Write + Send>>,
-) -> anyhow::Result<DispatchRun> {
-    let plan = plan::load(&config.plan).map_err(anyhow::Error::new)?;
+/// The plan of `path`, refused when it has no events or `rtlab plan check`
+/// finds an error in it (the command line checked it too, but the file may
+/// have changed since).
+fn load_checked(path: &Path) -> anyhow::Result<LoadedPlan> {
+    let plan = plan::load(path).map_err(anyhow::Error::new)?;
     anyhow::ensure!(
         !plan.events.is_empty(),
         "{}: the plan has no events",
-        config.plan.display()
+        path.display()
     );
     let report =
         plan::check::check_lines(&plan.header, plan.events.as_ref(), plan.lines.as_deref());
@@ -171,11 +206,21 @@ fn start(
     {
         anyhow::bail!(
             "{}: {} ({} errors: see `rtlab plan check`)",
-            config.plan.display(),
+            path.display(),
             error.message,
             report.errors
         );
     }
+    Ok(plan)
+}
+
+fn start(
+    config: &DispatchConfig,
+    stop: Arc<AtomicBool>,
+    samples_csv: Option<Box<dyn Write + Send>>,
+) -> anyhow::Result<DispatchRun> {
+    config.validate()?;
+    let plan = load_checked(&config.plan)?;
     let period = DispatchConfig::period_of(&plan);
     let span = plan.events.event(plan.events.len() - 1).offset_ns + 1;
     // The ring holds two seconds of events at the plan's mean rate.
@@ -584,5 +629,92 @@ impl ProbeRun for DispatchRun {
             warnings,
             ..ProbeOutcome::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> DispatchConfig {
+        DispatchConfig {
+            plan: PathBuf::from("ticks.plan"),
+            cpu: None,
+            sched: SchedParams {
+                policy: Policy::Fifo,
+                priority: rtlab_probe::DEFAULT_PRIORITY,
+                deadline: None,
+            },
+            repeat: Repeat::Times(1),
+            guard: Guard::Auto,
+            skip_after_ns: 1_000_000,
+            inject: None,
+        }
+    }
+
+    fn refused(config: DispatchConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_fixed_guard_is_at_most_1s() {
+        let max = DispatchConfig {
+            guard: Guard::Fixed(MAX_GUARD_NS),
+            ..config()
+        };
+        assert_eq!(max.validate(), Ok(()));
+        let (field, text) = refused(DispatchConfig {
+            guard: Guard::Fixed(2 * MAX_GUARD_NS),
+            ..config()
+        });
+        assert_eq!(field, "guard");
+        assert!(text.starts_with("--guard 2s: at most 1s"), "{text}");
+    }
+
+    #[test]
+    fn skip_after_is_at_most_an_hour() {
+        let max = DispatchConfig {
+            skip_after_ns: MAX_SKIP_AFTER_NS,
+            ..config()
+        };
+        assert_eq!(max.validate(), Ok(()));
+        let (field, text) = refused(DispatchConfig {
+            skip_after_ns: MAX_SKIP_AFTER_NS + 1,
+            ..config()
+        });
+        assert_eq!(field, "skip_after");
+        assert_eq!(text, "--skip-after: at most 1h");
+    }
+
+    #[test]
+    fn repeats_injections_and_priority_are_checked() {
+        assert_eq!(
+            refused(DispatchConfig {
+                repeat: Repeat::Times(0),
+                ..config()
+            })
+            .0,
+            "repeat"
+        );
+        let inject = |every| DispatchConfig {
+            inject: Some(Inject {
+                delay_ns: 1_000,
+                every,
+            }),
+            ..config()
+        };
+        assert_eq!(inject(1).validate(), Ok(()));
+        assert_eq!(refused(inject(0)).0, "inject_every");
+        let mut zero = config();
+        zero.sched.priority = 0;
+        assert_eq!(refused(zero).0, "priority");
     }
 }

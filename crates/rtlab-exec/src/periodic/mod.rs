@@ -39,6 +39,8 @@ mod threads;
 use crate::periodic::threads::{PeriodicRun, START_MARGIN_NS};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::journal::Journal;
+use rtlab_core::settings::FieldError;
+use rtlab_core::units::human_duration;
 use rtlab_probe::{Probe, ProbeRun};
 use serde::Serialize;
 use std::fmt;
@@ -98,6 +100,11 @@ pub enum Phasing {
     InPhase,
 }
 
+/// Default period of every task: 10 ms, as paper 002's Table 4.1
+/// (`--period`, a campaign's `period`).
+pub const DEFAULT_PERIOD_NS: u64 = 10_000_000;
+/// Default spinning work per activation (`--work`, a campaign's `work`).
+pub const DEFAULT_WORK_NS: u64 = 100_000;
 /// Default SCHED_FIFO priority of the executive.
 pub const EXECUTIVE_PRIORITY: u32 = rtlab_probe::DEFAULT_PRIORITY;
 /// Default SCHED_FIFO priority of the tasks (both modes).
@@ -191,62 +198,89 @@ impl PeriodicConfig {
         self.activations.saturating_mul(self.tasks as u64)
     }
 
-    /// Checks the settings; the message names the setting.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.tasks == 0 {
-            return Err("tasks: at least 1 task is needed".into());
-        }
-        if self.tasks > MAX_TASKS {
-            return Err(format!("tasks: {} is more than {MAX_TASKS}", self.tasks));
+    /// Checks the settings together; the error names the setting by its
+    /// campaign key (`period`, `work`, `release_early`), `priority` being
+    /// the executive's (`--priority`).
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let fail = |field, message: String| Err(FieldError::new(field, message));
+        if !(1..=MAX_TASKS).contains(&self.tasks) {
+            return fail(
+                "tasks",
+                format!("{} tasks is out of range 1-{MAX_TASKS}", self.tasks),
+            );
         }
         if self.period_ns < MIN_PERIOD_NS {
-            return Err(format!(
-                "period: {} ns is shorter than the minimum {MIN_PERIOD_NS} ns (100 µs)",
-                self.period_ns
-            ));
+            return fail(
+                "period",
+                format!(
+                    "{{period}} {}: shorter than the minimum {} (the release path would be most of the period)",
+                    human_duration(self.period_ns),
+                    human_duration(MIN_PERIOD_NS)
+                ),
+            );
         }
         if self.activations == 0 {
-            return Err("the run is shorter than one period: no activation planned".into());
+            return fail(
+                "duration",
+                "the run is shorter than one period: no activation planned".into(),
+            );
         }
         match self.activations.checked_mul(self.period_ns) {
             Some(ns) if ns <= MAX_RUN_NS => {}
             _ => {
-                return Err(format!(
-                    "duration: {} activations every {} ns is longer than the longest run ({} days)",
-                    self.activations,
-                    self.period_ns,
-                    MAX_RUN_NS / 86_400_000_000_000
-                ))
+                return fail(
+                    "duration",
+                    format!(
+                        "{} activations every {} is longer than the longest run ({} days)",
+                        self.activations,
+                        human_duration(self.period_ns),
+                        MAX_RUN_NS / 86_400_000_000_000
+                    ),
+                )
             }
         }
         if self.work_ns >= self.period_ns {
-            return Err(format!(
-                "work: {} ns is not shorter than the period {} ns",
-                self.work_ns, self.period_ns
-            ));
+            return fail(
+                "work",
+                format!(
+                    "{{work}} {} is not shorter than the {{period}} {}",
+                    human_duration(self.work_ns),
+                    human_duration(self.period_ns)
+                ),
+            );
         }
         if self.mode == Mode::Executive && self.release_early_ns > self.guard_ns {
-            return Err(format!(
-                "release early: {} ns is more than the guard {} ns (the executive cannot release a task before it is awake)",
-                self.release_early_ns, self.guard_ns
-            ));
+            return fail(
+                "release_early",
+                format!(
+                    "{{release_early}} {} is more than the {{guard}} {} (the executive cannot release a task before it is awake)",
+                    human_duration(self.release_early_ns),
+                    human_duration(self.guard_ns)
+                ),
+            );
         }
         if self.mode == Mode::Executive && self.guard_ns >= START_MARGIN_NS {
-            return Err(format!("guard: {} ns is too large", self.guard_ns));
+            return fail(
+                "guard",
+                format!("{{guard}} {} is too large", human_duration(self.guard_ns)),
+            );
         }
-        for (what, p) in [
-            ("executive priority", self.executive_priority),
-            ("task priority", self.task_priority),
+        for (field, p) in [
+            ("priority", self.executive_priority),
+            ("task_priority", self.task_priority),
         ] {
             if !(1..=99).contains(&p) {
-                return Err(format!("{what}: {p} is not in 1-99"));
+                return fail(field, format!("{{{field}}} {p} is not in 1-99"));
             }
         }
         if self.mode == Mode::Executive && self.executive_priority <= self.task_priority {
-            return Err(format!(
-                "the executive's priority {} must be above the tasks' {}",
-                self.executive_priority, self.task_priority
-            ));
+            return fail(
+                "priority",
+                format!(
+                    "the executive's {{priority}} {} must be above the tasks' {{task_priority}} {}",
+                    self.executive_priority, self.task_priority
+                ),
+            );
         }
         Ok(())
     }
@@ -275,5 +309,111 @@ impl Probe for PeriodicConfig {
     ) -> anyhow::Result<Box<dyn ProbeRun>> {
         let run: PeriodicRun = start(self, stop, samples_csv)?;
         Ok(Box::new(run))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::settings::flag;
+
+    fn config() -> PeriodicConfig {
+        PeriodicConfig::new(10, DEFAULT_PERIOD_NS, DEFAULT_WORK_NS, 10_000_000_000)
+    }
+
+    fn refused(config: PeriodicConfig) -> (&'static str, String) {
+        let e = config.validate().unwrap_err();
+        (e.field, e.render(flag))
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn tasks_are_1_to_max() {
+        let max = PeriodicConfig {
+            tasks: MAX_TASKS,
+            ..config()
+        };
+        assert_eq!(max.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig {
+            tasks: 0,
+            ..config()
+        });
+        assert_eq!(field, "tasks");
+        assert_eq!(text, "--tasks: 0 tasks is out of range 1-1000");
+    }
+
+    #[test]
+    fn the_period_is_at_least_the_minimum() {
+        let min = PeriodicConfig::new(1, MIN_PERIOD_NS, 10_000, 1_000_000_000);
+        assert_eq!(min.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig::new(1, 50_000, 10_000, 1_000_000_000));
+        assert_eq!(field, "period");
+        assert!(
+            text.starts_with("--period 50us: shorter than the minimum 100us"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_run_is_at_most_the_longest() {
+        let (field, _) = refused(PeriodicConfig {
+            activations: u64::MAX / 2,
+            ..config()
+        });
+        assert_eq!(field, "duration");
+    }
+
+    #[test]
+    fn the_work_is_shorter_than_the_period() {
+        let (field, text) = refused(PeriodicConfig::new(1, 1_000_000, 2_000_000, 1_000_000_000));
+        assert_eq!(field, "work");
+        assert_eq!(text, "--work 2ms is not shorter than the --period 1ms");
+    }
+
+    #[test]
+    fn the_executive_releases_within_its_guard() {
+        let fifo = PeriodicConfig {
+            mode: Mode::Fifo,
+            release_early_ns: 2 * GUARD_NS,
+            ..config()
+        };
+        assert_eq!(fifo.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig {
+            release_early_ns: 2 * GUARD_NS,
+            ..config()
+        });
+        assert_eq!(field, "release_early");
+        assert!(
+            text.starts_with("--release-early 200us is more than the --guard 100us"),
+            "{text}"
+        );
+        let (field, _) = refused(PeriodicConfig {
+            guard_ns: START_MARGIN_NS,
+            ..config()
+        });
+        assert_eq!(field, "guard");
+    }
+
+    #[test]
+    fn the_executive_runs_above_its_tasks() {
+        let (field, _) = refused(PeriodicConfig {
+            task_priority: 0,
+            ..config()
+        });
+        assert_eq!(field, "task_priority");
+        let (field, text) = refused(PeriodicConfig {
+            executive_priority: 80,
+            task_priority: 80,
+            ..config()
+        });
+        assert_eq!(field, "priority");
+        assert_eq!(
+            text,
+            "the executive's --priority 80 must be above the tasks' --task-priority 80"
+        );
     }
 }

@@ -208,7 +208,7 @@ pub fn start(
     stop: Arc<AtomicBool>,
     samples_csv: Option<Box<dyn Write + Send>>,
 ) -> anyhow::Result<PeriodicRun> {
-    config.validate().map_err(|e| anyhow::anyhow!(e))?;
+    config.validate()?;
     let n = config.tasks;
     let shared = Arc::new(Shared {
         stop,

@@ -29,6 +29,7 @@ use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NetReport, Series, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
+use rtlab_core::settings::FieldError;
 use serde::Serialize;
 use server::{Inject, ServeConfig, Server};
 use std::io::Write;
@@ -60,6 +61,18 @@ pub struct OwnServer {
     pub inject_delay_ns: Option<u64>,
     pub inject_every: u64,
 }
+
+/// Default interval: a message every 30 ms, as paper 000 (`--interval`, a
+/// campaign's `interval`).
+pub const DEFAULT_INTERVAL_NS: u64 = 30_000_000;
+/// Default round trips per message: four, as paper 000 counted with
+/// Wireshark (`--round-trips`, `round_trips`).
+pub const DEFAULT_ROUND_TRIPS: u8 = 4;
+/// Default request size, bytes (`--payload`, `payload`).
+pub const DEFAULT_PAYLOAD: usize = 64;
+/// Default time after which a message with no last reply counts as lost
+/// (`--timeout`, `timeout`).
+pub const DEFAULT_TIMEOUT_NS: u64 = 100_000_000;
 
 /// Everything the net probe needs; serialized into the result as `config`.
 #[derive(Debug, Clone, Serialize)]
@@ -101,9 +114,11 @@ impl NetConfig {
             .saturating_add(self.timeout_ns)
     }
 
-    /// Checks what clap and the campaign parser cannot check alone.
-    pub fn validate(&self) -> Result<(), Invalid> {
-        let invalid = |field, message: String| Err(Invalid { field, message });
+    /// Checks what clap and the campaign parser cannot check alone. The
+    /// field is the campaign key (`round_trips`); the CLI flag is the same
+    /// with dashes (`--round-trips`), `count` being `--count`.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let invalid = |field, message: String| Err(FieldError { field, message });
         if self.interval_ns == 0 {
             return invalid("interval", "must be above 0".into());
         }
@@ -175,23 +190,6 @@ impl NetConfig {
     }
 }
 
-/// A setting of a [`NetConfig`] that cannot work, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid {
-    /// The setting, as the campaign key (`round_trips`); the CLI flag is
-    /// the same with dashes (`--round-trips`).
-    pub field: &'static str,
-    pub message: String,
-}
-
-impl std::fmt::Display for Invalid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for Invalid {}
-
 /// What a thread reports once set up.
 struct Ready {
     settings: ThreadSettings,
@@ -241,52 +239,15 @@ pub fn start(
     let server_stop = Arc::new(AtomicBool::new(false));
     let mut server_launch: Option<ServerLaunch> = None;
     if let (Some(own), Some(pair)) = (&config.server, &namespaces) {
-        let mut launch = Launch::new();
-        let serve = ServeConfig {
-            listen: target,
-            transport: config.transport,
-            mode: config.mode,
-            max_size: config.payload,
-            // The probe is its only client: a limit would only cut the
-            // probe's own messages at high rates.
-            rate_limit: None,
-            key: key.clone(),
-            inject: own.inject_delay_ns.map(|delay_ns| Inject {
-                delay_ns,
-                every: own.inject_every.max(1),
-            }),
-            max_clients: 4,
-            max_per_source: 4,
-            frame_timeout_ns: u64::MAX,
-            idle_timeout_ns: u64::MAX,
-        };
-        let placement = own.placement;
-        let pair = Arc::clone(pair);
         let server_stop = Arc::clone(&server_stop);
-        let builder = std::thread::Builder::new().name("rtlab-net-server".into());
-        launch.spawn("rtlab's net server".into(), builder, move |gate| {
-            let set_up = launch::caught(|| {
-                netns::enter(pair.server())
-                    .map_err(|e| format!("cannot enter the server's namespace: {e}"))?;
-                let (settings, warnings) =
-                    crate::thread::set_up_measuring_thread(placement.cpu, &placement.sched);
-                let server =
-                    Server::bind(serve).map_err(|e| format!("cannot listen on {}: {e}", target))?;
-                Ok((settings, warnings, server))
-            });
-            let (ready, server) = match set_up {
-                Ok((settings, warnings, server)) => {
-                    let counters = server.counters();
-                    (Ok((Ready { settings, warnings }, counters)), Some(server))
-                }
-                Err(why) => (Err(why), None),
-            };
-            match (gate.ready(ready), server) {
-                (Some(_), Some(server)) => server.run(&server_stop, None, &mut |_| {}),
-                _ => Ok(()),
-            }
-        })?;
-        server_launch = Some(launch);
+        server_launch = Some(launch_server(
+            config,
+            own,
+            pair,
+            target,
+            key.clone(),
+            server_stop,
+        )?);
     }
     let mut server_counters = None;
     let mut server_thread = None;
@@ -407,6 +368,64 @@ impl Drop for StopOnDrop {
 
 type ServerLaunch = Launch<std::io::Result<()>, (Ready, Arc<server::Counters>)>;
 
+/// Starts rtlab's own server in the server's namespace of `pair`,
+/// listening on `target`; it waits at the launch's gate until the client
+/// is ready too.
+fn launch_server(
+    config: &NetConfig,
+    own: &OwnServer,
+    pair: &Arc<NetnsPair>,
+    target: SocketAddr,
+    key: Option<Key>,
+    server_stop: Arc<AtomicBool>,
+) -> anyhow::Result<ServerLaunch> {
+    let mut launch = Launch::new();
+    let serve = ServeConfig {
+        listen: target,
+        transport: config.transport,
+        mode: config.mode,
+        max_size: config.payload,
+        // The probe is its only client: a limit would only cut the
+        // probe's own messages at high rates.
+        rate_limit: None,
+        key,
+        inject: own.inject_delay_ns.map(|delay_ns| Inject {
+            delay_ns,
+            every: own.inject_every.max(1),
+        }),
+        max_clients: 4,
+        max_per_source: 4,
+        frame_timeout_ns: u64::MAX,
+        idle_timeout_ns: u64::MAX,
+    };
+    let placement = own.placement;
+    let pair = Arc::clone(pair);
+    let builder = std::thread::Builder::new().name("rtlab-net-server".into());
+    launch.spawn("rtlab's net server".into(), builder, move |gate| {
+        let set_up = launch::caught(|| {
+            netns::enter(pair.server())
+                .map_err(|e| format!("cannot enter the server's namespace: {e}"))?;
+            let (settings, warnings) =
+                crate::thread::set_up_measuring_thread(placement.cpu, &placement.sched);
+            let server =
+                Server::bind(serve).map_err(|e| format!("cannot listen on {}: {e}", target))?;
+            Ok((settings, warnings, server))
+        });
+        let (ready, server) = match set_up {
+            Ok((settings, warnings, server)) => {
+                let counters = server.counters();
+                (Ok((Ready { settings, warnings }, counters)), Some(server))
+            }
+            Err(why) => (Err(why), None),
+        };
+        match (gate.ready(ready), server) {
+            (Some(_), Some(server)) => server.run(&server_stop, None, &mut |_| {}),
+            _ => Ok(()),
+        }
+    })?;
+    Ok(launch)
+}
+
 /// Sends every thread away after a failed start; the client's error wins.
 fn give_up(
     why: String,
@@ -526,5 +545,82 @@ impl ProbeRun for NetRun {
             noise: None,
             net: Some(net),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> NetConfig {
+        let placement = Placement {
+            cpu: None,
+            sched: crate::settings::sched_of(Policy::Fifo, None),
+        };
+        NetConfig {
+            target: Some("127.0.0.1:7700".parse().unwrap()),
+            transport: Transport::Udp,
+            mode: Mode::Exchange,
+            interval_ns: DEFAULT_INTERVAL_NS,
+            messages: 10,
+            round_trips: DEFAULT_ROUND_TRIPS,
+            payload: DEFAULT_PAYLOAD,
+            timeout_ns: DEFAULT_TIMEOUT_NS,
+            key_file: None,
+            client: placement,
+            server: None,
+        }
+    }
+
+    fn refused(config: NetConfig) -> &'static str {
+        config.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn each_setting_is_refused_by_its_key() {
+        let zero = NetConfig {
+            interval_ns: 0,
+            ..config()
+        };
+        assert_eq!(refused(zero), "interval");
+        let none = NetConfig {
+            messages: 0,
+            ..config()
+        };
+        assert_eq!(refused(none), "count");
+        let long = NetConfig {
+            interval_ns: 1_000,
+            timeout_ns: 3_600_000_000_000,
+            ..config()
+        };
+        assert_eq!(refused(long), "timeout");
+        let e = NetConfig {
+            round_trips: 0,
+            ..config()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "round_trips");
+        assert!(
+            e.render(flag).starts_with("--round-trips: must be 1-"),
+            "{e}"
+        );
+        let small = NetConfig {
+            payload: 16,
+            ..config()
+        };
+        assert_eq!(refused(small), "payload");
+        let both = NetConfig {
+            target: None,
+            ..config()
+        };
+        assert_eq!(refused(both), "target");
     }
 }

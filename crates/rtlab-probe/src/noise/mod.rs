@@ -16,12 +16,17 @@
 
 pub mod attribution;
 mod collector;
+mod config;
 pub mod counters;
 pub mod osnoise;
 mod report;
 pub mod ring;
 mod spinner;
 
+pub use config::{
+    NoiseConfig, DEFAULT_PERIOD_NS, DEFAULT_RUNTIME_NS, DEFAULT_THRESHOLD_NS, DEFAULT_WINDOW_NS,
+    MIN_WINDOW_NS,
+};
 pub use report::series_name;
 
 use crate::launch::{self, Launch, LEAVE_GRACE};
@@ -33,9 +38,8 @@ use rtlab_core::clock;
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NoiseReport, Series, SeriesStats, ThreadSettings};
-use rtlab_core::sched::{self, SchedParams};
+use rtlab_core::sched;
 use rtlab_core::units::human_duration;
-use serde::Serialize;
 use spinner::{CpuCounters, Spinner, SpinnerEnd};
 use std::io::Write;
 use std::path::Path;
@@ -44,89 +48,12 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Everything the noise probe needs; serialized into the result as the
-/// run's `config`.
-#[derive(Debug, Clone, Serialize)]
-pub struct NoiseConfig {
-    pub cpus: Vec<usize>,
-    /// A gap between two clock reads above this is a noise event.
-    pub threshold_ns: u64,
-    /// Duty cycle: measure for `runtime_ns` of every `period_ns`.
-    pub runtime_ns: u64,
-    pub period_ns: u64,
-    /// Attribution window: counters are read at each window's edges.
-    pub window_ns: u64,
-    /// Whole run, ns.
-    pub duration_ns: u64,
-    /// The spinners' scheduling.
-    pub sched: SchedParams,
-    /// Run the kernel's osnoise tracer beside rtlab where it exists.
-    pub osnoise: bool,
-}
-
-impl NoiseConfig {
-    /// rtlab's own measurement. Where the osnoise tracer runs, it runs for
-    /// as long again afterwards.
-    pub fn planned_ns(&self) -> u64 {
-        self.duration_ns
-    }
-
-    /// Spinning time the duty cycle plans over the whole run, per CPU.
-    fn planned_runtime_ns(&self) -> u64 {
-        let period = self.period_ns.max(1);
-        let full = self.duration_ns / period;
-        let last = (self.duration_ns % period).min(self.runtime_ns);
-        full * self.runtime_ns + last
-    }
-}
-
 /// Margin between the spinners being ready and the common start.
 const START_MARGIN_NS: u64 = 50_000_000;
 
 /// How long the spinners may take to set themselves up (pin, promote,
 /// prefault, first counter reads) before the start is given up.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Shortest attribution window, ns (100 µs). The counters are read between
-/// two windows, about 50 µs for `/proc/interrupts` on a small VM, and that
-/// time is not measured: shorter windows would lose about as much time as
-/// they measure (and need a ring of closing records per window).
-pub const MIN_WINDOW_NS: u64 = 100_000;
-
-fn validate(config: &NoiseConfig) -> anyhow::Result<()> {
-    anyhow::ensure!(!config.cpus.is_empty(), "no CPU to measure on");
-    let mut cpus = config.cpus.clone();
-    cpus.sort_unstable();
-    cpus.dedup();
-    anyhow::ensure!(
-        cpus.len() == config.cpus.len(),
-        "a CPU is listed twice in {:?}",
-        config.cpus
-    );
-    anyhow::ensure!(config.threshold_ns > 0, "the threshold must be above 0");
-    anyhow::ensure!(
-        config.window_ns >= MIN_WINDOW_NS,
-        "the window ({}) must be at least {}: the counters are read between two \
-windows, which takes about 50 µs that are not measured",
-        human_duration(config.window_ns),
-        human_duration(MIN_WINDOW_NS)
-    );
-    anyhow::ensure!(config.runtime_ns > 0, "the runtime must be above 0");
-    anyhow::ensure!(config.duration_ns > 0, "the duration must be above 0");
-    anyhow::ensure!(
-        config.runtime_ns <= config.period_ns,
-        "the runtime ({} ns) is longer than the period ({} ns)",
-        config.runtime_ns,
-        config.period_ns
-    );
-    anyhow::ensure!(
-        config.threshold_ns < config.window_ns,
-        "the threshold ({} ns) must be shorter than the window ({} ns)",
-        config.threshold_ns,
-        config.window_ns
-    );
-    Ok(())
-}
 
 /// A counter file's layout and the text it was learned from.
 struct Learned {
@@ -241,7 +168,7 @@ pub fn start(
     samples_csv: Option<Box<dyn Write + Send>>,
     journal: Option<Arc<Mutex<Journal>>>,
 ) -> anyhow::Result<Box<dyn ProbeRun>> {
-    validate(config)?;
+    config.validate()?;
     let mut warnings = Vec::new();
     let softirqs = learn(counters::SOFTIRQS, CounterKind::Softirq, &mut warnings);
     let irqs = learn(counters::INTERRUPTS, CounterKind::Irq, &mut warnings);
@@ -654,7 +581,7 @@ impl ProbeRun for NoiseRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtlab_core::sched::Policy;
+    use rtlab_core::sched::{Policy, SchedParams};
 
     fn config(osnoise: bool) -> NoiseConfig {
         NoiseConfig {

@@ -44,12 +44,14 @@ mod wait;
 pub use sys::{futex_wait, futex_wait_for, futex_wake};
 
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
+use crate::settings::{check_priority, refuse_deadline};
 use crate::timer::RunLength;
 use crate::ProbeRun;
-use anyhow::{bail, ensure, Context};
+use anyhow::Context;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;
-use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_core::sched::SchedParams;
+use rtlab_core::settings::FieldError;
 use serde::Serialize;
 use std::fmt;
 use std::io::Write;
@@ -134,6 +136,10 @@ pub struct InjectDelay {
     pub every: u64,
 }
 
+/// Default period of the timer thread: 4 kHz, as paper 001 (`--rate`, a
+/// campaign's `interval` or `rate`).
+pub const DEFAULT_INTERVAL_NS: u64 = 250_000;
+
 /// Everything the switch probe needs; serialized into the result as the
 /// run's `config`.
 #[derive(Debug, Clone, Serialize)]
@@ -158,6 +164,34 @@ pub struct SwitchConfig {
 }
 
 impl SwitchConfig {
+    /// Checks the settings together (each alone is checked where it is
+    /// read); the error names the setting by its campaign key.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.mechanisms.is_empty() {
+            return Err(FieldError::new("mechanisms", "no mechanism to measure"));
+        }
+        for (i, mechanism) in self.mechanisms.iter().enumerate() {
+            if self.mechanisms[..i].contains(mechanism) {
+                return Err(FieldError::new(
+                    "mechanisms",
+                    format!("`{mechanism}` is listed twice"),
+                ));
+            }
+        }
+        if self.interval_ns == 0 {
+            return Err(FieldError::new("interval", "must be above 0"));
+        }
+        refuse_deadline(
+            &self.sched,
+            "the switch probe runs its task one priority below the timer thread, which SCHED_DEADLINE has not",
+        )?;
+        check_priority(&self.sched)?;
+        if self.inject.is_some_and(|inject| inject.every == 0) {
+            return Err(FieldError::new("inject_every", "must be at least 1"));
+        }
+        Ok(())
+    }
+
     /// Planned length of the whole run (every mechanism), ns.
     pub fn planned_ns(&self) -> u64 {
         let per_mechanism = match self.length {
@@ -225,26 +259,7 @@ pub fn start(
     samples_csv: Option<Box<dyn Write + Send>>,
     journal: Option<Arc<Mutex<Journal>>>,
 ) -> anyhow::Result<Box<dyn ProbeRun>> {
-    ensure!(!config.mechanisms.is_empty(), "no mechanism to measure");
-    ensure!(config.interval_ns > 0, "the interval must be above 0");
-    for (i, mechanism) in config.mechanisms.iter().enumerate() {
-        ensure!(
-            !config.mechanisms[..i].contains(mechanism),
-            "mechanism `{mechanism}` is listed twice"
-        );
-    }
-    if config.sched.policy == Policy::Deadline {
-        bail!(
-            "the switch probe needs a fifo, rr, other, batch or idle policy: \
-             its task runs one priority below the timer thread, which SCHED_DEADLINE has not"
-        );
-    }
-    if let Some(inject) = config.inject {
-        ensure!(
-            inject.every >= 1,
-            "the injected delay's `every` must be at least 1"
-        );
-    }
+    config.validate()?;
     let (task_sched, sched_warning) = config.task_sched();
 
     let region = shared::Region::new().context("switch probe: cannot map its shared memory")?;
@@ -355,4 +370,97 @@ pub fn start(
         series,
         interval_ns: config.interval_ns,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::sched_of;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> SwitchConfig {
+        SwitchConfig {
+            mechanisms: vec![Mechanism::Futex],
+            interval_ns: DEFAULT_INTERVAL_NS,
+            length: RunLength::Loops(10),
+            cpu: 0,
+            task_cpu: 0,
+            process: false,
+            sched: sched_of(Policy::Fifo, None),
+            inject: None,
+        }
+    }
+
+    fn refused(config: SwitchConfig) -> &'static str {
+        config.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(config().validate(), Ok(()));
+    }
+
+    #[test]
+    fn mechanisms_are_given_once_each() {
+        let all = SwitchConfig {
+            mechanisms: Mechanism::ALL.to_vec(),
+            ..config()
+        };
+        assert_eq!(all.validate(), Ok(()));
+        let e = SwitchConfig {
+            mechanisms: vec![Mechanism::Pipe, Mechanism::Pipe],
+            ..config()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "mechanisms");
+        assert_eq!(e.render(flag), "--mechanisms: `pipe` is listed twice");
+        let none = SwitchConfig {
+            mechanisms: vec![],
+            ..config()
+        };
+        assert_eq!(refused(none), "mechanisms");
+    }
+
+    #[test]
+    fn the_interval_is_above_0() {
+        let zero = SwitchConfig {
+            interval_ns: 0,
+            ..config()
+        };
+        assert_eq!(refused(zero), "interval");
+    }
+
+    #[test]
+    fn deadline_is_refused_and_batch_taken() {
+        let batch = SwitchConfig {
+            sched: sched_of(Policy::Batch, None),
+            ..config()
+        };
+        assert_eq!(batch.validate(), Ok(()));
+        let deadline = SwitchConfig {
+            sched: sched_of(Policy::Deadline, None),
+            ..config()
+        };
+        assert_eq!(refused(deadline), "policy");
+        let other = SwitchConfig {
+            sched: sched_of(Policy::Other, Some(10)),
+            ..config()
+        };
+        assert_eq!(refused(other), "priority");
+    }
+
+    #[test]
+    fn an_injected_delay_comes_every_1_or_more_events() {
+        let every = |every| SwitchConfig {
+            inject: Some(InjectDelay {
+                delay_ns: 1_000,
+                every,
+            }),
+            ..config()
+        };
+        assert_eq!(every(1).validate(), Ok(()));
+        assert_eq!(refused(every(0)), "inject_every");
+    }
 }

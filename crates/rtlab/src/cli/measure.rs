@@ -3,9 +3,11 @@
 use super::shared::{parse_policy, with_default_priority, BudgetArgs, RunArgs, StoreArgs};
 use crate::input;
 use crate::outputs::OutputTarget;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand};
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::Policy;
+use rtlab_probe::timer::WaitMode;
 
 #[derive(Subcommand)]
 pub enum Measure {
@@ -17,14 +19,15 @@ pub enum Measure {
     Noise(Box<NoiseArgs>),
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// clock_nanosleep to absolute deadlines on a fixed grid.
-    Abs,
-    /// clock_nanosleep relative to the time before sleeping (cyclictest -r).
-    Rel,
-    /// A periodic absolute timerfd; the kernel counts overruns.
-    Timerfd,
+/// `--mode`: the probe's own [`WaitMode`], each value with its help line.
+fn wait_mode() -> impl TypedValueParser<Value = WaitMode> {
+    let help = |mode| match mode {
+        WaitMode::Abs => "clock_nanosleep to absolute deadlines on a fixed grid",
+        WaitMode::Rel => "clock_nanosleep relative to the time before sleeping (cyclictest -r)",
+        WaitMode::Timerfd => "A periodic absolute timerfd; the kernel counts overruns",
+    };
+    let values = WaitMode::ALL.map(|mode| PossibleValue::new(mode.as_str()).help(help(mode)));
+    PossibleValuesParser::new(values).map(|text| text.parse().expect("one of WaitMode::ALL"))
 }
 
 #[derive(Args)]
@@ -75,8 +78,8 @@ pub struct TimerArgs {
     pub dl_runtime: u64,
 
     /// How the threads wait for their deadline.
-    #[arg(long, value_enum, default_value = "abs")]
-    pub mode: ModeArg,
+    #[arg(long, default_value = "abs", value_parser = wait_mode())]
+    pub mode: WaitMode,
 
     /// Write a histogram in cyclictest's --histfile layout.
     #[arg(long, value_name = "PATH", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
@@ -251,4 +254,49 @@ pub struct QuickArgs {
     /// --budget overrides the campaign file's `budget`.
     #[command(flatten)]
     pub budget: BudgetArgs,
+}
+
+/// The command line writes its defaults as text for `--help`; they must
+/// be the probes' own (the ones a campaign uses).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+    use rtlab_probe::{noise, switch, timer};
+
+    /// The arguments of one command, as clap reads them.
+    fn parse<T: Args + FromArgMatches>(args: &[&str]) -> T {
+        let command = T::augment_args(clap::Command::new("rtlab"));
+        let matches = command
+            .try_get_matches_from([&["rtlab"], args].concat())
+            .unwrap();
+        T::from_arg_matches(&matches).unwrap()
+    }
+
+    #[test]
+    fn timer_defaults_are_the_probe_s() {
+        let args: TimerArgs = parse(&[]);
+        assert_eq!(args.interval, timer::DEFAULT_INTERVAL_NS);
+        assert_eq!(args.hist_max, timer::DEFAULT_HIST_MAX_NS);
+        assert_eq!(args.dl_runtime, timer::DEFAULT_DL_RUNTIME_NS);
+        assert_eq!(args.mode, WaitMode::default());
+        let args: TimerArgs = parse(&["--mode", "timerfd"]);
+        assert_eq!(args.mode, WaitMode::Timerfd);
+    }
+
+    #[test]
+    fn noise_defaults_are_the_probe_s() {
+        let args: NoiseArgs = parse(&[]);
+        assert_eq!(args.threshold, noise::DEFAULT_THRESHOLD_NS);
+        assert_eq!(args.runtime, noise::DEFAULT_RUNTIME_NS);
+        assert_eq!(args.period, noise::DEFAULT_PERIOD_NS);
+        assert_eq!(args.window, noise::DEFAULT_WINDOW_NS);
+        assert_eq!(args.duration, rtlab_probe::DEFAULT_DURATION_NS);
+    }
+
+    #[test]
+    fn switch_rates_are_periods() {
+        let args: SwitchArgs = parse(&["--rate", "4khz"]);
+        assert_eq!(args.rate, Some(switch::DEFAULT_INTERVAL_NS));
+    }
 }

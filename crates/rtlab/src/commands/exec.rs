@@ -12,6 +12,7 @@ use crate::outputs::exit::{exit_code, kept_where, status_code};
 use crate::outputs::{Outputs, Requested};
 use rtlab_campaign::{LoadEntry, ProbeSettings};
 use rtlab_core::result::{RunResult, RunStatus};
+use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
 use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing, MAX_RUN_NS, MIN_PERIOD_NS};
 use rtlab_report::probe_summary::{within_percentages, within_table, WITHIN_US};
@@ -19,20 +20,14 @@ use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// The periodic config of `tasks` tasks for `duration_ns` in `mode`.
+/// The periodic config of `tasks` tasks for `duration_ns` in `mode`; the
+/// config's own rules ([`PeriodicConfig::validate`]) name their flag.
 fn config_from(
     task: &PeriodicTaskArgs,
     tasks: u64,
     duration_ns: u64,
     mode: Mode,
 ) -> anyhow::Result<PeriodicConfig> {
-    if task.period < MIN_PERIOD_NS {
-        bad_input!(
-            "--period {}: shorter than the minimum {} (the release path would be most of the period)",
-            human_duration(task.period),
-            human_duration(MIN_PERIOD_NS)
-        );
-    }
     if duration_ns > MAX_RUN_NS {
         bad_input!(
             "--duration {}: longer than the longest run, {} days",
@@ -58,22 +53,16 @@ fn config_from(
     config.task_priority = task.task_priority;
     config.guard_ns = task.guard;
     config.release_early_ns = task.release_early;
-    if duration_ns < task.period {
+    // A period under the minimum is refused as such, by validate().
+    if task.period >= MIN_PERIOD_NS && duration_ns < task.period {
         bad_input!(
             "--duration {} is shorter than the --period {}: no activation",
             human_duration(duration_ns),
             human_duration(task.period)
         );
     }
-    if let Err(why) = config.validate() {
-        let why = why
-            .replace("work:", "--work:")
-            .replace("release early:", "--release-early:")
-            .replace("guard:", "--guard:")
-            .replace("period:", "--period:")
-            .replace("duration:", "--duration:")
-            .replace("tasks:", "--tasks:");
-        bad_input!("{why}");
+    if let Err(e) = config.validate() {
+        bad_input!("{}", e.render(flag));
     }
     Ok(config)
 }

@@ -5,16 +5,17 @@ use super::measure::measure;
 use crate::cli::SwitchArgs;
 use crate::input::{bad_input, InputError};
 use rtlab_campaign::runner::switch_placement;
-use rtlab_campaign::DEFAULT_SWITCH_INTERVAL_NS;
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::sched::{Policy, SchedParams};
-use rtlab_probe::switch::{InjectDelay, Mechanism, SwitchConfig};
+use rtlab_core::sched::Policy;
+use rtlab_core::settings::flag;
+use rtlab_probe::settings::sched_of;
+use rtlab_probe::switch::{InjectDelay, Mechanism, SwitchConfig, DEFAULT_INTERVAL_NS};
 use rtlab_probe::timer::RunLength;
-use rtlab_probe::ProbeConfig;
+use rtlab_probe::{ProbeConfig, DEFAULT_DURATION_NS};
 use std::process::ExitCode;
 
-const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
-
+/// Checks the arguments that clap cannot check alone and builds the config;
+/// the config's own rules ([`SwitchConfig::validate`]) name their flag.
 fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
     let mechanisms = if args.all {
         Mechanism::ALL.to_vec()
@@ -25,34 +26,26 @@ fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
                 .trim()
                 .parse()
                 .map_err(|e| InputError(format!("--mechanism: {e}")))?;
-            if list.contains(&mechanism) {
-                bad_input!("--mechanism: `{mechanism}` is listed twice");
-            }
             list.push(mechanism);
         }
         list
     };
-    let priority = match (args.policy, args.priority) {
-        (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(rtlab_probe::DEFAULT_PRIORITY),
-        (Policy::Other, None) => 0,
-        (Policy::Other, Some(p)) => bad_input!(
-            "--priority {p} applies only to --policy fifo or rr (policy other has no static priority)"
-        ),
-        (policy, _) => bad_input!(
-            "--policy {policy}: the switch probe runs its task one priority below the timer thread, so it takes fifo, rr or other"
-        ),
-    };
+    // Narrower than the probe (which also takes batch and idle): the
+    // command's --policy says fifo, rr or other.
+    if !matches!(args.policy, Policy::Fifo | Policy::Rr | Policy::Other) {
+        bad_input!(
+            "--policy {}: the switch probe runs its task one priority below the timer thread, so it takes fifo, rr or other",
+            args.policy
+        );
+    }
     let (cpu, task_cpu) = switch_placement(args.cpu, args.cross_cpu, &CpuSet::online())
         .map_err(|e| InputError(format!("--cpu: {e}")))?;
-    let interval_ns = args
-        .interval
-        .or(args.rate)
-        .unwrap_or(DEFAULT_SWITCH_INTERVAL_NS);
+    let interval_ns = args.interval.or(args.rate).unwrap_or(DEFAULT_INTERVAL_NS);
     let inject = args.inject_delay.map(|delay_ns| InjectDelay {
         delay_ns,
         every: args.inject_every,
     });
-    Ok(SwitchConfig {
+    let config = SwitchConfig {
         mechanisms,
         interval_ns,
         length: match (args.events, args.duration) {
@@ -62,13 +55,21 @@ fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
         cpu,
         task_cpu,
         process: args.process,
-        sched: SchedParams {
-            policy: args.policy,
-            priority,
-            deadline: None,
-        },
+        sched: sched_of(args.policy, args.priority),
         inject,
-    })
+    };
+    config
+        .validate()
+        .map_err(|e| InputError(e.render(flag_of)))?;
+    Ok(config)
+}
+
+/// The flag of a setting of [`SwitchConfig`].
+fn flag_of(key: &str) -> String {
+    match key {
+        "mechanisms" => "--mechanism".to_string(),
+        key => flag(key),
+    }
 }
 
 pub fn run(args: SwitchArgs) -> anyhow::Result<ExitCode> {

@@ -1,66 +1,34 @@
 //! `rtlab measure timer`: timer wake-up latency per CPU.
 
 use super::measure::measure;
-use crate::cli::{ModeArg, TimerArgs};
+use crate::cli::TimerArgs;
 use crate::input::{bad_input, InputError};
 use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
+use rtlab_core::sched::{DeadlineParams, Policy};
+use rtlab_core::settings::flag;
 use rtlab_core::units::{human_duration, Micros};
-use rtlab_probe::timer::{RunLength, TimerConfig, WaitMode};
+use rtlab_probe::settings::sched_of;
+use rtlab_probe::timer::{RunLength, TimerConfig};
 use rtlab_probe::ProbeConfig;
+use rtlab_probe::DEFAULT_DURATION_NS;
 use rtlab_report::export::{Exporter, HistfileExporter};
 use std::process::ExitCode;
 
-const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
-
-/// Checks the arguments that clap cannot check alone and builds the config.
+/// Checks the arguments that clap cannot check alone and builds the config;
+/// the config's own rules ([`TimerConfig::validate`]) name their flag.
 fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
     let cpus = args
         .cpus
         .resolve(&CpuSet::online())
         .map_err(|e| InputError(format!("--cpus: {e}")))?;
-    let priority = match (args.policy.takes_priority(), args.priority) {
-        (true, p) => p.unwrap_or(rtlab_probe::DEFAULT_PRIORITY),
-        (false, None) => 0,
-        (false, Some(p)) => bad_input!(
-            "--priority {p} applies only to --policy fifo or rr (policy {} has no static priority)",
-            args.policy
-        ),
-    };
-    let deadline = (args.policy == Policy::Deadline).then_some(DeadlineParams {
+    let mut sched = sched_of(args.policy, args.priority);
+    sched.deadline = (args.policy == Policy::Deadline).then_some(DeadlineParams {
         runtime_ns: args.dl_runtime,
         deadline_ns: args.interval,
         period_ns: args.interval,
     });
-    if args.policy == Policy::Deadline {
-        if args.distance != 0 {
-            bad_input!(
-                "--distance cannot be used with --policy deadline (the period is the interval)"
-            );
-        }
-        if args.dl_runtime > args.interval {
-            bad_input!(
-                "--dl-runtime {} is longer than the --interval {} (runtime <= deadline = period)",
-                human_duration(args.dl_runtime),
-                human_duration(args.interval)
-            );
-        }
-    }
-    if !args.hist_max.is_multiple_of(1000) {
-        bad_input!(
-            "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
-            human_duration(args.hist_max)
-        );
-    }
-    let hist_max_us = args.hist_max / 1000;
-    if hist_max_us > rtlab_report::export::HISTFILE_MAX_RANGE_US {
-        bad_input!(
-            "--hist-max {}: at most 10s of 1 µs bins",
-            human_duration(args.hist_max)
-        );
-    }
-    Ok(TimerConfig {
+    let config = TimerConfig {
         cpus: cpus.iter().collect(),
         interval_ns: args.interval,
         distance_ns: args.distance,
@@ -68,19 +36,28 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
             (Some(n), _) => RunLength::Loops(n),
             (None, d) => RunLength::DurationNs(d.unwrap_or(DEFAULT_DURATION_NS)),
         },
-        sched: SchedParams {
-            policy: args.policy,
-            priority,
-            deadline,
-        },
-        mode: match args.mode {
-            ModeArg::Abs => WaitMode::Abs,
-            ModeArg::Rel => WaitMode::Rel,
-            ModeArg::Timerfd => WaitMode::Timerfd,
-        },
+        sched,
+        mode: args.mode,
         break_at_ns: args.break_at,
-        hist_max_us: args.histfile.as_ref().map(|_| hist_max_us),
-    })
+        hist_max_us: args.histfile.as_ref().map(|_| args.hist_max / 1000),
+    };
+    if let Err(e) = config.validate() {
+        bad_input!("{}", e.render(flag));
+    }
+    // The histfile's range, a rule of the cyclictest layout, not the probe's.
+    if !args.hist_max.is_multiple_of(1000) {
+        bad_input!(
+            "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
+            human_duration(args.hist_max)
+        );
+    }
+    if args.hist_max / 1000 > rtlab_report::export::HISTFILE_MAX_RANGE_US {
+        bad_input!(
+            "--hist-max {}: at most 10s of 1 µs bins",
+            human_duration(args.hist_max)
+        );
+    }
+    Ok(config)
 }
 
 pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {

@@ -7,9 +7,11 @@ use crate::input::{bad_input, InputError};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::result::NetServerCounters;
 use rtlab_core::sched::{self, Policy, SchedParams};
+use rtlab_core::settings::flag;
 use rtlab_probe::net::auth::Key;
 use rtlab_probe::net::server::{self, Inject, RateLimit, ServeConfig, Server};
 use rtlab_probe::net::{Mode, NetConfig, OwnServer, Placement, Transport};
+use rtlab_probe::settings;
 use rtlab_probe::ProbeConfig;
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -31,26 +33,24 @@ fn transport(args: TransportArgs) -> Transport {
     }
 }
 
-/// `fifo`/`rr` with their priority, `other` without one.
+/// `fifo`/`rr` with their priority (`default` when none is given),
+/// `other` without one; `prefix` is the flags' (`server-`).
 fn sched_of(
-    flag: &str,
+    prefix: &str,
     policy: Policy,
     priority: Option<u32>,
     default: u32,
 ) -> anyhow::Result<SchedParams> {
-    let priority = match (policy, priority) {
-        (Policy::Fifo | Policy::Rr, p) => p.unwrap_or(default),
-        (Policy::Other, None) => 0,
-        (Policy::Other, Some(p)) => bad_input!(
-            "--{flag}priority {p} applies only to fifo or rr (policy other has no static priority)"
-        ),
-        (policy, _) => bad_input!("--{flag}policy {policy}: takes fifo, rr or other"),
-    };
-    Ok(SchedParams {
-        policy,
-        priority,
-        deadline: None,
-    })
+    if !matches!(policy, Policy::Fifo | Policy::Rr | Policy::Other) {
+        bad_input!("--{prefix}policy {policy}: takes fifo, rr or other");
+    }
+    let mut sched = settings::sched_of(policy, priority);
+    if policy.takes_priority() && priority.is_none() {
+        sched.priority = default;
+    }
+    settings::check_priority(&sched)
+        .map_err(|e| InputError(e.render(|key| format!("--{prefix}{}", key.replace('_', "-")))))?;
+    Ok(sched)
 }
 
 fn resolve(flag: &str, text: &str) -> anyhow::Result<SocketAddr> {
@@ -160,9 +160,7 @@ fn probe_config(args: &NetProbeArgs) -> anyhow::Result<NetConfig> {
         },
         server,
     };
-    if let Err(e) = config.validate() {
-        bad_input!("--{}: {}", e.field.replace('_', "-"), e.message);
-    }
+    config.validate().map_err(|e| InputError(e.render(flag)))?;
     Ok(config)
 }
 
