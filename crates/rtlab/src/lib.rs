@@ -11,4 +11,3 @@ pub mod input;
 mod invocation;
 mod progress;
 mod session;
-mod signals;

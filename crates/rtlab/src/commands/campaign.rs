@@ -6,7 +6,7 @@ use crate::input::InputError;
 use crate::session;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget};
-use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
+use rtlab_campaign::runner::{self, CampaignObserver};
 use rtlab_campaign::{Campaign, CampaignError, Plan, PlannedRun};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::text::check_label;
@@ -15,6 +15,7 @@ use rtlab_probe::ProbeRun;
 use rtlab_report::budget::{failures_table, summary_line, Budget, Evaluation};
 use rtlab_report::export::write_with;
 use rtlab_report::matrix::{per_probe, verdicts, Matrix};
+use rtlab_run::RunObserver;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -187,7 +188,7 @@ fn run_plan(
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");
     }
-    let context = session::begin()?;
+    let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
     if !quiet {
         eprintln!(
             "campaign {}: {} runs, about {}; results go to {}",

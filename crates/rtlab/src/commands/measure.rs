@@ -10,7 +10,6 @@ use crate::input::InputError;
 use crate::progress::LiveStatus;
 use crate::session;
 use anyhow::Context;
-use rtlab_campaign::runner::{self, RunObserver, RunRequest};
 use rtlab_core::journal;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::human_duration;
@@ -20,6 +19,7 @@ use rtlab_report::budget::{Evaluation, JsonWithBudget};
 use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
+use rtlab_run::{RunObserver, RunRequest};
 use rtlab_store::Store;
 use std::io::Write;
 use std::path::Path;
@@ -112,7 +112,7 @@ pub fn measure(
     };
     let mut store = open_store(args)?;
 
-    let context = session::begin()?;
+    let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
     let mut observer = LiveObserver {
         status: None,
         planned_ns: probe.planned_ns(),
@@ -134,14 +134,15 @@ pub fn measure(
         samples_csv,
     };
     // A setting that cannot be applied refuses the run before it measures.
-    let result = runner::execute(request, &context, &mut observer).map_err(|e| {
-        match e.downcast::<runner::Refused>() {
+    let result =
+        rtlab_run::execute(request, &context, &mut observer).map_err(|e| match e
+            .downcast::<rtlab_run::Refused>()
+        {
             Ok(refused) => {
                 anyhow::Error::new(InputError(format!("{refused}; nothing was measured")))
             }
             Err(e) => e,
-        }
-    })?;
+        })?;
     // Measured: the outputs are this run's now (a file that cannot be
     // emptied must not cost the result).
     for output in &mut outputs {
