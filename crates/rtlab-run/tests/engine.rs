@@ -93,7 +93,6 @@ fn a_run_that_ends_is_complete() {
     let result = execute(request, &fixture.context, &mut Unobserved).unwrap();
     assert_eq!(result.status, RunStatus::Complete, "{:?}", result.warnings);
     assert_eq!(result.probe, "fake");
-    assert_eq!(as_json(&result.series), as_json(&known_series()));
     assert_eq!(result.elapsed_ns, 5_000, "the fake's own clock");
     assert_eq!(result.config, serde_json::json!({ "looks": 5 }));
     assert_eq!(result.command, ["rtlab", "measure", "fake"]);
@@ -102,7 +101,7 @@ fn a_run_that_ends_is_complete() {
         .warnings
         .iter()
         .any(|w| w.contains("nothing measured")));
-    fixture.assert_restored();
+    assert_kept_and_put_back(&fixture, &result, 0);
 }
 
 fn the_observer_sees_start_ticks_and_checkpoints() {
@@ -150,23 +149,17 @@ fn the_stop_flag_gives_partial() {
     let request = fixture.request(None, "cmd:\"sleep 600\"", &[]);
     let result = execute(request, &fixture.context, &mut observer).unwrap();
     assert_eq!(result.status, RunStatus::Partial, "{:?}", result.warnings);
-    assert_eq!(as_json(&result.series), as_json(&known_series()));
-    assert_loads_reaped(&result, 1);
-    fixture.assert_restored();
+    assert_kept_and_put_back(&fixture, &result, 1);
 }
 
 fn a_load_that_will_not_start_fails_the_run() {
     let fixture = Fixture::new();
     let sysctl = SysctlChange::new();
-    let sysctls: Vec<String> = sysctl.iter().map(SysctlChange::assignment).collect();
+    let sysctls = SysctlChange::assignments(&sysctl);
     let request = fixture.request(Some(5), "io:dir=/nonexistent/rtlab-run-test", &sysctls);
     let result = execute(request, &fixture.context, &mut Unobserved).unwrap();
     assert_eq!(result.status, RunStatus::Failed);
-    let why = result
-        .warnings
-        .iter()
-        .find(|w| w.starts_with("nothing measured: "))
-        .unwrap_or_else(|| panic!("{:?}", result.warnings));
+    let why = warning_after(&result, "nothing measured: ");
     assert!(why.contains("/nonexistent/rtlab-run-test"), "{why}");
     assert!(!fixture.started.load(Ordering::SeqCst), "the probe started");
     assert!(result.series.is_empty());
@@ -185,11 +178,7 @@ fn a_load_that_dies_stops_the_run() {
     let result = execute(request, &fixture.context, &mut Unobserved).unwrap();
     assert_eq!(result.status, RunStatus::Failed, "{:?}", result.warnings);
     assert!(fixture.started.load(Ordering::SeqCst));
-    let why = result
-        .warnings
-        .iter()
-        .find(|w| w.starts_with("stopped after "))
-        .unwrap_or_else(|| panic!("{:?}", result.warnings));
+    let why = warning_after(&result, "stopped after ");
     assert!(
         why.contains("load cmd:\"sleep 0.3\" stopped early"),
         "{why}"
@@ -197,16 +186,14 @@ fn a_load_that_dies_stops_the_run() {
     // The death stopped the probe.
     assert!(!result.warnings.iter().any(|w| w == NOT_STOPPED));
     // What it measured until then is kept.
-    assert_eq!(as_json(&result.series), as_json(&known_series()));
-    assert_loads_reaped(&result, 1);
-    fixture.assert_restored();
+    assert_kept_and_put_back(&fixture, &result, 1);
 }
 
 fn a_refused_sysctl_refuses_the_run() {
     let fixture = Fixture::new();
     // With root, a sysctl that is set first and must be put back.
     let sysctl = SysctlChange::new();
-    let mut sysctls: Vec<String> = sysctl.iter().map(SysctlChange::assignment).collect();
+    let mut sysctls = SysctlChange::assignments(&sysctl);
     sysctls.push("kernel.no_such_key_of_rtlab=1".into());
     let request = fixture.request(Some(5), "cmd:\"sleep 600\"", &sysctls);
     let error = execute(request, &fixture.context, &mut Unobserved).unwrap_err();
@@ -283,6 +270,14 @@ fn dead_journal(state_dir: &Path, knob: &Path) -> std::path::PathBuf {
     path
 }
 
+/// The run kept the fake's series, reaped its `loads` and put back all
+/// it changed.
+fn assert_kept_and_put_back(fixture: &Fixture, result: &RunResult, loads: usize) {
+    assert_eq!(as_json(&result.series), as_json(&known_series()));
+    assert_loads_reaped(result, loads);
+    fixture.assert_restored();
+}
+
 /// The loads were stopped, their records are in the result, and no worker
 /// of them is left.
 fn assert_loads_reaped(result: &RunResult, loads: usize) {
@@ -294,14 +289,25 @@ fn assert_loads_reaped(result: &RunResult, loads: usize) {
     );
 }
 
-/// This process's children (a load worker not reaped would be one).
+/// The warning of `result` that starts with `prefix`, from its prefix on.
+fn warning_after<'a>(result: &'a RunResult, prefix: &str) -> &'a str {
+    let found = result.warnings.iter().find_map(|w| w.strip_prefix(prefix));
+    found.unwrap_or_else(|| panic!("no warning {prefix}…: {:?}", result.warnings))
+}
+
+/// This process's children, zombies included (a load worker not reaped
+/// would be one), as every thread's `children` file lists them.
 fn my_children() -> Vec<i32> {
-    let me = std::process::id() as i32;
-    rtlab_load::sys::all_processes()
-        .into_iter()
-        .filter(|p| p.ppid == me)
-        .map(|p| p.pid)
-        .collect()
+    let mut children = Vec::new();
+    for task in fs::read_dir("/proc/self/task").unwrap() {
+        let listed = fs::read_to_string(task.unwrap().path().join("children"));
+        let pids = listed.unwrap_or_default();
+        children.extend(
+            pids.split_whitespace()
+                .map(|pid| pid.parse::<i32>().unwrap()),
+        );
+    }
+    children
 }
 
 /// A real sysctl set to another value than it has, when this process may
@@ -320,6 +326,11 @@ impl SysctlChange {
         }
         let before = fake::read_value(&path);
         Some(SysctlChange { path, before })
+    }
+
+    /// The assignment of `change`, if any, as a run asks for it.
+    fn assignments(change: &Option<SysctlChange>) -> Vec<String> {
+        change.iter().map(SysctlChange::assignment).collect()
     }
 
     fn assignment(&self) -> String {
