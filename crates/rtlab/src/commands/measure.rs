@@ -19,7 +19,7 @@ use rtlab_report::budget::{Evaluation, JsonWithBudget};
 use rtlab_report::export::{write_file, JsonExporter};
 use rtlab_report::probe_tables::probe_tables;
 use rtlab_report::table::summary_table;
-use rtlab_run::{RunObserver, RunRequest};
+use rtlab_run::{execute, Refused, RunObserver, RunRequest};
 use rtlab_store::Store;
 use std::io::Write;
 use std::path::Path;
@@ -135,9 +135,7 @@ pub fn measure(
     };
     // A setting that cannot be applied refuses the run before it measures.
     let result =
-        rtlab_run::execute(request, &context, &mut observer).map_err(|e| match e
-            .downcast::<rtlab_run::Refused>()
-        {
+        execute(request, &context, &mut observer).map_err(|e| match e.downcast::<Refused>() {
             Ok(refused) => {
                 anyhow::Error::new(InputError(format!("{refused}; nothing was measured")))
             }
