@@ -174,15 +174,12 @@ fn a_load_that_will_not_start_fails_the_run() {
 
 fn a_load_that_dies_stops_the_run() {
     let fixture = Fixture::new();
-    let request = fixture.request(None, "cmd:\"sleep 0.3\"", &[]);
+    let request = fixture.request(None, "cmd:\"sleep 1\"", &[]);
     let result = execute(request, &fixture.context, &mut Unobserved).unwrap();
     assert_eq!(result.status, RunStatus::Failed, "{:?}", result.warnings);
     assert!(fixture.started.load(Ordering::SeqCst));
     let why = warning_after(&result, "stopped after ");
-    assert!(
-        why.contains("load cmd:\"sleep 0.3\" stopped early"),
-        "{why}"
-    );
+    assert!(why.contains("load cmd:\"sleep 1\" stopped early"), "{why}");
     // The death stopped the probe.
     assert!(!result.warnings.iter().any(|w| w == NOT_STOPPED));
     // What it measured until then is kept.
