@@ -12,4 +12,3 @@ mod invocation;
 pub mod outputs;
 mod progress;
 mod session;
-mod signals;

@@ -1,37 +1,13 @@
-//! What every measuring command sets up once per process: restore what a
-//! killed rtlab left changed, a journal restored on exit, panic and
-//! signal, and how loads are started; and the result store.
+//! The result store every command opens, and the hidden subcommand load
+//! workers run as (the rest of a measuring session is `rtlab_run::begin`).
 
 use crate::input::InputError;
-use anyhow::Context;
-use rtlab_campaign::runner::RunContext;
-use rtlab_core::journal::{self, Journal};
-use rtlab_load::Launcher;
 use rtlab_store::Store;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 
-/// Hidden subcommand a load worker runs as (see commands/load.rs).
+/// Hidden subcommand a load worker runs as (see commands/load.rs): what
+/// `rtlab_run::begin` is given to start loads with.
 pub const LOAD_WORKER: &str = "__load-worker";
-
-pub fn begin() -> anyhow::Result<RunContext> {
-    for recovered in journal::recover_stale(&journal::state_dir()) {
-        eprintln!("restore: {recovered}");
-    }
-    let journal = Arc::new(Mutex::new(Journal::for_this_process()));
-    journal::install_panic_restore(Arc::clone(&journal));
-    let stop = Arc::new(AtomicBool::new(false));
-    crate::signals::install(Arc::clone(&stop), Arc::clone(&journal))
-        .context("installing signal handlers")?;
-    let launcher = Launcher::this_executable(&[LOAD_WORKER])
-        .context("finding rtlab's own executable to start loads with")?;
-    Ok(RunContext {
-        journal,
-        stop,
-        launcher,
-    })
-}
 
 /// Opens the store at `--db PATH` or the default place. A path that cannot
 /// be opened is bad input: it fails before anything is measured.

@@ -6,7 +6,7 @@ use crate::outputs::exit::exit_code;
 use crate::outputs::{budget, OutputTarget, Outputs, Requested};
 use crate::session;
 use indicatif::{ProgressBar, ProgressDrawTarget};
-use rtlab_campaign::runner::{self, CampaignObserver, RunObserver};
+use rtlab_campaign::runner::{self, CampaignObserver};
 use rtlab_campaign::{Campaign, CampaignError, Plan, PlannedRun};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::text::check_label;
@@ -14,6 +14,7 @@ use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::ProbeRun;
 use rtlab_report::budget::{Budget, Evaluation};
 use rtlab_report::matrix::{per_probe, verdicts, Matrix};
+use rtlab_run::RunObserver;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -171,7 +172,7 @@ fn run_plan(
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");
     }
-    let context = session::begin()?;
+    let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
     if !quiet {
         eprintln!(
             "campaign {}: {} runs, about {}; results go to {}",

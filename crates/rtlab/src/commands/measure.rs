@@ -10,7 +10,6 @@ use crate::outputs::exit::{exit_code, kept_where, status_code};
 use crate::outputs::{OutputTarget, Outputs, Requested};
 use crate::progress::LiveStatus;
 use crate::session;
-use rtlab_campaign::runner::{self, RunObserver, RunRequest};
 use rtlab_core::journal;
 use rtlab_core::result::RunResult;
 use rtlab_core::units::human_duration;
@@ -20,6 +19,7 @@ use rtlab_report::budget::{Evaluation, JsonWithBudget};
 use rtlab_report::export::{Exporter, JsonExporter};
 use rtlab_report::probe_summary::probe_tables;
 use rtlab_report::run_summary::summary_table;
+use rtlab_run::{execute, Refused, RunObserver, RunRequest};
 use rtlab_store::Store;
 use std::io::Write;
 use std::process::ExitCode;
@@ -79,7 +79,7 @@ pub fn measure(
     let samples_csv = outputs.take_samples();
     let mut store = open_store(args)?;
 
-    let context = session::begin()?;
+    let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
     let mut observer = LiveObserver {
         status: None,
         planned_ns: probe.planned_ns(),
@@ -99,14 +99,13 @@ pub fn measure(
         samples_csv,
     };
     // A setting that cannot be applied refuses the run before it measures.
-    let result = runner::execute(request, &context, &mut observer).map_err(|e| {
-        match e.downcast::<runner::Refused>() {
+    let result =
+        execute(request, &context, &mut observer).map_err(|e| match e.downcast::<Refused>() {
             Ok(refused) => {
                 anyhow::Error::new(InputError(format!("{refused}; nothing was measured")))
             }
             Err(e) => e,
-        }
-    })?;
+        })?;
     outputs.measured();
     if let Some(status) = observer.status.take() {
         status.finish();
