@@ -5,9 +5,8 @@
 
 use crate::cli::RunArgs;
 use crate::input::InputError;
-use crate::outputs::budget;
 use crate::outputs::exit::{exit_code, kept_where, status_code};
-use crate::outputs::{OutputTarget, Outputs, Requested};
+use crate::outputs::{OutputTarget, Outputs, Requested, ResultFile};
 use crate::progress::LiveStatus;
 use crate::session;
 use rtlab_core::journal;
@@ -15,7 +14,7 @@ use rtlab_core::result::RunResult;
 use rtlab_core::units::human_duration;
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::{Probe, ProbeRun};
-use rtlab_report::budget::{Evaluation, JsonWithBudget};
+use rtlab_report::budget::Evaluation;
 use rtlab_report::export::{Exporter, JsonExporter};
 use rtlab_report::probe_summary::probe_tables;
 use rtlab_report::run_summary::summary_table;
@@ -36,12 +35,12 @@ pub struct Measured {
 }
 
 /// Runs `probe` with the shared flags of `args`; `files` are the command's
-/// own files with their flags (`--histfile`), checked and created before
-/// measuring and written by the command.
+/// own files (`--histfile`), checked and created before measuring and
+/// written from the result after the others (see [`Outputs::finish_run`]).
 pub fn measure(
     probe: Box<dyn Probe>,
     args: &RunArgs,
-    files: &[(&'static str, &OutputTarget)],
+    files: &[ResultFile],
 ) -> anyhow::Result<Measured> {
     // One value per sysctl: `--sysctl k=0 --sysctl k=1` ran with one of
     // them, silently.
@@ -113,19 +112,31 @@ pub fn measure(
     // The result is checked whatever its status: a partial run's figures
     // cover what it measured, and its evaluation says so.
     let evaluation = args.budget.budget.as_ref().map(|b| b.evaluate(&result));
-    outputs.write_json_with(|out| match &evaluation {
-        Some(evaluation) => JsonWithBudget(evaluation).write(&result, out),
-        None => JsonExporter.write(&result, out),
+    outputs.finish_run(&result, evaluation.as_ref(), || {
+        keep(
+            &mut store,
+            &result,
+            args.no_store || outputs.json().is_some(),
+        )
     })?;
-    match &mut store {
-        // A store that cannot take the run now (disk full, file made
-        // read-only) must not lose it: it is kept as a file, named in the
-        // error, and the command fails.
-        Some(store) => store.save_or_keep(&result)?,
-        // The default store could not be opened (warned about at the
-        // start): without --json the run would be nowhere.
-        None if !args.no_store && outputs.json().is_none() => {
-            match rtlab_store::keep_unsaved_in(&result, &rtlab_store::unsaved_dirs()) {
+    Ok(Measured {
+        result,
+        stored: store.is_some(),
+        budget: evaluation,
+        outputs,
+    })
+}
+
+/// Saves `result` in the store. A store that cannot take the run now
+/// (disk full, file made read-only) must not lose it: it is kept as a
+/// file, named in the error, and the command fails. Without a store (the
+/// default one could not be opened, warned about at the start) the run is
+/// kept as a file unless `elsewhere` (--no-store, or --json has it).
+fn keep(store: &mut Option<Store>, result: &RunResult, elsewhere: bool) -> anyhow::Result<()> {
+    match store {
+        Some(store) => store.save_or_keep(result)?,
+        None if !elsewhere => {
+            match rtlab_store::keep_unsaved_in(result, &rtlab_store::unsaved_dirs()) {
                 Ok(kept) => eprintln!(
                     "the run was kept in {kept}: store it with `rtlab import {}`",
                     kept.file.display()
@@ -137,15 +148,7 @@ pub fn measure(
         }
         None => {}
     }
-    if let Some(evaluation) = &evaluation {
-        outputs.write_junit(&budget::title(), std::slice::from_ref(evaluation))?;
-    }
-    Ok(Measured {
-        result,
-        stored: store.is_some(),
-        budget: evaluation,
-        outputs,
-    })
+    Ok(())
 }
 
 /// An explicit --db that cannot be opened is bad input; the default store

@@ -3,7 +3,7 @@
 use super::measure::measure;
 use crate::cli::TimerArgs;
 use crate::input::{bad_input, InputError};
-use anyhow::Context;
+use crate::outputs::ResultFile;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{DeadlineParams, Policy};
 use rtlab_core::settings::flag;
@@ -12,8 +12,9 @@ use rtlab_probe::settings::sched_of;
 use rtlab_probe::timer::{RunLength, TimerConfig};
 use rtlab_probe::ProbeConfig;
 use rtlab_probe::DEFAULT_DURATION_NS;
-use rtlab_report::export::{Exporter, HistfileExporter};
+use rtlab_report::export::HistfileExporter;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Checks the arguments that clap cannot check alone and builds the config;
 /// the config's own rules ([`TimerConfig::validate`]) name their flag.
@@ -62,21 +63,19 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
 
 pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    let histfile = args.histfile.as_ref().map(|t| ("--histfile", t));
+    let histfile = args.histfile.as_ref().map(|target| ResultFile {
+        flag: "--histfile",
+        target,
+        exporter: Arc::new(HistfileExporter {
+            hist_max_us: args.hist_max / 1000,
+            all_threads_column: args.histofall,
+        }),
+    });
     let measured = measure(
         Box::new(ProbeConfig::Timer(config)),
         &args.run,
         histfile.as_slice(),
     )?;
-    if let Some(target) = &args.histfile {
-        let exporter = HistfileExporter {
-            hist_max_us: args.hist_max / 1000,
-            all_threads_column: args.histofall,
-        };
-        target
-            .write_with(|out| exporter.write(&measured.result, out))
-            .with_context(|| format!("writing {target}"))?;
-    }
     let break_event = measured.result.break_event.clone();
     let code = measured.report(args.run.quiet)?;
     if let Some(event) = break_event {

@@ -3,7 +3,8 @@
 //! the result JSON is rewritten while it runs (into a file only, see
 //! [`Outputs::snapshot_target`]), and at its end come the result JSON (a
 //! file or stdout), the budget's evaluation (in the JSON and the human
-//! report), the JUnit file, and the exit code ([`exit`]).
+//! report), the JUnit file, the files a command writes from its result
+//! (`--histfile`, see [`ResultFile`]), and the exit code ([`exit`]).
 //!
 //! Every file goes through [`rtlab_core::fsutil`]: created without
 //! following another user's symlink, written atomically and durably.
@@ -21,9 +22,12 @@ pub use target::OutputTarget;
 use crate::input::InputError;
 use anyhow::Context;
 use file::{create_output, rewritable, Output};
-use rtlab_report::budget::{Budget, Evaluation};
+use rtlab_core::result::RunResult;
+use rtlab_report::budget::{Budget, Evaluation, JsonWithBudget};
+use rtlab_report::export::{Exporter, JsonExporter};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The outputs a command was given, as its command line names them.
 #[derive(Default)]
@@ -32,9 +36,9 @@ pub struct Requested<'a> {
     pub json: Option<&'a OutputTarget>,
     /// `--samples`: every sample as CSV, streamed while measuring.
     pub samples: Option<&'a OutputTarget>,
-    /// The command's own files (`--histfile`), with their flags, written
-    /// by the command itself through [`OutputTarget::write_with`].
-    pub files: Vec<(&'static str, &'a OutputTarget)>,
+    /// The command's own files (`--histfile`), written from the result of
+    /// a single run at the end of [`Outputs::finish_run`].
+    pub files: Vec<ResultFile<'a>>,
     /// The result store the command writes, which no output may be.
     pub store: Option<&'a Path>,
     /// The budget every run is checked against.
@@ -43,9 +47,20 @@ pub struct Requested<'a> {
     pub junit: Option<&'a OutputTarget>,
 }
 
+/// A file a command writes from its run's result with an exporter, named
+/// by its flag: `--histfile` in cyclictest's layout.
+#[derive(Clone)]
+pub struct ResultFile<'a> {
+    pub flag: &'static str,
+    pub target: &'a OutputTarget,
+    pub exporter: Arc<dyn Exporter + Send + Sync>,
+}
+
 /// A command's outputs, checked and opened before it measures.
 pub struct Outputs {
     json: Option<OutputTarget>,
+    /// The [`ResultFile`]s, in the order given.
+    files: Vec<(OutputTarget, Arc<dyn Exporter + Send + Sync>)>,
     junit: Option<PathBuf>,
     budget: Option<Budget>,
     samples: Option<Box<dyn Write + Send>>,
@@ -66,7 +81,7 @@ impl Outputs {
         let mut named: Vec<checks::Named> = requested
             .files
             .iter()
-            .map(|(flag, target)| (*flag, (*target).clone()))
+            .map(|file| (file.flag, file.target.clone()))
             .collect();
         named.extend(requested.json.map(|t| ("--json", t.clone())));
         named.extend(requested.samples.map(|t| ("--samples", t.clone())));
@@ -80,10 +95,7 @@ impl Outputs {
         checks::check_distinct(&named)?;
         checks::check_junit(requested.junit, requested.budget, &named)?;
         let mut held = Vec::new();
-        let files = requested
-            .files
-            .iter()
-            .map(|(flag, target)| (*flag, *target));
+        let files = requested.files.iter().map(|file| (file.flag, file.target));
         for (flag, target) in files.chain(requested.json.map(|t| ("--json", t))) {
             if let Some(path) = target.file() {
                 held.push(create_output(path, flag)?);
@@ -103,6 +115,11 @@ impl Outputs {
         };
         Ok(Outputs {
             json: requested.json.cloned(),
+            files: requested
+                .files
+                .into_iter()
+                .map(|file| (file.target.clone(), file.exporter))
+                .collect(),
             junit: requested
                 .junit
                 .and_then(OutputTarget::file)
@@ -201,7 +218,7 @@ impl Outputs {
     }
 
     /// Every result checked against the budget, if there is one.
-    pub fn evaluate(&self, results: &[rtlab_core::result::RunResult]) -> Vec<Evaluation> {
+    pub fn evaluate(&self, results: &[RunResult]) -> Vec<Evaluation> {
         budget::evaluate_all(self.budget.as_ref(), results)
     }
 
@@ -216,6 +233,32 @@ impl Outputs {
             Some(path) => budget::write_junit(path, title, evaluations),
             None => Ok(()),
         }
+    }
+
+    /// The end of a command over one run, in this order: the result JSON
+    /// (with the budget's `evaluation`, if any), `store` (the result
+    /// store, which may fail: the JSON is written by then), the JUnit
+    /// file, then the [`ResultFile`]s. The first that fails ends it.
+    pub fn finish_run(
+        &self,
+        result: &RunResult,
+        evaluation: Option<&Evaluation>,
+        store: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.write_json_with(|out| match evaluation {
+            Some(evaluation) => JsonWithBudget(evaluation).write(result, out),
+            None => JsonExporter.write(result, out),
+        })?;
+        store()?;
+        if let Some(evaluation) = evaluation {
+            self.write_junit(&budget::title(), std::slice::from_ref(evaluation))?;
+        }
+        for (target, exporter) in &self.files {
+            target
+                .write_with(|out| exporter.write(result, out))
+                .with_context(|| format!("writing {target}"))?;
+        }
+        Ok(())
     }
 
     /// The end of a command over several runs: the JSON document (`doc`,
@@ -301,12 +344,25 @@ mod tests {
         let stdout = OutputTarget::Stdout;
         let message = refused(Requested {
             json: Some(&stdout),
-            files: vec![("--histfile", &stdout)],
+            files: vec![ResultFile {
+                flag: "--histfile",
+                target: &stdout,
+                exporter: Arc::new(JsonExporter),
+            }],
             ..Requested::default()
         });
         assert_eq!(
             message,
             "--histfile - and --json -: both on stdout; give one of them a file"
+        );
+        let message = refused(Requested {
+            json: Some(&stdout),
+            samples: Some(&stdout),
+            ..Requested::default()
+        });
+        assert_eq!(
+            message,
+            "--json - and --samples -: both on stdout; give one of them a file"
         );
         let message = refused(Requested {
             junit: Some(&stdout),
