@@ -2,7 +2,9 @@
 
 use super::shared::RunArgs;
 use crate::input;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
+use rtlab_exec::periodic::Mode;
 
 #[derive(Subcommand)]
 pub enum ExecCommand {
@@ -19,13 +21,17 @@ pub enum PeriodicBaseline {
     Fifo,
 }
 
-/// Who releases the tasks.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum PeriodicMode {
-    /// rtlab's executive: sleep to the activation minus --guard, spin, release the task early.
-    Executive,
-    /// Each task sleeps to its own activations (SCHED_FIFO, clock_nanosleep).
-    Fifo,
+/// `--mode`: the executive's own [`Mode`], each value with its help line.
+fn periodic_mode() -> impl TypedValueParser<Value = Mode> {
+    let help = |mode| match mode {
+        Mode::Executive => {
+            "rtlab's executive: sleep to the activation minus --guard, spin, release the task early"
+        }
+        Mode::Fifo => "Each task sleeps to its own activations (SCHED_FIFO, clock_nanosleep)",
+    };
+    let values = [Mode::Executive, Mode::Fifo]
+        .map(|mode| PossibleValue::new(mode.as_str()).help(help(mode)));
+    PossibleValuesParser::new(values).map(|text| text.parse().expect("a Mode's own name"))
 }
 
 /// The task set of `rtlab exec periodic` and `rtlab exec kurt-table`.
@@ -60,7 +66,7 @@ pub struct PeriodicTaskArgs {
     pub priority: u32,
 
     /// SCHED_FIFO priority of the tasks (both modes).
-    #[arg(long, default_value = "80", value_parser = clap::value_parser!(u32).range(1..=98))]
+    #[arg(long, default_value_t = rtlab_exec::periodic::TASK_PRIORITY, value_parser = clap::value_parser!(u32).range(1..=98))]
     pub task_priority: u32,
 }
 
@@ -90,8 +96,8 @@ pub struct ExecPeriodicArgs {
     pub duration: u64,
 
     /// Who releases the tasks.
-    #[arg(long, value_enum, default_value = "executive")]
-    pub mode: PeriodicMode,
+    #[arg(long, default_value = "executive", value_parser = periodic_mode())]
+    pub mode: Mode,
 
     /// Also run the same tasks this way and print both side by side.
     #[arg(long, value_enum)]
@@ -135,4 +141,26 @@ pub struct KurtTableArgs {
     /// --load: the load of the loaded table [default: io]; --samples is refused (many runs).
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// The command line writes its durations as text for `--help`; they must
+/// be the executive's own defaults (the ones a campaign uses).
+#[cfg(test)]
+mod tests {
+    use super::super::shared::parse;
+    use super::*;
+    use rtlab_exec::periodic;
+
+    #[test]
+    fn periodic_defaults_are_the_executive_s() {
+        let args: ExecPeriodicArgs = parse(&[]);
+        assert_eq!(args.task.period, periodic::DEFAULT_PERIOD_NS);
+        assert_eq!(args.task.work, periodic::DEFAULT_WORK_NS);
+        assert_eq!(args.task.guard, periodic::GUARD_NS);
+        assert_eq!(args.task.release_early, periodic::RELEASE_EARLY_NS);
+        assert_eq!(args.duration, rtlab_probe::DEFAULT_DURATION_NS);
+        assert_eq!(args.mode, Mode::Executive);
+        let args: ExecPeriodicArgs = parse(&["--mode", "fifo"]);
+        assert_eq!(args.mode, Mode::Fifo);
+    }
 }

@@ -260,18 +260,9 @@ pub struct QuickArgs {
 /// be the probes' own (the ones a campaign uses).
 #[cfg(test)]
 mod tests {
+    use super::super::shared::parse;
     use super::*;
-    use clap::FromArgMatches;
     use rtlab_probe::{noise, switch, timer};
-
-    /// The arguments of one command, as clap reads them.
-    fn parse<T: Args + FromArgMatches>(args: &[&str]) -> T {
-        let command = T::augment_args(clap::Command::new("rtlab"));
-        let matches = command
-            .try_get_matches_from([&["rtlab"], args].concat())
-            .unwrap();
-        T::from_arg_matches(&matches).unwrap()
-    }
 
     #[test]
     fn timer_defaults_are_the_probe_s() {

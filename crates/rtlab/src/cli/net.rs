@@ -4,6 +4,7 @@ use super::shared::{parse_policy, with_default_priority, RunArgs};
 use crate::input;
 use clap::{Args, Subcommand};
 use rtlab_core::sched::Policy;
+use rtlab_probe::net::{self, server::RateLimit};
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
@@ -71,7 +72,7 @@ pub struct NetServeArgs {
     pub max_size: u32,
 
     /// Requests per second each source may send (0: no limit).
-    #[arg(long, default_value = "100000", value_name = "N")]
+    #[arg(long, default_value_t = RateLimit::DEFAULT.per_second, value_name = "N")]
     pub rate_limit: u64,
 
     /// Requests a source may send at once above its rate [default: a tenth of --rate-limit, at least 10].
@@ -165,7 +166,7 @@ pub struct NetProbeArgs {
     pub duration: Option<u64>,
 
     /// Request/acknowledge steps per message (1-32).
-    #[arg(long, default_value = "4", value_name = "K", value_parser = clap::value_parser!(u8).range(1..=32))]
+    #[arg(long, default_value_t = net::DEFAULT_ROUND_TRIPS, value_name = "K", value_parser = clap::value_parser!(u8).range(1..=32))]
     pub round_trips: u8,
 
     /// A message without its last reply this long after its first send is lost.
@@ -173,7 +174,7 @@ pub struct NetProbeArgs {
     pub timeout: u64,
 
     /// Bytes per request (UDP payload or TCP frame).
-    #[arg(long, default_value = "64", value_name = "BYTES")]
+    #[arg(long, default_value_t = net::DEFAULT_PAYLOAD, value_name = "BYTES")]
     pub payload: usize,
 
     /// Sign requests and check replies with this key (exchange mode).
@@ -209,4 +210,19 @@ pub struct NetProbeArgs {
 
 fn parse_mode(s: &str) -> Result<rtlab_probe::net::Mode, String> {
     s.parse()
+}
+
+/// The command line writes its durations as text for `--help`; they must
+/// be the probe's own defaults (the ones a campaign uses).
+#[cfg(test)]
+mod tests {
+    use super::super::shared::parse;
+    use super::*;
+
+    #[test]
+    fn probe_defaults_are_the_probe_s() {
+        let args: NetProbeArgs = parse(&["--netns"]);
+        assert_eq!(args.interval, net::DEFAULT_INTERVAL_NS);
+        assert_eq!(args.timeout, net::DEFAULT_TIMEOUT_NS);
+    }
 }

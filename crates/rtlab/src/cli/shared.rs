@@ -81,6 +81,17 @@ pub(super) fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
 
+/// The arguments of one command, as clap reads them: for the tests that
+/// the defaults written as text for `--help` are the lower crates' own.
+#[cfg(test)]
+pub(super) fn parse<T: Args + clap::FromArgMatches>(args: &[&str]) -> T {
+    let command = T::augment_args(clap::Command::new("rtlab"));
+    let matches = command
+        .try_get_matches_from([&["rtlab"], args].concat())
+        .unwrap();
+    T::from_arg_matches(&matches).unwrap()
+}
+
 /// The help of a `--priority` whose default is the probes' default priority
 /// ([`rtlab_probe::DEFAULT_PRIORITY`]), shown as clap shows a default.
 pub(super) fn with_default_priority(what: &str) -> String {

@@ -4,7 +4,7 @@
 
 use super::measure::{measure, print_summary};
 use crate::cli::{
-    BudgetArgs, ExecPeriodicArgs, KurtTableArgs, PeriodicMode, PeriodicTaskArgs, RunArgs, StoreArgs,
+    BudgetArgs, ExecPeriodicArgs, KurtTableArgs, PeriodicTaskArgs, RunArgs, StoreArgs,
 };
 use crate::input::{bad_input, InputError};
 use crate::outputs::budget::{summary_text, title};
@@ -177,10 +177,7 @@ fn worse(a: Option<RunStatus>, b: RunStatus) -> Option<RunStatus> {
 
 /// `rtlab exec periodic`.
 pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
-    let mode = match args.mode {
-        PeriodicMode::Executive => Mode::Executive,
-        PeriodicMode::Fifo => Mode::Fifo,
-    };
+    let mode = args.mode;
     let config = config_from(&args.task, args.tasks, args.duration, mode)?;
     if args.baseline.is_none() {
         return measure(Box::new(config), &args.run, &[])?.report(args.run.quiet);
