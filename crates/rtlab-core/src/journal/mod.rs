@@ -6,7 +6,8 @@
 //! as soon as they exist, before they are used. The journal is
 //! replayed backwards on normal exit (`Drop`), on panic
 //! ([`install_panic_restore`]) and, after SIGKILL or power loss, by
-//! [`recover_stale`] (`rtlab restore`, also run at every start).
+//! [`recover_stale`] (`rtlab restore`, also run at every start:
+//! [`recover_stale_in_state_dir`]).
 
 mod conflict;
 mod entry;
@@ -27,7 +28,7 @@ pub use error::JournalError;
 pub use owner::Owner;
 pub use panic::install_panic_restore;
 pub use record::Journal;
-pub use recover::recover_stale;
+pub use recover::{recover_stale, recover_stale_in_state_dir};
 pub use state_dir::state_dir;
 pub use sysv::{remove_sysv_sem_set, SysvSemSet};
 pub use value::parse_sysctl;

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -24,6 +24,15 @@ pub(super) fn restore_entries(entries: &[Entry]) -> (Vec<Restored>, Vec<Entry>) 
     }
     remaining.reverse();
     (results, remaining)
+}
+
+/// What `rtlab restore` does and every session starts with: the journals
+/// of dead owners in [`state_dir`] recovered ([`recover_stale`]). Returns
+/// the directory, for the messages that name it, and what was recovered.
+pub fn recover_stale_in_state_dir() -> (PathBuf, Vec<Recovered>) {
+    let dir = state_dir();
+    let recovered = recover_stale(&dir);
+    (dir, recovered)
 }
 
 /// Restores every journal in `state_dir` whose owner is dead (reverse

@@ -6,8 +6,7 @@ use rtlab_core::journal;
 use std::process::ExitCode;
 
 pub fn run(args: &RestoreArgs) -> anyhow::Result<ExitCode> {
-    let dir = journal::state_dir();
-    let recovered = journal::recover_stale(&dir);
+    let (dir, recovered) = journal::recover_stale_in_state_dir();
     let failed = recovered.iter().any(|r| !r.ok());
     if args.json {
         let doc = serde_json::json!({
