@@ -246,3 +246,29 @@ fn samples_go_through_a_pipe() {
     assert_eq!(lines.next(), Some("cpu,t_ns,latency_ns"));
     assert_eq!(lines.count() as u64, samples);
 }
+
+#[test]
+fn samples_on_stdout() {
+    // `--samples -`: the CSV is stdout, the JSON goes to a file (`--json -`
+    // beside it is refused: one stdout, see outputs_safe.rs).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["measure", "timer", "--cpus", "0", "--loops", "50"])
+            .args(["--quiet", "--no-store", "--samples", "-", "--json"])
+            .arg(&json),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let samples = doc["series"][0]["samples"].as_u64().unwrap();
+    assert!(samples > 0, "{doc}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("cpu,t_ns,latency_ns"));
+    assert_eq!(lines.count() as u64, samples, "stdout is the CSV only");
+}

@@ -190,6 +190,14 @@ fn two_outputs_in_one_file_are_refused_before_measuring() {
         &["measure", "timer", "--json", "-", "--histfile", "-"],
         &["--json -", "--histfile -", "stdout"],
     );
+    common::assert_refused(
+        &["measure", "timer", "--json", "-", "--samples", "-"],
+        &["--json -", "--samples -", "stdout"],
+    );
+    common::assert_refused(
+        &["exec", "periodic", "--samples", "-", "--json", "-"],
+        &["--json -", "--samples -", "stdout"],
+    );
 }
 
 #[test]
