@@ -113,7 +113,7 @@ pub fn measure(
     // cover what it measured, and its evaluation says so.
     let evaluation = args.budget.budget.as_ref().map(|b| b.evaluate(&result));
     outputs.finish_run(&result, evaluation.as_ref(), || {
-        keep(
+        save(
             &mut store,
             &result,
             args.no_store || outputs.json().is_some(),
@@ -131,11 +131,12 @@ pub fn measure(
 /// (disk full, file made read-only) must not lose it: it is kept as a
 /// file, named in the error, and the command fails. Without a store (the
 /// default one could not be opened, warned about at the start) the run is
-/// kept as a file unless `elsewhere` (--no-store, or --json has it).
-fn keep(store: &mut Option<Store>, result: &RunResult, elsewhere: bool) -> anyhow::Result<()> {
+/// kept as a file unless `no_file` (--no-store asked for none, or --json
+/// has the run: without either it would be nowhere).
+fn save(store: &mut Option<Store>, result: &RunResult, no_file: bool) -> anyhow::Result<()> {
     match store {
         Some(store) => store.save_or_keep(result)?,
-        None if !elsewhere => {
+        None if !no_file => {
             match rtlab_store::keep_unsaved_in(result, &rtlab_store::unsaved_dirs()) {
                 Ok(kept) => eprintln!(
                     "the run was kept in {kept}: store it with `rtlab import {}`",

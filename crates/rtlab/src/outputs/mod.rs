@@ -48,7 +48,8 @@ pub struct Requested<'a> {
 }
 
 /// A file a command writes from its run's result with an exporter, named
-/// by its flag: `--histfile` in cyclictest's layout.
+/// by its flag: `--histfile` in cyclictest's layout. Cloned (the exporter
+/// shared) into the [`Outputs`] of the run it is given to.
 #[derive(Clone)]
 pub struct ResultFile<'a> {
     pub flag: &'static str,
@@ -378,5 +379,41 @@ mod tests {
         });
         assert!(message.contains("result store (--db)"), "{message}");
         assert!(!path.exists(), "a refused command creates nothing");
+    }
+
+    /// A single run ends with its JSON, then the store, then the JUnit
+    /// file and the result files: a store that fails leaves the JSON
+    /// written and the histfile as it was created (empty), never half.
+    #[test]
+    fn a_single_run_ends_json_store_then_result_files() {
+        let text = include_str!("../../../rtlab-report/tests/golden/cyclictest-2.40-H40.json");
+        let result = rtlab_report::import::import_text(text, "golden", None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (json_path, hist_path) = (dir.path().join("r.json"), dir.path().join("h.txt"));
+        let (json, hist) = (file(&json_path), file(&hist_path));
+        let mut outputs = Outputs::open(Requested {
+            json: Some(&json),
+            files: vec![ResultFile {
+                flag: "--histfile",
+                target: &hist,
+                exporter: Arc::new(rtlab_report::export::HistfileExporter {
+                    hist_max_us: 10,
+                    all_threads_column: false,
+                }),
+            }],
+            ..Requested::default()
+        })
+        .unwrap();
+        outputs.measured();
+        let failed = outputs.finish_run(&result, None, || {
+            assert!(std::fs::metadata(&json_path).unwrap().len() > 0);
+            anyhow::bail!("the store is full")
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "the store is full");
+        assert_eq!(std::fs::metadata(&hist_path).unwrap().len(), 0);
+
+        outputs.finish_run(&result, None, || Ok(())).unwrap();
+        let written = std::fs::read_to_string(&hist_path).unwrap();
+        assert!(written.starts_with("# Histogram\n"), "{written}");
     }
 }
