@@ -22,6 +22,27 @@ macro_rules! bad_input {
 }
 pub(crate) use bad_input;
 
+/// `--hist-max` (of `measure timer` and `export`) as the histfile's number
+/// of 1 µs bins: a whole number of µs, at most
+/// [`rtlab_report::export::HISTFILE_MAX_RANGE_US`]. A rule of cyclictest's
+/// layout, not of the probe's.
+pub fn hist_max_us(ns: u64) -> anyhow::Result<u64> {
+    use rtlab_core::units::human_duration;
+    if !ns.is_multiple_of(1000) {
+        bad_input!(
+            "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
+            human_duration(ns)
+        );
+    }
+    if ns / 1000 > rtlab_report::export::HISTFILE_MAX_RANGE_US {
+        bad_input!(
+            "--hist-max {}: at most 10s of 1 µs bins",
+            human_duration(ns)
+        );
+    }
+    Ok(ns / 1000)
+}
+
 /// clap value parser for durations (`10s`, `200us`, `1.5ms`).
 pub fn duration(s: &str) -> Result<u64, String> {
     rtlab_core::units::parse_duration_ns(s).map_err(|e| e.to_string())
@@ -86,5 +107,31 @@ impl clap::builder::TypedValueParser for Label {
             )
             .with_cmd(cmd)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{hist_max_us, InputError};
+
+    /// `measure timer --hist-max` and `export --hist-max` hold one rule,
+    /// with one message each way it is broken.
+    #[test]
+    fn hist_max_is_whole_microseconds_up_to_10s() {
+        assert_eq!(hist_max_us(1_000_000).unwrap(), 1000);
+        assert_eq!(hist_max_us(10_000_000_000).unwrap(), 10_000_000);
+        let refused = |ns| {
+            let e = hist_max_us(ns).unwrap_err();
+            assert!(e.downcast_ref::<InputError>().is_some(), "{e}");
+            e.to_string()
+        };
+        assert_eq!(
+            refused(1_500),
+            "--hist-max 1.5us: the histfile has 1 µs bins, give a whole number of µs"
+        );
+        assert_eq!(
+            refused(10_000_001_000),
+            "--hist-max 10s: at most 10s of 1 µs bins"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use super::measure::measure;
 use crate::cli::TimerArgs;
-use crate::input::{bad_input, InputError};
+use crate::input::{self, bad_input, InputError};
 use crate::outputs::ResultFile;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{DeadlineParams, Policy};
@@ -45,19 +45,7 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
     if let Err(e) = config.validate() {
         bad_input!("{}", e.render(flag));
     }
-    // The histfile's range, a rule of the cyclictest layout, not the probe's.
-    if !args.hist_max.is_multiple_of(1000) {
-        bad_input!(
-            "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
-            human_duration(args.hist_max)
-        );
-    }
-    if args.hist_max / 1000 > rtlab_report::export::HISTFILE_MAX_RANGE_US {
-        bad_input!(
-            "--hist-max {}: at most 10s of 1 µs bins",
-            human_duration(args.hist_max)
-        );
-    }
+    input::hist_max_us(args.hist_max)?;
     Ok(config)
 }
 

@@ -4,7 +4,7 @@
 use crate::cli::{
     CompareArgs, CompareFormat, ExportArgs, ExportFormat, ImportArgs, RunsArgs, ShowArgs,
 };
-use crate::input::InputError;
+use crate::input::{self, InputError};
 use crate::outputs::OutputTarget;
 use crate::session;
 use anyhow::Context;
@@ -288,24 +288,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .find_map(|s| s.stats.overflows.as_ref().map(|o| o.limit_us));
             let hist_max_us = match args.hist_max {
-                Some(ns) if ns % 1000 != 0 => {
-                    return Err(InputError(format!(
-                        "--hist-max {}: the histfile has 1 µs bins, give a whole number of µs",
-                        human_duration(ns)
-                    ))
-                    .into());
-                }
-                Some(ns) if ns / 1000 > rtlab_report::export::HISTFILE_MAX_RANGE_US => {
-                    return Err(InputError(format!(
-                        "--hist-max {}: at most 10s of 1 µs bins",
-                        human_duration(ns)
-                    ))
-                    .into());
-                }
-                Some(ns) => ns / 1000,
+                Some(ns) => input::hist_max_us(ns)?,
                 // A range recorded in an imported file is input too.
                 None => recorded_us
-                    .unwrap_or(1000)
+                    .unwrap_or(rtlab_probe::timer::DEFAULT_HIST_MAX_NS / 1000)
                     .min(rtlab_report::export::HISTFILE_MAX_RANGE_US),
             };
             histfile = HistfileExporter {
