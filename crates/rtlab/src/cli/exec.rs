@@ -3,7 +3,7 @@
 use super::shared::RunArgs;
 use crate::input;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use rtlab_exec::periodic::Mode;
 
 #[derive(Subcommand)]
@@ -12,13 +12,6 @@ pub enum ExecCommand {
     Periodic(Box<ExecPeriodicArgs>),
     /// Paper 002's Tables 4.1/4.2: % of activations within 10-1000 µs, 1/10/20/30 tasks, SCHED_FIFO vs the executive, idle and loaded.
     KurtTable(Box<KurtTableArgs>),
-}
-
-/// The run compared with the executive's by `rtlab exec periodic --baseline`.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum PeriodicBaseline {
-    /// The same tasks as self-timed SCHED_FIFO threads (clock_nanosleep to each activation).
-    Fifo,
 }
 
 /// `--mode`: the executive's own [`Mode`], each value with its help line.
@@ -32,6 +25,15 @@ fn periodic_mode() -> impl TypedValueParser<Value = Mode> {
     let values = [Mode::Executive, Mode::Fifo]
         .map(|mode| PossibleValue::new(mode.as_str()).help(help(mode)));
     PossibleValuesParser::new(values).map(|text| text.parse().expect("a Mode's own name"))
+}
+
+/// `--baseline`: the [`Mode`] of the run compared with the executive's,
+/// self-timed SCHED_FIFO threads only.
+fn baseline_mode() -> impl TypedValueParser<Value = Mode> {
+    let fifo = PossibleValue::new(Mode::Fifo.as_str()).help(
+        "The same tasks as self-timed SCHED_FIFO threads (clock_nanosleep to each activation)",
+    );
+    PossibleValuesParser::new([fifo]).map(|text| text.parse().expect("a Mode's own name"))
 }
 
 /// The task set of `rtlab exec periodic` and `rtlab exec kurt-table`.
@@ -100,8 +102,8 @@ pub struct ExecPeriodicArgs {
     pub mode: Mode,
 
     /// Also run the same tasks this way and print both side by side.
-    #[arg(long, value_enum)]
-    pub baseline: Option<PeriodicBaseline>,
+    #[arg(long, value_parser = baseline_mode())]
+    pub baseline: Option<Mode>,
 
     #[command(flatten)]
     pub task: PeriodicTaskArgs,
@@ -160,7 +162,9 @@ mod tests {
         assert_eq!(args.task.release_early, periodic::RELEASE_EARLY_NS);
         assert_eq!(args.duration, rtlab_probe::DEFAULT_DURATION_NS);
         assert_eq!(args.mode, Mode::Executive);
-        let args: ExecPeriodicArgs = parse(&["--mode", "fifo"]);
+        assert_eq!(args.baseline, None);
+        let args: ExecPeriodicArgs = parse(&["--mode", "fifo", "--baseline", "fifo"]);
         assert_eq!(args.mode, Mode::Fifo);
+        assert_eq!(args.baseline, Some(Mode::Fifo));
     }
 }

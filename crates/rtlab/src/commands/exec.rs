@@ -179,9 +179,9 @@ fn worse(a: Option<RunStatus>, b: RunStatus) -> Option<RunStatus> {
 pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let mode = args.mode;
     let config = config_from(&args.task, args.tasks, args.duration, mode)?;
-    if args.baseline.is_none() {
+    let Some(baseline_mode) = args.baseline else {
         return measure(Box::new(config), &args.run, &[])?.report(args.run.quiet);
-    }
+    };
     if mode != Mode::Executive {
         bad_input!(
             "--baseline fifo compares the executive with SCHED_FIFO: leave --mode executive"
@@ -196,7 +196,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let outputs = open_outputs(&args.run)?;
     let mut human = outputs.human();
     let mut baseline = config.clone();
-    baseline.mode = Mode::Fifo;
+    baseline.mode = baseline_mode;
     let mut results: Vec<RunResult> = Vec::new();
     for config in [config, baseline] {
         let quiet = args.run.quiet || outputs.json_on_stdout();
