@@ -5,8 +5,9 @@ use crate::input::InputError;
 use rtlab_store::Store;
 use std::path::Path;
 
-/// Hidden subcommand a load worker runs as (see commands/load.rs): what
-/// `rtlab_run::begin` is given to start loads with.
+/// Hidden subcommand a load worker runs as (the command line's name for
+/// it, run by commands/load.rs): what `rtlab_run::begin` is given to start
+/// loads with.
 pub const LOAD_WORKER: &str = "__load-worker";
 
 /// Opens the store at `--db PATH` or the default place. A path that cannot

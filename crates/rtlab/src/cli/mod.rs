@@ -4,7 +4,8 @@
 //! One file per noun, with the argument groups several commands share in
 //! `shared.rs`; every type is re-exported here (`crate::cli::RunArgs`).
 //! The files import `shared` only (and the value types of `crate::input`
-//! and `crate::outputs`), never each other or this one, and the commands
+//! and `crate::outputs`; this one the load worker's name in
+//! `crate::session`), never each other or this one, and the commands
 //! import the command line, never the other way round.
 
 mod campaign;
@@ -147,6 +148,6 @@ what a SIGKILL or a power loss left behind."
     /// Manual pages: rtlab(1) on stdout, or one page per command with --dir.
     Man(ManArgs),
     /// Internal: the process a load runs in.
-    #[command(name = "__load-worker", hide = true)]
+    #[command(name = crate::session::LOAD_WORKER, hide = true)]
     LoadWorker(WorkerArgs),
 }
