@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 /// `load_worker`, the arguments that make it a load worker (e.g.
 /// `["__load-worker"]`).
 pub fn begin(load_worker: &[&str]) -> anyhow::Result<RunContext> {
-    for recovered in journal::recover_stale_in_state_dir().1 {
+    let (_state_dir, recovered) = journal::recover_stale_in_state_dir();
+    for recovered in recovered {
         eprintln!("restore: {recovered}");
     }
     let journal = Arc::new(Mutex::new(Journal::for_this_process()));
