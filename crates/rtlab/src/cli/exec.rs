@@ -149,7 +149,7 @@ pub struct KurtTableArgs {
 /// be the executive's own defaults (the ones a campaign uses).
 #[cfg(test)]
 mod tests {
-    use super::super::shared::parse;
+    use super::super::shared::parse_args as parse;
     use super::*;
     use rtlab_exec::periodic;
 

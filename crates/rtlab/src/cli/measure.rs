@@ -260,7 +260,7 @@ pub struct QuickArgs {
 /// be the probes' own (the ones a campaign uses).
 #[cfg(test)]
 mod tests {
-    use super::super::shared::parse;
+    use super::super::shared::parse_args as parse;
     use super::*;
     use rtlab_probe::{noise, switch, timer};
 

@@ -216,7 +216,7 @@ fn parse_mode(s: &str) -> Result<rtlab_probe::net::Mode, String> {
 /// be the probe's own defaults (the ones a campaign uses).
 #[cfg(test)]
 mod tests {
-    use super::super::shared::parse;
+    use super::super::shared::parse_args as parse;
     use super::*;
 
     #[test]

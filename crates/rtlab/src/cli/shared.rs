@@ -84,7 +84,7 @@ pub(super) fn parse_policy(s: &str) -> Result<Policy, String> {
 /// The arguments of one command, as clap reads them: for the tests that
 /// the defaults written as text for `--help` are the lower crates' own.
 #[cfg(test)]
-pub(super) fn parse<T: Args + clap::FromArgMatches>(args: &[&str]) -> T {
+pub(crate) fn parse_args<T: Args + clap::FromArgMatches>(args: &[&str]) -> T {
     let command = T::augment_args(clap::Command::new("rtlab"));
     let matches = command
         .try_get_matches_from([&["rtlab"], args].concat())

@@ -555,3 +555,28 @@ fn kurt_json(
         "runs": done.iter().map(|(_, r)| r).collect::<Vec<_>>(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::parse_args;
+
+    /// `--tasks`' default, written as text for `--help`, is the task counts
+    /// of the preset whose plan the table is.
+    #[test]
+    fn kurt_table_default_tasks_are_the_preset_s() {
+        let args: KurtTableArgs = parse_args(&[]);
+        let campaign = rtlab_campaign::read(KURT_PRESET, &|_: &str| Ok(())).unwrap();
+        let mut counts: Vec<u64> = campaign
+            .probes
+            .iter()
+            .filter_map(|probe| match &probe.settings {
+                ProbeSettings::Periodic(settings) => Some(settings.tasks as u64),
+                _ => None,
+            })
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        assert_eq!(args.tasks, counts);
+    }
+}
