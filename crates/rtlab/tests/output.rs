@@ -249,14 +249,15 @@ fn samples_go_through_a_pipe() {
 
 #[test]
 fn samples_on_stdout() {
-    // `--samples -`: the CSV is stdout, the JSON goes to a file (`--json -`
-    // beside it is refused: one stdout, see outputs_safe.rs).
+    // `--samples -`: the CSV is stdout and the table goes to stderr; the
+    // JSON goes to a file (`--json -` beside it is refused: one stdout, see
+    // outputs_safe.rs).
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let out = common::run(
         common::rtlab(dir.path())
             .args(["measure", "timer", "--cpus", "0", "--loops", "50"])
-            .args(["--quiet", "--no-store", "--samples", "-", "--json"])
+            .args(["--no-store", "--samples", "-", "--json"])
             .arg(&json),
     );
     assert!(
@@ -271,4 +272,9 @@ fn samples_on_stdout() {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("cpu,t_ns,latency_ns"));
     assert_eq!(lines.count() as u64, samples, "stdout is the CSV only");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("series"),
+        "the table is on stderr: {stderr}"
+    );
 }

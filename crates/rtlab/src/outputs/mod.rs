@@ -65,6 +65,9 @@ pub struct Outputs {
     junit: Option<PathBuf>,
     budget: Option<Budget>,
     samples: Option<Box<dyn Write + Send>>,
+    /// Some output (`--json`, `--samples`, `--histfile`) is `-`: stdout
+    /// carries that data only, and the tables go to stderr.
+    data_on_stdout: bool,
     /// The files opened before measuring, held open until the command
     /// has written them: the reader of a FIFO given as one (a named pipe
     /// to `jq`) would otherwise see the end of its input before the
@@ -95,6 +98,7 @@ impl Outputs {
         // the other (or the result store).
         checks::check_distinct(&named)?;
         checks::check_junit(requested.junit, requested.budget, &named)?;
+        let data_on_stdout = named.iter().any(|(_, target)| target.is_stdout());
         let mut held = Vec::new();
         let files = requested.files.iter().map(|file| (file.flag, file.target));
         for (flag, target) in files.chain(requested.json.map(|t| ("--json", t))) {
@@ -127,6 +131,7 @@ impl Outputs {
                 .map(Path::to_path_buf),
             budget: requested.budget.cloned(),
             samples,
+            data_on_stdout,
             held,
         })
     }
@@ -141,10 +146,11 @@ impl Outputs {
         self.json.as_ref().is_some_and(OutputTarget::is_stdout)
     }
 
-    /// Where the human-readable output goes: stderr when the JSON goes to
-    /// stdout, so stdout is JSON only.
+    /// Where the human-readable output goes: stderr when an output goes to
+    /// stdout (`--json -`, `--samples -`, `--histfile -`), so stdout is
+    /// that output only and a pipe reader never sees a table in its data.
     pub fn human(&self) -> Box<dyn Write> {
-        if self.json_on_stdout() {
+        if self.data_on_stdout {
             Box::new(io::stderr())
         } else {
             Box::new(io::stdout())
