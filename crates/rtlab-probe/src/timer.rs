@@ -6,8 +6,9 @@ use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use crate::settings::check_priority;
 use crate::trace::TraceMarker;
-use crate::{ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun};
 use rtlab_core::clock::{self, PeriodicTimer};
+use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
@@ -158,6 +159,26 @@ impl TimerConfig {
             .map(|i| self.deadlines_of(i) * self.interval_of(i))
             .max()
             .unwrap_or(0)
+    }
+}
+
+impl Probe for TimerConfig {
+    fn kind(&self) -> &'static str {
+        "timer"
+    }
+    fn planned_ns(&self) -> u64 {
+        TimerConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        _journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, stop, samples_csv)?))
     }
 }
 

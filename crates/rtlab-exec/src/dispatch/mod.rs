@@ -142,7 +142,7 @@ impl Probe for DispatchConfig {
     }
 
     fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        rtlab_probe::config_json(self)
     }
 
     fn start(

@@ -299,7 +299,7 @@ impl Probe for PeriodicConfig {
         PeriodicConfig::planned_ns(self)
     }
     fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        rtlab_probe::config_json(self)
     }
     fn start(
         &self,

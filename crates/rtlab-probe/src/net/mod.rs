@@ -20,12 +20,13 @@ pub mod server;
 pub mod wire;
 
 use crate::launch::{self, Launch};
-use crate::{ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun};
 use auth::Key;
 use client::{Client, ClientCounters, ClientEnd, ClientPlan};
 use netns::NetnsPair;
 use recorder::NetRecorder;
 use rtlab_core::clock;
+use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NetReport, Series, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
@@ -36,7 +37,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 pub use wire::{Mode, Transport};
@@ -212,6 +213,26 @@ pub struct NetRun {
     start_ns: u64,
     // Held until the end: the namespaces vanish when these close.
     _namespaces: Option<Arc<NetnsPair>>,
+}
+
+impl Probe for NetConfig {
+    fn kind(&self) -> &'static str {
+        "net"
+    }
+    fn planned_ns(&self) -> u64 {
+        NetConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        _journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        start(self, stop, samples_csv)
+    }
 }
 
 /// Starts rtlab's server (when asked), then the client, and the recorder.

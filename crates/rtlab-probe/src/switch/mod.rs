@@ -46,7 +46,7 @@ pub use sys::{futex_wait, futex_wait_for, futex_wake};
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
 use crate::settings::{check_priority, refuse_deadline};
 use crate::timer::RunLength;
-use crate::ProbeRun;
+use crate::{Probe, ProbeRun};
 use anyhow::Context;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;
@@ -230,6 +230,27 @@ impl SwitchConfig {
             sched.policy
         );
         (sched, Some(warning))
+    }
+}
+
+/// The SysV semaphore set of `sysv-sem` goes through the journal.
+impl Probe for SwitchConfig {
+    fn kind(&self) -> &'static str {
+        "switch"
+    }
+    fn planned_ns(&self) -> u64 {
+        SwitchConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        start(self, stop, samples_csv, Some(Arc::clone(journal)))
     }
 }
 

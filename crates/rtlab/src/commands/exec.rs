@@ -10,7 +10,7 @@ use crate::input::{bad_input, InputError};
 use crate::outputs::budget::{summary_text, title};
 use crate::outputs::exit::{exit_code, kept_where, status_code};
 use crate::outputs::{Outputs, Requested};
-use rtlab_campaign::{LoadEntry, ProbeSettings};
+use rtlab_campaign::{LoadEntry, PeriodicSettings};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
@@ -303,7 +303,7 @@ fn plan_cells(
             let mut probe = template.clone();
             let short = if mode == Mode::Fifo { "fifo" } else { "exec" };
             probe.name = format!("{short}-{tasks}");
-            if let ProbeSettings::Periodic(settings) = &mut probe.settings {
+            if let Some(settings) = probe.settings_as_mut::<PeriodicSettings>() {
                 settings.tasks = tasks as usize;
                 settings.period_ns = args.task.period;
                 settings.work_ns = args.task.work;
@@ -331,7 +331,7 @@ fn plan_cells(
         .runs
         .iter()
         .filter_map(|run| {
-            let ProbeSettings::Periodic(settings) = &run.probe.settings else {
+            let Some(settings) = run.probe.settings_as::<PeriodicSettings>() else {
                 return None;
             };
             let load = (!run.load.run.is_empty()).then(|| run.load.run.join(","));

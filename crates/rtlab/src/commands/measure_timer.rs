@@ -10,7 +10,6 @@ use rtlab_core::settings::flag;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::settings::sched_of;
 use rtlab_probe::timer::{RunLength, TimerConfig};
-use rtlab_probe::ProbeConfig;
 use rtlab_probe::DEFAULT_DURATION_NS;
 use rtlab_report::export::{Exporter, HistfileExporter};
 use std::process::ExitCode;
@@ -63,11 +62,7 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
 pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
     let histfile = args.histfile.as_ref().map(|t| ("--histfile", t));
-    let measured = measure(
-        Box::new(ProbeConfig::Timer(config)),
-        &args.run,
-        histfile.as_slice(),
-    )?;
+    let measured = measure(Box::new(config), &args.run, histfile.as_slice())?;
     if let Some(target) = &args.histfile {
         let exporter = HistfileExporter {
             hist_max_us: args.hist_max / 1000,
