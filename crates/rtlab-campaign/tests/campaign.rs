@@ -1977,3 +1977,61 @@ fn the_probes_own_rules_hold_in_a_campaign() {
         "distance cannot be used with policy deadline (the period is the interval): configuration `dl` with probe `timer`",
     );
 }
+
+// ---------------------------------------------------------------- registry
+
+/// A campaign of one probe of `kind` with its defaults, on an idle machine
+/// at fifo 90.
+fn one_probe(kind: &str) -> Campaign {
+    parse_ok(&format!(
+        "name = \"k\"\nduration = \"1s\"\n[[probe]]\nkind = \"{kind}\"\n\
+         [[load]]\nname = \"idle\"\nrun = []\n[[configuration]]\nname = \"c\"\n"
+    ))
+}
+
+#[test]
+fn every_kind_is_read_by_its_name_and_builds_its_probe() {
+    for kind in ["timer", "switch", "noise", "net", "periodic"] {
+        let c = one_probe(kind);
+        let p = &c.probes[0];
+        assert_eq!((p.name.as_str(), p.kind.as_str()), (kind, kind));
+        assert_eq!(p.kind.to_string(), kind);
+        assert_eq!(kind.parse::<ProbeKind>(), Ok(p.kind));
+        // The probe the engine runs says the same kind in its result.
+        let probe = probe_for(p, fifo(90), 1_000_000_000, &cpus("0-3")).unwrap();
+        assert_eq!(probe.kind(), kind);
+        assert!(probe.planned_ns() > 0, "{kind}");
+        assert!(probe.config_json().is_object(), "{kind}");
+        // A clone is equal, another kind's settings are not.
+        assert_eq!(p.clone(), *p);
+        let other = one_probe(if kind == "timer" { "noise" } else { "timer" });
+        assert!(*other.probes[0].settings != *p.settings);
+    }
+}
+
+#[test]
+fn a_probes_json_keeps_its_settings_in_their_order() {
+    let c = one_probe("timer");
+    assert_eq!(
+        serde_json::to_string(&c.probes[0]).unwrap(),
+        r#"{"name":"timer","kind":"timer","cpus":"all","interval_ns":1000000,"distance_ns":0,"mode":"abs","hist_max_ns":1000000}"#
+    );
+    let c = one_probe("periodic");
+    assert_eq!(
+        serde_json::to_string(&c.probes[0]).unwrap(),
+        r#"{"name":"periodic","kind":"periodic","tasks":1,"period_ns":10000000,"work_ns":100000,"mode":"executive","cpu":null}"#
+    );
+}
+
+#[test]
+fn settings_are_changed_through_their_own_type() {
+    let mut c = one_probe("periodic");
+    let p = &mut c.probes[0];
+    assert!(p.settings_as_mut::<TimerSettings>().is_none());
+    p.settings_as_mut::<PeriodicSettings>().unwrap().tasks = 3;
+    assert_eq!(p.settings_as::<PeriodicSettings>().unwrap().tasks, 3);
+    assert_eq!(
+        p.describe(),
+        "3 tasks every 10ms, 100us work, executive on the last CPU"
+    );
+}

@@ -167,8 +167,8 @@ pub struct ProbeSpec {
     pub settings: Box<dyn KindSettings>,
 }
 
-// By hand: a derived PartialEq cannot compare a `Box<dyn Trait>` field
-// (rust-lang/rust#31740).
+// By hand: a derived PartialEq cannot compare two `Box<dyn Trait>` fields
+// (rust-lang/rust#31740); compare what they hold.
 impl PartialEq for ProbeSpec {
     fn eq(&self, other: &ProbeSpec) -> bool {
         self.name == other.name && self.kind == other.kind && *self.settings == *other.settings
