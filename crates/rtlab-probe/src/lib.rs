@@ -79,15 +79,20 @@ pub trait Probe: Send {
     /// Every setting, defaults included: the result's `config` (see
     /// [`config_json`]).
     fn config_json(&self) -> serde_json::Value;
-    /// Starts the probe. `stop` ends it early when set; `samples_csv`
-    /// receives every sample as CSV; system changes the probe makes itself
-    /// go through `journal`.
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>>;
+    /// Starts the probe with what the runner hands it.
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>>;
+}
+
+/// What the runner hands a probe it starts.
+pub struct Start<'a> {
+    /// Ends the probe early when set.
+    pub stop: Arc<AtomicBool>,
+    /// Receives every sample as CSV.
+    pub samples_csv: Option<Box<dyn Write + Send>>,
+    /// Where system changes the probe makes itself go (the switch probe's
+    /// SysV semaphore set, the noise probe's osnoise tracer settings), so
+    /// that `rtlab restore` undoes them after a crash.
+    pub journal: &'a Arc<Mutex<Journal>>,
 }
 
 /// A probe's config as the result's `config`: its own serialization, as

@@ -6,9 +6,8 @@ use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use crate::settings::check_priority;
 use crate::trace::TraceMarker;
-use crate::{Probe, ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use rtlab_core::clock::{self, PeriodicTimer};
-use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
@@ -172,13 +171,8 @@ impl Probe for TimerConfig {
     fn config_json(&self) -> serde_json::Value {
         crate::config_json(self)
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        _journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        Ok(Box::new(start(self, stop, samples_csv)?))
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, with.stop, with.samples_csv)?))
     }
 }
 

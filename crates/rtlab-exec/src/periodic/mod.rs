@@ -38,16 +38,12 @@ mod threads;
 
 use crate::periodic::threads::{PeriodicRun, START_MARGIN_NS};
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::journal::Journal;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
-use rtlab_probe::{Probe, ProbeRun};
+use rtlab_probe::{Probe, ProbeRun, Start};
 use serde::Serialize;
 use std::fmt;
-use std::io::Write;
 use std::str::FromStr;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 
 pub use threads::start;
 
@@ -301,13 +297,8 @@ impl Probe for PeriodicConfig {
     fn config_json(&self) -> serde_json::Value {
         rtlab_probe::config_json(self)
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        _journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        let run: PeriodicRun = start(self, stop, samples_csv)?;
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let run: PeriodicRun = start(self, with.stop, with.samples_csv)?;
         Ok(Box::new(run))
     }
 }

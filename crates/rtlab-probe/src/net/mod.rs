@@ -20,13 +20,12 @@ pub mod server;
 pub mod wire;
 
 use crate::launch::{self, Launch};
-use crate::{Probe, ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use auth::Key;
 use client::{Client, ClientCounters, ClientEnd, ClientPlan};
 use netns::NetnsPair;
 use recorder::NetRecorder;
 use rtlab_core::clock;
-use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NetReport, Series, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
@@ -37,7 +36,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 pub use wire::{Mode, Transport};
@@ -225,13 +224,8 @@ impl Probe for NetConfig {
     fn config_json(&self) -> serde_json::Value {
         crate::config_json(self)
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        _journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        start(self, stop, samples_csv)
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        start(self, with.stop, with.samples_csv)
     }
 }
 

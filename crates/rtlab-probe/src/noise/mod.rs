@@ -30,7 +30,7 @@ pub use config::{
 pub use report::series_name;
 
 use crate::launch::{self, Launch, LEAVE_GRACE};
-use crate::{Probe, ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use attribution::Sources;
 use collector::{Collector, CpuInput};
 use counters::{CounterFile, CounterKind, CounterLayout, CpuCounterFile};
@@ -171,13 +171,9 @@ impl Probe for NoiseConfig {
     fn config_json(&self) -> serde_json::Value {
         crate::config_json(self)
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        start(self, stop, samples_csv, Some(Arc::clone(journal)))
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let journal = Some(Arc::clone(with.journal));
+        start(self, with.stop, with.samples_csv, journal)
     }
 }
 

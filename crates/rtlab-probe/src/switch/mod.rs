@@ -46,7 +46,7 @@ pub use sys::{futex_wait, futex_wait_for, futex_wake};
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
 use crate::settings::{check_priority, refuse_deadline};
 use crate::timer::RunLength;
-use crate::{Probe, ProbeRun};
+use crate::{Probe, ProbeRun, Start};
 use anyhow::Context;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;
@@ -244,13 +244,9 @@ impl Probe for SwitchConfig {
     fn config_json(&self) -> serde_json::Value {
         crate::config_json(self)
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        start(self, stop, samples_csv, Some(Arc::clone(journal)))
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let journal = Some(Arc::clone(with.journal));
+        start(self, with.stop, with.samples_csv, journal)
     }
 }
 
