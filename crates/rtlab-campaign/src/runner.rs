@@ -5,7 +5,7 @@
 /// Where `rtlab measure switch` and the tests find the placements the
 /// switch and net probes' kinds use for a run.
 pub use crate::probes::{net_placement, switch_placement, NET_CLIENT_SCHED};
-use crate::ProbeSpec;
+use crate::{OneRun, ProbeSpec};
 use crate::{Plan, PlannedRun};
 use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
@@ -91,7 +91,11 @@ pub fn probe_for(
     duration_ns: u64,
     online: &CpuSet,
 ) -> Result<Box<dyn Probe>, String> {
-    spec.settings.probe(sched, duration_ns, online)
+    spec.settings.probe(&OneRun {
+        sched,
+        duration_ns,
+        online,
+    })
 }
 
 /// Runs every run of the plan in order and stores each result when it

@@ -1339,7 +1339,11 @@ fn net_config(
     let settings = spec
         .settings_as::<NetSettings>()
         .unwrap_or_else(|| panic!("not a net probe: {spec:?}"));
-    settings.config_for(sched, duration_ns, &cpus(online))
+    settings.config_for(&OneRun {
+        sched,
+        duration_ns,
+        online: &cpus(online),
+    })
 }
 
 #[test]

@@ -83,16 +83,9 @@ pub trait KindSettings: fmt::Debug + Send + Sync + Any + SettingsValue {
     /// The settings for humans: `every 1ms on all CPUs, mode abs`.
     fn describe(&self) -> String;
 
-    /// The probe of one run of `duration_ns` with `sched` (the run's
-    /// configuration; see each kind for which of its threads it
-    /// schedules), its CPUs resolved against `online`; the error names the
-    /// setting that cannot work.
-    fn probe(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<Box<dyn Probe>, String>;
+    /// The probe of one run; the error names the setting that cannot
+    /// work.
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String>;
 
     /// The thread a configuration schedules when it is not the measuring
     /// one, to say so beside the configuration: `server` for a net probe
@@ -118,6 +111,17 @@ pub trait KindSettings: fmt::Debug + Send + Sync + Any + SettingsValue {
     fn check_sched(&self, _sched: SchedParams) -> Result<(), FieldError> {
         Ok(())
     }
+}
+
+/// One run of a plan's cell, as its probe is built for it.
+pub struct OneRun<'a> {
+    /// The configuration's scheduling (each kind says which of its threads
+    /// it schedules), deadline parameters included.
+    pub sched: SchedParams,
+    /// Measuring time.
+    pub duration_ns: u64,
+    /// What the probe's CPU settings are resolved against.
+    pub online: &'a CpuSet,
 }
 
 /// What a `Box<dyn KindSettings>` needs from its type's derives: a clone,

@@ -21,7 +21,7 @@ mod timer;
 
 pub use cpus::cpus_text;
 use kind::KindDef;
-pub use kind::{KindSettings, ProbeKind, ProbeSpec, SettingsValue};
+pub use kind::{KindSettings, OneRun, ProbeKind, ProbeSpec, SettingsValue};
 pub use net::{
     net_placement, parse_transport, NetMode, NetSettings, Transport, DEFAULT_NET_INTERVAL_NS,
     DEFAULT_NET_PAYLOAD, DEFAULT_NET_ROUND_TRIPS, DEFAULT_NET_TIMEOUT_NS, NET_CLIENT_SCHED,

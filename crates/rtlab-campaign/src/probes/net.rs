@@ -4,7 +4,7 @@
 //! rtlab's server's placement.
 
 use super::cpus::cpu_or;
-use super::kind::{KindDef, KindSettings};
+use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
 use crate::parse::probe::{at_setting, cpu_number};
 use crate::parse::reader::{Reader, Section};
@@ -127,21 +127,20 @@ impl NetSettings {
         }
     }
 
-    /// The probe's config for one run of `duration_ns` with `sched`, its
-    /// CPUs resolved against `online`, checked.
+    /// The probe's config for one run, its CPUs resolved, checked.
     ///
-    /// `sched` is the configuration's scheduling. With rtlab's own server
+    /// `run.sched` is the configuration's scheduling. With rtlab's own server
     /// it goes to the server (the process whose promotion a campaign
     /// compares, as paper 000 promoted its server) and the client runs
     /// [`NET_CLIENT_SCHED`]; with a `target`, the server is not rtlab's and
     /// `sched` goes to the client. A run sends `duration / interval`
     /// messages (at least one).
-    pub fn config_for(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<NetConfig, String> {
+    pub fn config_for(&self, run: &OneRun) -> Result<NetConfig, String> {
+        let OneRun {
+            sched,
+            duration_ns,
+            online,
+        } = *run;
         if sched.policy == Policy::Deadline {
             return Err(
                 "policy deadline is for timer probes only: use fifo, rr or other for a net probe"
@@ -305,13 +304,8 @@ impl KindSettings for NetSettings {
     }
 
     /// See [`NetSettings::config_for`].
-    fn probe(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<Box<dyn Probe>, String> {
-        Ok(Box::new(self.config_for(sched, duration_ns, online)?))
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
+        Ok(Box::new(self.config_for(run)?))
     }
 
     fn scheduled_thread(&self) -> Option<&'static str> {

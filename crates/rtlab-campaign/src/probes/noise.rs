@@ -3,11 +3,11 @@
 //! its probe for one run.
 
 use super::cpus::{cpus_as_text, cpus_phrase};
-use super::kind::{KindDef, KindSettings};
+use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
 use crate::parse::probe::{at_setting, cpus, STAND_IN_NS, STAND_IN_SCHED};
 use crate::parse::reader::{Reader, Section};
-use rtlab_core::cpuset::{CpuSelection, CpuSet};
+use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::SchedParams;
 use rtlab_core::units::human_duration;
 use rtlab_probe::noise::{self, NoiseConfig};
@@ -113,20 +113,9 @@ impl KindSettings for NoiseSettings {
     }
 
     /// The configuration schedules the spinners, one per CPU.
-    fn probe(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<Box<dyn Probe>, String> {
-        let cpus = self
-            .cpus
-            .resolve(online)
-            .map_err(|e| format!("cpus: {e}"))?;
-        Ok(Box::new(self.config(
-            cpus.iter().collect(),
-            duration_ns,
-            sched,
-        )))
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
+        let cpus = self.cpus.resolve(run.online);
+        let cpus = cpus.map_err(|e| format!("cpus: {e}"))?.iter().collect();
+        Ok(Box::new(self.config(cpus, run.duration_ns, run.sched)))
     }
 }

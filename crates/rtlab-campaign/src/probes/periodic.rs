@@ -3,12 +3,11 @@
 //! keys and their reader, and its probe for one run.
 
 use super::cpus::cpu_or;
-use super::kind::{KindDef, KindSettings};
+use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
 use crate::parse::probe::{at_setting, cpu_number, STAND_IN_NS, STAND_IN_SCHED};
 use crate::parse::reader::{Reader, Section};
-use rtlab_core::cpuset::CpuSet;
-use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_core::sched::Policy;
 use rtlab_core::units::human_duration;
 pub use rtlab_exec::periodic::Mode as PeriodicMode;
 use rtlab_exec::periodic::PeriodicConfig;
@@ -124,12 +123,8 @@ impl KindSettings for PeriodicSettings {
     }
 
     /// The configuration promotes the tasks; the executive runs above them.
-    fn probe(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<Box<dyn Probe>, String> {
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
+        let OneRun { sched, online, .. } = *run;
         if sched.policy != Policy::Fifo {
             return Err(format!(
                 "policy {}: periodic tasks run SCHED_FIFO (use policy fifo; the mode key picks executive or fifo release)",
@@ -141,7 +136,7 @@ impl KindSettings for PeriodicSettings {
                 return Err(format!("cpu: CPU {cpu} is not online (online: {online})"));
             }
         }
-        let config = self.config(duration_ns, sched.priority);
+        let config = self.config(run.duration_ns, sched.priority);
         config.validate().map_err(|e| e.to_string())?;
         Ok(Box::new(config))
     }

@@ -3,7 +3,7 @@
 //! its probe for one run with the threads' placement.
 
 use super::cpus::cpu_or;
-use super::kind::{KindDef, KindSettings};
+use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
 use crate::parse::probe::cpu_number;
 use crate::parse::reader::{Reader, Section};
@@ -183,18 +183,13 @@ impl KindSettings for SwitchSettings {
 
     /// The configuration schedules the timer thread (the task runs one
     /// priority below).
-    fn probe(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<Box<dyn Probe>, String> {
-        let placement = switch_placement(self.cpu, self.cross_cpu, online)?;
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
+        let placement = switch_placement(self.cpu, self.cross_cpu, run.online)?;
         // The run's duration is shared by its mechanisms, so that a run
         // lasts what the plan says whatever the probe.
         let mechanisms = self.mechanisms.len().max(1) as u64;
-        let length = RunLength::DurationNs(duration_ns / mechanisms);
-        Ok(Box::new(self.config(length, placement, sched)))
+        let length = RunLength::DurationNs(run.duration_ns / mechanisms);
+        Ok(Box::new(self.config(length, placement, run.sched)))
     }
 }
 

@@ -3,11 +3,11 @@
 //! run.
 
 use super::cpus::{cpus_as_text, cpus_phrase};
-use super::kind::{KindDef, KindSettings};
+use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
 use crate::parse::probe::cpus;
 use crate::parse::reader::{Reader, Section};
-use rtlab_core::cpuset::{CpuSelection, CpuSet};
+use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::SchedParams;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
@@ -117,18 +117,11 @@ impl KindSettings for TimerSettings {
     }
 
     /// The configuration schedules the measuring threads, one per CPU.
-    fn probe(
-        &self,
-        sched: SchedParams,
-        duration_ns: u64,
-        online: &CpuSet,
-    ) -> Result<Box<dyn Probe>, String> {
-        let cpus = self
-            .cpus
-            .resolve(online)
-            .map_err(|e| format!("cpus: {e}"))?;
-        let length = RunLength::DurationNs(duration_ns);
-        Ok(Box::new(self.config(cpus.iter().collect(), length, sched)))
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
+        let cpus = self.cpus.resolve(run.online);
+        let cpus = cpus.map_err(|e| format!("cpus: {e}"))?.iter().collect();
+        let length = RunLength::DurationNs(run.duration_ns);
+        Ok(Box::new(self.config(cpus, length, run.sched)))
     }
 
     fn takes_deadline(&self) -> bool {
