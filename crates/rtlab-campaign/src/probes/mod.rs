@@ -5,10 +5,12 @@
 //! is reached through (by name, for its keys, to read it). See
 //! docs/campaign.md for their keys.
 //!
-//! Adding a kind: its module here with a `KIND` (its name, keys and
-//! reader) and a settings type that implements [`KindSettings`] (and
+//! Adding a kind: its module here (`mod`) with a `KIND` (its name, keys
+//! and reader) and a settings type that implements [`KindSettings`] (and
 //! derives `Debug`, `Clone`, `PartialEq`, `Eq`, `Serialize`), one line in
-//! [`KINDS`], and a `pub use` of the settings type.
+//! [`KINDS`], and a `pub use` of the settings type. Nothing else in the
+//! crate names a kind: the rules a configuration checks, the plan's
+//! scheduling column and the run's probe all ask the settings.
 
 mod cpus;
 mod fields;
@@ -29,9 +31,10 @@ pub use net::{
 pub use noise::NoiseSettings;
 pub use periodic::{PeriodicMode, PeriodicSettings};
 pub use switch::{switch_placement, Mechanism, SwitchSettings, DEFAULT_SWITCH_INTERVAL_NS};
+pub use timer::{TimerSettings, WaitMode};
 /// Default interval and histogram range of a timer probe (as `rtlab
 /// measure timer`).
-pub use timer::{TimerSettings, WaitMode, DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS};
+pub use timer::{DEFAULT_HIST_MAX_NS, DEFAULT_INTERVAL_NS};
 
 use crate::error::CampaignError;
 use crate::parse::reader::{Reader, Section};
