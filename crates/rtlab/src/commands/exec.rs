@@ -331,9 +331,7 @@ fn plan_cells(
         .runs
         .iter()
         .filter_map(|run| {
-            let Some(settings) = run.probe.settings_as::<PeriodicSettings>() else {
-                return None;
-            };
+            let settings = run.probe.settings_as::<PeriodicSettings>()?;
             let load = (!run.load.run.is_empty()).then(|| run.load.run.join(","));
             let table = loads.iter().position(|l| *l == load)?;
             let cell = Cell {
