@@ -58,9 +58,9 @@ impl PlannedRun {
     /// rtlab's own server (its client always runs fifo 90).
     pub fn scheduling_text(&self) -> String {
         let text = self.configuration.describe();
-        match self.probe.net() {
-            Some(net) if net.target.is_none() => format!("server {text}"),
-            _ => text,
+        match self.probe.settings.scheduled_thread() {
+            Some(thread) => format!("{thread} {text}"),
+            None => text,
         }
     }
 

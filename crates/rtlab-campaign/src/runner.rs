@@ -2,17 +2,18 @@
 //! loads and settings) run by the engine (`rtlab_run`), each result stored
 //! as soon as it ends.
 
+/// Where `rtlab measure switch` and the tests find the placements the
+/// switch and net probes' kinds use for a run.
+pub use crate::probes::{net_placement, switch_placement, NET_CLIENT_SCHED};
+use crate::{OneRun, ProbeSpec};
 use crate::{Plan, PlannedRun};
-use crate::{ProbeSettings, ProbeSpec};
 use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::result::{CampaignRef, RunResult};
-use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_core::sched::SchedParams;
 use rtlab_load::LoadSpec;
-use rtlab_probe::net::Placement;
 use rtlab_probe::setup::ProcessOptions;
-use rtlab_probe::timer::RunLength;
-use rtlab_probe::{Probe, ProbeConfig};
+use rtlab_probe::Probe;
 use rtlab_run::{execute, Refused, RunContext, RunObserver, RunRequest, TICK};
 use rtlab_store::Store;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,187 +81,21 @@ pub fn request_for(
     })
 }
 
-/// The scheduling of the net probe's client when rtlab runs its own server:
-/// the client is the measuring instrument, SCHED_FIFO 90 as every measuring
-/// thread by default, whatever the configuration.
-pub const NET_CLIENT_SCHED: SchedParams = SchedParams {
-    policy: Policy::Fifo,
-    priority: rtlab_probe::DEFAULT_PRIORITY,
-    deadline: None,
-};
-
-/// The probe of one run, whatever crate it comes from: the executive's
-/// periodic tasks, or one of rtlab-probe's ([`probe_config`]).
+/// The probe of one run, whatever its kind: the kind's own settings build
+/// it ([`KindSettings::probe`](crate::KindSettings::probe)) with the
+/// configuration's `sched` for `duration_ns`, its CPUs resolved against
+/// `online`.
 pub fn probe_for(
     spec: &ProbeSpec,
     sched: SchedParams,
     duration_ns: u64,
     online: &CpuSet,
 ) -> Result<Box<dyn Probe>, String> {
-    let ProbeSettings::Periodic(settings) = &spec.settings else {
-        return probe_config(spec, sched, duration_ns, online)
-            .map(|p| Box::new(p) as Box<dyn Probe>);
-    };
-    // The configuration promotes the tasks; the executive runs above them.
-    if sched.policy != Policy::Fifo {
-        return Err(format!(
-            "policy {}: periodic tasks run SCHED_FIFO (use policy fifo; the mode key picks executive or fifo release)",
-            sched.policy
-        ));
-    }
-    if let Some(cpu) = settings.cpu {
-        if !online.contains(cpu) {
-            return Err(format!("cpu: CPU {cpu} is not online (online: {online})"));
-        }
-    }
-    let config = settings.config(duration_ns, sched.priority);
-    config.validate().map_err(|e| e.to_string())?;
-    Ok(Box::new(config))
-}
-
-/// The probe's config for one run of `duration_ns` with `sched`, its CPUs
-/// resolved against `online`.
-///
-/// `sched` is the configuration's scheduling. It goes to the measuring
-/// threads, except for the net probe with rtlab's own server: there it goes
-/// to the server (the process whose promotion a campaign compares, as paper
-/// 000 promoted its server) and the client runs [`NET_CLIENT_SCHED`]. With a
-/// `target`, the server is not rtlab's and `sched` goes to the client. A net
-/// run sends `duration / interval` messages (at least one).
-pub fn probe_config(
-    spec: &ProbeSpec,
-    sched: SchedParams,
-    duration_ns: u64,
-    online: &CpuSet,
-) -> Result<ProbeConfig, String> {
-    Ok(match &spec.settings {
-        ProbeSettings::Timer(settings) => {
-            let cpus = settings
-                .cpus
-                .resolve(online)
-                .map_err(|e| format!("cpus: {e}"))?;
-            let length = RunLength::DurationNs(duration_ns);
-            ProbeConfig::Timer(settings.config(cpus.iter().collect(), length, sched))
-        }
-        ProbeSettings::Switch(settings) => {
-            let placement = switch_placement(settings.cpu, settings.cross_cpu, online)?;
-            // The run's duration is shared by its mechanisms, so that a run
-            // lasts what the plan says whatever the probe.
-            let mechanisms = settings.mechanisms.len().max(1) as u64;
-            let length = RunLength::DurationNs(duration_ns / mechanisms);
-            ProbeConfig::Switch(settings.config(length, placement, sched))
-        }
-        ProbeSettings::Noise(settings) => {
-            let cpus = settings
-                .cpus
-                .resolve(online)
-                .map_err(|e| format!("cpus: {e}"))?;
-            ProbeConfig::Noise(settings.config(cpus.iter().collect(), duration_ns, sched))
-        }
-        ProbeSettings::Net(settings) => {
-            if sched.policy == Policy::Deadline {
-                return Err(
-                    "policy deadline is for timer probes only: use fifo, rr or other for a net probe"
-                        .into(),
-                );
-            }
-            let messages = duration_ns
-                .checked_div(settings.interval_ns)
-                .ok_or("interval: must be longer than 0")?
-                .max(1);
-            let own_server = settings.target.is_none();
-            let (client_cpu, server_cpu) =
-                net_placement(settings.client_cpu, settings.server_cpu, own_server, online)?;
-            let config = if own_server {
-                settings.config(
-                    messages,
-                    Placement {
-                        cpu: client_cpu,
-                        sched: NET_CLIENT_SCHED,
-                    },
-                    Some(Placement {
-                        cpu: server_cpu,
-                        sched,
-                    }),
-                )
-            } else {
-                settings.config(
-                    messages,
-                    Placement {
-                        cpu: client_cpu,
-                        sched,
-                    },
-                    None,
-                )
-            };
-            config.validate().map_err(|e| e.to_string())?;
-            ProbeConfig::Net(config)
-        }
-        ProbeSettings::Periodic(_) => {
-            return Err("periodic probes come from the executive: see probe_for".into())
-        }
+    spec.settings.probe(&OneRun {
+        sched,
+        duration_ns,
+        online,
     })
-}
-
-/// The net probe's client and server CPUs: the ones given (which must be
-/// online) or, by default, the client on the first online CPU and rtlab's
-/// server on the last, each avoiding the other's CPU; both unpinned on a
-/// machine with one online CPU. No server CPU without `own_server`.
-pub fn net_placement(
-    client_cpu: Option<usize>,
-    server_cpu: Option<usize>,
-    own_server: bool,
-    online: &CpuSet,
-) -> Result<(Option<usize>, Option<usize>), String> {
-    for (key, cpu) in [("client_cpu", client_cpu), ("server_cpu", server_cpu)] {
-        if let Some(cpu) = cpu {
-            if !online.contains(cpu) {
-                return Err(format!("{key}: CPU {cpu} is not online (online: {online})"));
-            }
-        }
-    }
-    if !own_server {
-        if server_cpu.is_some() {
-            return Err("server_cpu: there is no server of rtlab's with a target".into());
-        }
-        let client = client_cpu.or_else(|| online.iter().next().filter(|_| online.len() >= 2));
-        return Ok((client, None));
-    }
-    if online.len() < 2 {
-        return Ok((client_cpu, server_cpu));
-    }
-    let client = client_cpu.or_else(|| online.iter().find(|&c| Some(c) != server_cpu));
-    let server = server_cpu.or_else(|| {
-        let cpus: Vec<usize> = online.iter().collect();
-        cpus.into_iter().rev().find(|&c| Some(c) != client)
-    });
-    Ok((client, server))
-}
-
-/// The timer thread's and the task's CPUs for the switch probe: `cpu` (by
-/// default the last online CPU, the one least busy with housekeeping on
-/// most machines) and, across CPUs, the next online CPU after it.
-pub fn switch_placement(
-    cpu: Option<usize>,
-    cross_cpu: bool,
-    online: &CpuSet,
-) -> Result<(usize, usize), String> {
-    let cpus: Vec<usize> = online.iter().collect();
-    let cpu = match cpu {
-        Some(cpu) if online.contains(cpu) => cpu,
-        Some(cpu) => return Err(format!("CPU {cpu} is not online (online: {online})")),
-        None => *cpus.last().ok_or("no CPU is online")?,
-    };
-    if !cross_cpu {
-        return Ok((cpu, cpu));
-    }
-    let at = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
-    match cpus.get((at + 1) % cpus.len()) {
-        Some(&other) if other != cpu => Ok((cpu, other)),
-        _ => Err(format!(
-            "a cross-CPU switch needs two online CPUs (online: {online})"
-        )),
-    }
 }
 
 /// Runs every run of the plan in order and stores each result when it

@@ -164,11 +164,10 @@ fn quick_takes_about_a_minute_and_compares_promotion() {
             .collect();
         assert_eq!(policies, [Policy::Fifo, Policy::Other], "{load}");
     }
-    assert!(plan
-        .runs
-        .iter()
-        .all(|r| r.probe.timer().unwrap().interval_ns == 1_000_000
-            && r.probe.timer().unwrap().cpus == CpuSelection::All));
+    assert!(plan.runs.iter().all(
+        |r| r.probe.settings_as::<TimerSettings>().unwrap().interval_ns == 1_000_000
+            && r.probe.settings_as::<TimerSettings>().unwrap().cpus == CpuSelection::All
+    ));
 }
 
 #[test]
@@ -177,7 +176,7 @@ fn hallberg2017_mirrors_the_papers_cyclictest_and_loads() {
     let c = &plan.campaign;
     // cyclictest -p 30 -t -n -l 100000 -H 1000: 100 000 loops of 1 ms.
     assert_eq!(c.duration_ns, 100_000 * 1_000_000);
-    let timer = &c.probes[0].timer().unwrap();
+    let timer = &c.probes[0].settings_as::<TimerSettings>().unwrap();
     assert_eq!(timer.interval_ns, 1_000_000);
     assert_eq!(timer.hist_max_ns, 1_000_000);
     assert_eq!(timer.mode, WaitMode::Abs);
@@ -276,12 +275,24 @@ fn defaults_are_filled_in() {
     assert_eq!(c.description, None);
     let p = &c.probes[0];
     assert_eq!(p.name, "timer");
-    assert_eq!(p.kind, ProbeKind::Timer);
-    assert_eq!(p.timer(), Some(&TimerSettings::default()));
-    assert_eq!(p.timer().unwrap().cpus, CpuSelection::All);
-    assert_eq!(p.timer().unwrap().interval_ns, 1_000_000);
-    assert_eq!(p.timer().unwrap().distance_ns, 0);
-    assert_eq!(p.timer().unwrap().hist_max_ns, 1_000_000);
+    assert_eq!(p.kind.as_str(), "timer");
+    assert_eq!(
+        p.settings_as::<TimerSettings>(),
+        Some(&TimerSettings::default())
+    );
+    assert_eq!(
+        p.settings_as::<TimerSettings>().unwrap().cpus,
+        CpuSelection::All
+    );
+    assert_eq!(
+        p.settings_as::<TimerSettings>().unwrap().interval_ns,
+        1_000_000
+    );
+    assert_eq!(p.settings_as::<TimerSettings>().unwrap().distance_ns, 0);
+    assert_eq!(
+        p.settings_as::<TimerSettings>().unwrap().hist_max_ns,
+        1_000_000
+    );
     // As `rtlab measure timer`: fifo 90 with /dev/cpu_dma_latency held.
     assert_eq!(
         c.configurations[0],
@@ -342,8 +353,8 @@ configuration = "dl"
         c.probes[0],
         ProbeSpec {
             name: "fast".into(),
-            kind: ProbeKind::Timer,
-            settings: ProbeSettings::Timer(TimerSettings {
+            kind: "timer".parse().unwrap(),
+            settings: Box::new(TimerSettings {
                 cpus: CpuSelection::List(CpuSet::parse("0,2,3").unwrap()),
                 interval_ns: 200_000,
                 distance_ns: 50_000,
@@ -1122,11 +1133,11 @@ osnoise = false
         CONFIGURATIONS,
     ]);
     let c = parse_ok(&text);
-    assert_eq!(c.probes[0].kind, ProbeKind::Switch);
+    assert_eq!(c.probes[0].kind.as_str(), "switch");
     assert_eq!(c.probes[0].name, "switch");
     assert_eq!(
-        c.probes[0].settings,
-        ProbeSettings::Switch(SwitchSettings {
+        c.probes[0].settings_as::<SwitchSettings>(),
+        Some(&SwitchSettings {
             mechanisms: vec![Mechanism::Pipe, Mechanism::Mq],
             interval_ns: 500_000,
             cpu: Some(0),
@@ -1136,8 +1147,8 @@ osnoise = false
     );
     assert_eq!(c.probes[0].interval_ns(), Some(500_000));
     assert_eq!(
-        c.probes[1].settings,
-        ProbeSettings::Noise(NoiseSettings {
+        c.probes[1].settings_as::<NoiseSettings>(),
+        Some(&NoiseSettings {
             cpus: CpuSelection::List(CpuSet::parse("1").unwrap()),
             threshold_ns: 2_000,
             runtime_ns: 400_000_000,
@@ -1163,9 +1174,9 @@ osnoise = false
         CONFIGURATIONS,
     ]);
     let c = parse_ok(&all);
-    match &c.probes[0].settings {
-        ProbeSettings::Switch(s) => assert_eq!(s.mechanisms, Mechanism::ALL),
-        other => panic!("{other:?}"),
+    match c.probes[0].settings_as::<SwitchSettings>() {
+        Some(s) => assert_eq!(s.mechanisms, Mechanism::ALL),
+        None => panic!("{:?}", c.probes[0]),
     }
     let defaults = file(&[
         HEAD,
@@ -1174,8 +1185,8 @@ osnoise = false
         CONFIGURATIONS,
     ]);
     assert_eq!(
-        parse_ok(&defaults).probes[0].settings,
-        ProbeSettings::Noise(NoiseSettings::default())
+        parse_ok(&defaults).probes[0].settings_as::<NoiseSettings>(),
+        Some(&NoiseSettings::default())
     );
 }
 
@@ -1284,10 +1295,9 @@ fn switch_and_noise_settings_are_checked() {
 
 // ---------------------------------------------------------------- net probe
 
-use rtlab_campaign::runner::{net_placement, probe_config, NET_CLIENT_SCHED};
+use rtlab_campaign::runner::{net_placement, probe_for, NET_CLIENT_SCHED};
 use rtlab_core::sched::SchedParams;
 use rtlab_probe::net::NetConfig;
-use rtlab_probe::ProbeConfig;
 
 fn net(body: &str) -> String {
     file(&[
@@ -1326,19 +1336,26 @@ fn net_config(
     duration_ns: u64,
     online: &str,
 ) -> Result<NetConfig, String> {
-    match probe_config(spec, sched, duration_ns, &cpus(online))? {
-        ProbeConfig::Net(config) => Ok(config),
-        other => panic!("not a net config: {}", other.kind()),
-    }
+    let settings = spec
+        .settings_as::<NetSettings>()
+        .unwrap_or_else(|| panic!("not a net probe: {spec:?}"));
+    settings.config_for(&OneRun {
+        sched,
+        duration_ns,
+        online: &cpus(online),
+    })
 }
 
 #[test]
 fn a_net_probe_takes_its_defaults() {
     let c = parse_ok(&net(""));
     let p = &c.probes[0];
-    assert_eq!((p.name.as_str(), p.kind), ("net", ProbeKind::Net));
-    assert_eq!(p.settings, ProbeSettings::Net(NetSettings::default()));
-    let n = p.net().unwrap();
+    assert_eq!((p.name.as_str(), p.kind.as_str()), ("net", "net"));
+    assert_eq!(
+        p.settings_as::<NetSettings>(),
+        Some(&NetSettings::default())
+    );
+    let n = p.settings_as::<NetSettings>().unwrap();
     assert_eq!(n.target, None);
     assert_eq!(n.transport, Transport::Udp);
     assert_eq!(n.mode, NetMode::Exchange);
@@ -1349,7 +1366,7 @@ fn a_net_probe_takes_its_defaults() {
     assert_eq!(n.timeout_ns, 100_000_000);
     assert_eq!((n.client_cpu, n.server_cpu), (None, None));
     assert_eq!(p.interval_ns(), Some(30_000_000));
-    assert_eq!(p.timer(), None);
+    assert_eq!(p.settings_as::<TimerSettings>(), None);
     assert_eq!(
         p.describe(),
         "udp exchange every 30ms to rtlab's server, 4 round trips of 64 B, timeout 100ms, \
@@ -1374,8 +1391,8 @@ client_cpu = 1
     let c = parse_ok(&text);
     assert_eq!(c.probes[0].name, "to-rack");
     assert_eq!(
-        c.probes[0].settings,
-        ProbeSettings::Net(NetSettings {
+        c.probes[0].settings_as::<NetSettings>(),
+        Some(&NetSettings {
             target: Some("10.0.0.2:7700".parse().unwrap()),
             transport: Transport::Tcp,
             mode: NetMode::Echo,
@@ -1407,7 +1424,7 @@ client_cpu = 1
     let own = parse_ok(&net(
         "server_cpu = 0\nclient_cpu = 1\nmode = \"sockperf\"\n",
     ));
-    let n = own.probes[0].net().unwrap();
+    let n = own.probes[0].settings_as::<NetSettings>().unwrap();
     assert_eq!(
         (n.target, n.client_cpu, n.server_cpu),
         (None, Some(1), Some(0))
@@ -1415,7 +1432,7 @@ client_cpu = 1
     assert_eq!(n.mode, NetMode::Sockperf);
     let v6 = parse_ok(&net("target = \"[fd00::2]:7700\"\n"));
     assert_eq!(
-        v6.probes[0].net().unwrap().target,
+        v6.probes[0].settings_as::<NetSettings>().unwrap().target,
         Some("[fd00::2]:7700".parse().unwrap())
     );
 }
@@ -1629,9 +1646,9 @@ fn the_configuration_schedules_rtlabs_server_and_the_client_is_fifo_90() {
         1
     );
     // The result records the probe's config.
-    let probe = probe_config(spec, fifo(30), 300_000_000_000, &cpus("0-3")).unwrap();
+    let probe = probe_for(spec, fifo(30), 300_000_000_000, &cpus("0-3")).unwrap();
     assert_eq!(probe.kind(), "net");
-    let json = serde_json::to_value(&probe).unwrap();
+    let json = probe.config_json();
     assert_eq!(json["messages"], 10_000, "{json}");
     assert_eq!(
         json["server"]["placement"]["sched"]["priority"], 30,
@@ -1723,7 +1740,9 @@ fn hallberg2017_net_mirrors_the_papers_message_exchange() {
     let plan = plan(read("hallberg2017-net", &check_load).unwrap()).unwrap();
     let c = &plan.campaign;
     assert_eq!(c.probes.len(), 1);
-    let n = c.probes[0].net().expect("a net probe");
+    let n = c.probes[0]
+        .settings_as::<NetSettings>()
+        .expect("a net probe");
     assert_eq!(n.target, None, "rtlab's own server");
     assert_eq!((n.transport, n.mode), (Transport::Udp, NetMode::Exchange));
     assert_eq!(n.interval_ns, 30_000_000);
@@ -1960,5 +1979,63 @@ fn the_probes_own_rules_hold_in_a_campaign() {
         "policy = \"deadline\"",
         "configuration[0].policy",
         "distance cannot be used with policy deadline (the period is the interval): configuration `dl` with probe `timer`",
+    );
+}
+
+// ---------------------------------------------------------------- registry
+
+/// A campaign of one probe of `kind` with its defaults, on an idle machine
+/// at fifo 90.
+fn one_probe(kind: &str) -> Campaign {
+    parse_ok(&format!(
+        "name = \"k\"\nduration = \"1s\"\n[[probe]]\nkind = \"{kind}\"\n\
+         [[load]]\nname = \"idle\"\nrun = []\n[[configuration]]\nname = \"c\"\n"
+    ))
+}
+
+#[test]
+fn every_kind_is_read_by_its_name_and_builds_its_probe() {
+    for kind in ["timer", "switch", "noise", "net", "periodic"] {
+        let c = one_probe(kind);
+        let p = &c.probes[0];
+        assert_eq!((p.name.as_str(), p.kind.as_str()), (kind, kind));
+        assert_eq!(p.kind.to_string(), kind);
+        assert_eq!(kind.parse::<ProbeKind>(), Ok(p.kind));
+        // The probe the engine runs says the same kind in its result.
+        let probe = probe_for(p, fifo(90), 1_000_000_000, &cpus("0-3")).unwrap();
+        assert_eq!(probe.kind(), kind);
+        assert!(probe.planned_ns() > 0, "{kind}");
+        assert!(probe.config_json().is_object(), "{kind}");
+        // A clone is equal, another kind's settings are not.
+        assert_eq!(p.clone(), *p);
+        let other = one_probe(if kind == "timer" { "noise" } else { "timer" });
+        assert!(*other.probes[0].settings != *p.settings);
+    }
+}
+
+#[test]
+fn a_probes_json_keeps_its_settings_in_their_order() {
+    let c = one_probe("timer");
+    assert_eq!(
+        serde_json::to_string(&c.probes[0]).unwrap(),
+        r#"{"name":"timer","kind":"timer","cpus":"all","interval_ns":1000000,"distance_ns":0,"mode":"abs","hist_max_ns":1000000}"#
+    );
+    let c = one_probe("periodic");
+    assert_eq!(
+        serde_json::to_string(&c.probes[0]).unwrap(),
+        r#"{"name":"periodic","kind":"periodic","tasks":1,"period_ns":10000000,"work_ns":100000,"mode":"executive","cpu":null}"#
+    );
+}
+
+#[test]
+fn settings_are_changed_through_their_own_type() {
+    let mut c = one_probe("periodic");
+    let p = &mut c.probes[0];
+    assert!(p.settings_as_mut::<TimerSettings>().is_none());
+    p.settings_as_mut::<PeriodicSettings>().unwrap().tasks = 3;
+    assert_eq!(p.settings_as::<PeriodicSettings>().unwrap().tasks, 3);
+    assert_eq!(
+        p.describe(),
+        "3 tasks every 10ms, 100us work, executive on the last CPU"
     );
 }

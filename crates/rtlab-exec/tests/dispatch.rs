@@ -4,7 +4,7 @@
 
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
-use rtlab_probe::{Probe, ProbeOutcome};
+use rtlab_probe::{Probe, ProbeOutcome, Start};
 use std::io::Write;
 use std::net::UdpSocket;
 use std::path::Path;
@@ -50,7 +50,11 @@ fn run(config: &DispatchConfig, samples: Option<&Path>) -> ProbeOutcome {
     let csv: Option<Box<dyn Write + Send>> =
         samples.map(|p| Box::new(std::fs::File::create(p).unwrap()) as Box<dyn Write + Send>);
     let run = config
-        .start(Arc::new(AtomicBool::new(false)), csv, &journal)
+        .start(Start {
+            stop: Arc::new(AtomicBool::new(false)),
+            samples_csv: csv,
+            journal: &journal,
+        })
         .unwrap();
     while !run.is_finished() {
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -207,7 +211,11 @@ fn a_plan_that_cannot_run_says_why() {
         dir.path().join("state"),
     )));
     let err = config(&plan)
-        .start(Arc::new(AtomicBool::new(false)), None, &journal)
+        .start(Start {
+            stop: Arc::new(AtomicBool::new(false)),
+            samples_csv: None,
+            journal: &journal,
+        })
         .err()
         .expect("no such process");
     assert!(
@@ -229,7 +237,11 @@ fn a_stop_is_seen_while_the_dispatcher_sleeps_toward_a_far_event() {
     )));
     let stop = Arc::new(AtomicBool::new(false));
     let run = config(&plan)
-        .start(Arc::clone(&stop), None, &journal)
+        .start(Start {
+            stop: Arc::clone(&stop),
+            samples_csv: None,
+            journal: &journal,
+        })
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

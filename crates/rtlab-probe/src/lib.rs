@@ -66,98 +66,37 @@ pub struct ProbeOutcome {
     pub net: Option<NetReport>,
 }
 
-/// Anything the runner can run and record: the probes of this crate
-/// ([`ProbeConfig`]) and those of other crates (the executive's
-/// dispatcher and periodic tasks).
+/// Anything the runner can run and record: each probe's config is one
+/// (this crate's [`timer::TimerConfig`], [`switch::SwitchConfig`],
+/// [`noise::NoiseConfig`] and [`net::NetConfig`], the executive's
+/// dispatcher and periodic tasks), so that a command or a campaign hands
+/// the engine `Box::new(config)` and a new probe adds no arm anywhere.
 pub trait Probe: Send {
     /// The probe's name as recorded in `RunResult::probe`.
     fn kind(&self) -> &'static str;
     /// Planned length of the run, ns (for progress and ETAs).
     fn planned_ns(&self) -> u64;
-    /// Every setting, defaults included: the result's `config`.
+    /// Every setting, defaults included: the result's `config` (see
+    /// [`config_json`]).
     fn config_json(&self) -> serde_json::Value;
-    /// Starts the probe. `stop` ends it early when set; `samples_csv`
-    /// receives every sample as CSV; system changes the probe makes itself
-    /// go through `journal`.
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>>;
+    /// Starts the probe with what the runner hands it.
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>>;
 }
 
-impl Probe for ProbeConfig {
-    fn kind(&self) -> &'static str {
-        ProbeConfig::kind(self)
-    }
-    fn planned_ns(&self) -> u64 {
-        ProbeConfig::planned_ns(self)
-    }
-    fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        ProbeConfig::start(self, stop, samples_csv, journal)
-    }
+/// What the runner hands a probe it starts.
+pub struct Start<'a> {
+    /// Ends the probe early when set.
+    pub stop: Arc<AtomicBool>,
+    /// Receives every sample as CSV.
+    pub samples_csv: Option<Box<dyn Write + Send>>,
+    /// Where system changes the probe makes itself go (the switch probe's
+    /// SysV semaphore set, the noise probe's osnoise tracer settings), so
+    /// that `rtlab restore` undoes them after a crash.
+    pub journal: &'a Arc<Mutex<Journal>>,
 }
 
-/// The settings of one run of any probe; serialized (untagged) as the
-/// result's `config`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum ProbeConfig {
-    Timer(timer::TimerConfig),
-    Switch(switch::SwitchConfig),
-    Noise(noise::NoiseConfig),
-    Net(net::NetConfig),
-}
-
-impl ProbeConfig {
-    /// The probe's name as recorded in `RunResult::probe`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ProbeConfig::Timer(_) => "timer",
-            ProbeConfig::Switch(_) => "switch",
-            ProbeConfig::Noise(_) => "noise",
-            ProbeConfig::Net(_) => "net",
-        }
-    }
-
-    /// Planned length of the run, ns (for progress and ETAs).
-    pub fn planned_ns(&self) -> u64 {
-        match self {
-            ProbeConfig::Timer(config) => config.planned_ns(),
-            ProbeConfig::Switch(config) => config.planned_ns(),
-            ProbeConfig::Noise(config) => config.planned_ns(),
-            ProbeConfig::Net(config) => config.planned_ns(),
-        }
-    }
-
-    /// Starts the probe. `stop` ends it early when set; `samples_csv`
-    /// receives every sample as CSV; system changes a probe makes itself
-    /// (the switch probe's SysV semaphore set, the noise probe's osnoise
-    /// tracer settings) go through `journal`.
-    pub fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        Ok(match self {
-            ProbeConfig::Timer(config) => Box::new(timer::start(config, stop, samples_csv)?),
-            ProbeConfig::Switch(config) => {
-                switch::start(config, stop, samples_csv, Some(Arc::clone(journal)))?
-            }
-            ProbeConfig::Noise(config) => {
-                noise::start(config, stop, samples_csv, Some(Arc::clone(journal)))?
-            }
-            ProbeConfig::Net(config) => net::start(config, stop, samples_csv)?,
-        })
-    }
+/// A probe's config as the result's `config`: its own serialization, as
+/// [`Probe::config_json`] gives it.
+pub fn config_json(config: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(config).unwrap_or(serde_json::Value::Null)
 }

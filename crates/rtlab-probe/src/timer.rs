@@ -6,7 +6,7 @@ use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use crate::settings::check_priority;
 use crate::trace::TraceMarker;
-use crate::{ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use rtlab_core::clock::{self, PeriodicTimer};
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
@@ -158,6 +158,21 @@ impl TimerConfig {
             .map(|i| self.deadlines_of(i) * self.interval_of(i))
             .max()
             .unwrap_or(0)
+    }
+}
+
+impl Probe for TimerConfig {
+    fn kind(&self) -> &'static str {
+        "timer"
+    }
+    fn planned_ns(&self) -> u64 {
+        TimerConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, with.stop, with.samples_csv)?))
     }
 }
 

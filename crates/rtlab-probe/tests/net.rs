@@ -7,7 +7,7 @@ use rtlab_probe::net::auth::Key;
 use rtlab_probe::net::server::{Inject, RateLimit, ServeConfig, Server};
 use rtlab_probe::net::wire::{Exchange, Kind};
 use rtlab_probe::net::{Mode, NetConfig, OwnServer, Placement, Transport};
-use rtlab_probe::{ProbeConfig, ProbeOutcome};
+use rtlab_probe::{Probe, ProbeOutcome, Start};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -139,8 +139,13 @@ fn run_with_stop(config: NetConfig, stop: Arc<AtomicBool>) -> (ProbeOutcome, Net
     let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
         dir.path().join("state"),
     )));
-    let probe = ProbeConfig::Net(config);
-    let run = probe.start(stop, None, &journal).unwrap();
+    let run = config
+        .start(Start {
+            stop,
+            samples_csv: None,
+            journal: &journal,
+        })
+        .unwrap();
     while !run.is_finished() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -304,8 +309,12 @@ fn no_server_is_a_failure_that_says_so() {
     let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
         tempfile::tempdir().unwrap().path().join("state"),
     )));
-    let err = ProbeConfig::Net(config(Some(tcp), Transport::Tcp, 10))
-        .start(Arc::new(AtomicBool::new(false)), None, &journal)
+    let err = config(Some(tcp), Transport::Tcp, 10)
+        .start(Start {
+            stop: Arc::new(AtomicBool::new(false)),
+            samples_csv: None,
+            journal: &journal,
+        })
         .err()
         .expect("nothing listens there");
     assert!(

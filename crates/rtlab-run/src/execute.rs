@@ -11,7 +11,7 @@ use rtlab_core::rivals::{RivalScan, Watched};
 use rtlab_load::RunningLoads;
 use rtlab_probe::setup::PreparedProcess;
 use rtlab_probe::timer;
-use rtlab_probe::{ProbeOutcome, ProbeRun};
+use rtlab_probe::{ProbeOutcome, ProbeRun, Start};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -71,18 +71,19 @@ pub fn execute(
     result.environment = Environment::capture();
 
     let run_stop = Arc::new(AtomicBool::new(false));
-    let run =
-        match request
-            .probe
-            .start(Arc::clone(&run_stop), request.samples_csv, &context.journal)
-        {
-            Ok(run) => run,
-            Err(e) => {
-                result.loads = loads.stop();
-                drop(process);
-                return Ok(fail_before_measuring(result, context, format!("{e:#}")));
-            }
-        };
+    let start = Start {
+        stop: Arc::clone(&run_stop),
+        samples_csv: request.samples_csv,
+        journal: &context.journal,
+    };
+    let run = match request.probe.start(start) {
+        Ok(run) => run,
+        Err(e) => {
+            result.loads = loads.stop();
+            drop(process);
+            return Ok(fail_before_measuring(result, context, format!("{e:#}")));
+        }
+    };
     let mut measuring = Measuring {
         run,
         run_stop,

@@ -6,7 +6,6 @@ use crate::error::CampaignError;
 use crate::spec::*;
 use rtlab_core::sched::Policy;
 use rtlab_core::units::human_duration;
-use rtlab_probe::timer::RunLength;
 
 const LOAD_KEYS: &[&str] = &["name", "run"];
 const CONFIGURATION_KEYS: &[&str] = &[
@@ -122,8 +121,9 @@ pub(super) fn configuration(r: &Reader, s: &Section) -> Result<Configuration, Ca
 }
 
 /// What a configuration asks of the probe it schedules: deadline only for
-/// timer probes (with a runtime that fits the probe's interval), fifo for
-/// periodic tasks. Called for every probe × configuration pair that some
+/// probes that take it (timer probes, with a runtime that fits the probe's
+/// interval), fifo for those that run SCHED_FIFO only (periodic tasks),
+/// and whatever else the probe's own config refuses with it. Called for every probe × configuration pair that some
 /// cell runs once the excludes are applied; the error is at the
 /// configuration's policy (or dl_runtime) and names both, and the pair's
 /// exclude as the way out.
@@ -144,7 +144,7 @@ pub(super) fn check_pair(
         "or exclude the pair: [[exclude]] probe = \"{}\", configuration = \"{}\"",
         p.name, c.name
     );
-    if policy == Policy::Deadline && p.kind != ProbeKind::Timer {
+    if policy == Policy::Deadline && !p.settings.takes_deadline() {
         return Err(r.error(
             policy_at,
             &s.field("policy"),
@@ -154,7 +154,7 @@ pub(super) fn check_pair(
             ),
         ));
     }
-    if policy != Policy::Fifo && p.kind == ProbeKind::Periodic {
+    if policy != Policy::Fifo && p.settings.fifo_only() {
         return Err(r.error(
             policy_at,
             &s.field("policy"),
@@ -164,16 +164,11 @@ pub(super) fn check_pair(
             ),
         ));
     }
-    // What the timer probe itself refuses with this scheduling: a runtime
-    // longer than the interval (deadline = period = interval), a distance.
-    let Some(timer) = p.timer() else {
-        return Ok(());
-    };
+    // What the probe itself refuses with this scheduling (the timer probe:
+    // a runtime longer than the interval, deadline = period = interval; a
+    // distance).
     let sched = c.sched_params(p.interval_ns());
-    let Err(e) = timer
-        .config(vec![0], RunLength::DurationNs(1), sched)
-        .validate()
-    else {
+    let Err(e) = p.settings.check_sched(sched) else {
         return Ok(());
     };
     let (at, field) = match s.get(e.field) {
@@ -184,7 +179,7 @@ pub(super) fn check_pair(
         ("dl_runtime", Some(runtime)) => format!(
             "deadline runtime {} is longer than the period {} of probe `{}` (deadline = period = interval)",
             human_duration(runtime),
-            human_duration(timer.interval_ns),
+            human_duration(p.interval_ns().unwrap_or(0)),
             p.name
         ),
         _ => e.message_with(str::to_string),

@@ -4,14 +4,15 @@
 //! field path (`load[2].run[0]`).
 //!
 //! - this module: the file's top level and what ties its sections together;
-//! - [`probe`]: `[[probe]]`, each kind's keys and checks;
+//! - `[[probe]]`: read by its kind's module under `probes/`, through the
+//!   registry ([`crate::probes`]); [`probe`]: what those readers share;
 //! - [`matrix`]: `[[load]]`, `[[configuration]]`, `[[exclude]]` and what a
 //!   configuration asks of the probes it runs with;
 //! - [`reader`]: typed values and sections, and errors at their place.
 
 mod matrix;
-mod probe;
-mod reader;
+pub(crate) mod probe;
+pub(crate) mod reader;
 
 use crate::error::CampaignError;
 use crate::spec::*;
@@ -85,7 +86,7 @@ pub fn parse(
     let mut probes = Vec::new();
     let probe_sections = top.sections(&r, "probe", true)?;
     for section in &probe_sections {
-        probes.push(probe::probe(&r, section)?);
+        probes.push(crate::probes::read(&r, section)?);
     }
     unique(
         &r,

@@ -7,20 +7,20 @@ use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-pub(super) type Value<'i> = Spanned<DeValue<'i>>;
+pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
 
 /// The text being read and its name, to turn byte offsets into messages.
-pub(super) struct Reader<'a> {
-    pub(super) text: &'a str,
-    pub(super) origin: &'a str,
+pub(crate) struct Reader<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) origin: &'a str,
 }
 
 impl Reader<'_> {
-    pub(super) fn position(&self, offset: usize) -> Position {
+    pub(crate) fn position(&self, offset: usize) -> Position {
         Position::of_offset(self.text, offset)
     }
 
-    pub(super) fn error(
+    pub(crate) fn error(
         &self,
         span: Range<usize>,
         field: &str,
@@ -35,7 +35,7 @@ impl Reader<'_> {
     }
 
     /// A TOML syntax error, at toml's own position.
-    pub(super) fn syntax(&self, e: &toml::de::Error) -> CampaignError {
+    pub(crate) fn syntax(&self, e: &toml::de::Error) -> CampaignError {
         let message = e.message().trim_end();
         CampaignError {
             origin: self.origin.to_string(),
@@ -45,7 +45,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn expected(&self, v: &Value, field: &str, what: &str) -> CampaignError {
+    pub(crate) fn expected(&self, v: &Value, field: &str, what: &str) -> CampaignError {
         self.error(
             v.span(),
             field,
@@ -53,7 +53,7 @@ impl Reader<'_> {
         )
     }
 
-    pub(super) fn string(
+    pub(crate) fn string(
         &self,
         v: &Value,
         field: &str,
@@ -64,7 +64,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn strings(
+    pub(crate) fn strings(
         &self,
         v: &Value,
         field: &str,
@@ -80,7 +80,7 @@ impl Reader<'_> {
             .collect()
     }
 
-    pub(super) fn integer(&self, v: &Value, field: &str) -> Result<i64, CampaignError> {
+    pub(crate) fn integer(&self, v: &Value, field: &str) -> Result<i64, CampaignError> {
         match v.get_ref() {
             DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix())
                 .map_err(|_| self.error(v.span(), field, "integer too large")),
@@ -88,7 +88,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn boolean(&self, v: &Value, field: &str) -> Result<bool, CampaignError> {
+    pub(crate) fn boolean(&self, v: &Value, field: &str) -> Result<bool, CampaignError> {
         match v.get_ref() {
             DeValue::Boolean(b) => Ok(*b),
             _ => Err(self.expected(v, field, "true or false")),
@@ -96,7 +96,7 @@ impl Reader<'_> {
     }
 
     /// A duration string with its unit: `6s`, `500us`.
-    pub(super) fn duration(&self, v: &Value, field: &str) -> Result<u64, CampaignError> {
+    pub(crate) fn duration(&self, v: &Value, field: &str) -> Result<u64, CampaignError> {
         match v.get_ref() {
             DeValue::String(s) => {
                 parse_duration_ns(s).map_err(|e| self.error(v.span(), field, e.to_string()))
@@ -110,7 +110,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn positive_duration(&self, v: &Value, field: &str) -> Result<u64, CampaignError> {
+    pub(crate) fn positive_duration(&self, v: &Value, field: &str) -> Result<u64, CampaignError> {
         match self.duration(v, field)? {
             0 => Err(self.error(v.span(), field, "must be longer than 0")),
             ns => Ok(ns),
@@ -118,7 +118,7 @@ impl Reader<'_> {
     }
 
     /// A label: letters, digits and `-_.+`, as used in tables and excludes.
-    pub(super) fn name(&self, v: &Value, field: &str) -> Result<String, CampaignError> {
+    pub(crate) fn name(&self, v: &Value, field: &str) -> Result<String, CampaignError> {
         let (name, span) = self.string(v, field)?;
         if name.is_empty() {
             return Err(self.error(span, field, "a name cannot be empty"));
@@ -141,14 +141,14 @@ impl Reader<'_> {
 
 /// One table of the file with its field path (`load[2]`, or empty for the
 /// top level) and the span of its header.
-pub(super) struct Section<'t, 'i> {
-    pub(super) table: &'t DeTable<'i>,
-    pub(super) path: String,
-    pub(super) span: Range<usize>,
+pub(crate) struct Section<'t, 'i> {
+    pub(crate) table: &'t DeTable<'i>,
+    pub(crate) path: String,
+    pub(crate) span: Range<usize>,
 }
 
 impl<'t, 'i> Section<'t, 'i> {
-    pub(super) fn field(&self, key: &str) -> String {
+    pub(crate) fn field(&self, key: &str) -> String {
         if self.path.is_empty() {
             key.to_string()
         } else {
@@ -156,11 +156,11 @@ impl<'t, 'i> Section<'t, 'i> {
         }
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<&'t Value<'i>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'t Value<'i>> {
         self.table.get(key)
     }
 
-    pub(super) fn required(&self, r: &Reader, key: &str) -> Result<&'t Value<'i>, CampaignError> {
+    pub(crate) fn required(&self, r: &Reader, key: &str) -> Result<&'t Value<'i>, CampaignError> {
         self.get(key).ok_or_else(|| {
             let what = if self.path.is_empty() {
                 "the campaign".to_string()
@@ -177,7 +177,7 @@ impl<'t, 'i> Section<'t, 'i> {
 
     /// Every key must be known; the first unknown one (in file order) is
     /// the error.
-    pub(super) fn check_keys(&self, r: &Reader, known: &[&str]) -> Result<(), CampaignError> {
+    pub(crate) fn check_keys(&self, r: &Reader, known: &[&str]) -> Result<(), CampaignError> {
         let unknown = self
             .table
             .iter()
@@ -198,7 +198,7 @@ impl<'t, 'i> Section<'t, 'i> {
     }
 
     /// The entries of an array of tables (`[[load]]`).
-    pub(super) fn sections(
+    pub(crate) fn sections(
         &self,
         r: &Reader,
         key: &str,

@@ -16,7 +16,6 @@ use crate::module::{self, Module};
 use crate::plan::{self, EventSource, LoadedPlan};
 use calibrate::Calibration;
 use rtlab_core::clock;
-use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
@@ -25,12 +24,12 @@ use rtlab_core::units::human_duration;
 use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use rtlab_probe::settings::check_priority;
-use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -142,16 +141,11 @@ impl Probe for DispatchConfig {
     }
 
     fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        rtlab_probe::config_json(self)
     }
 
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        _journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        Ok(Box::new(start(self, stop, samples_csv)?))
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, with.stop, with.samples_csv)?))
     }
 }
 

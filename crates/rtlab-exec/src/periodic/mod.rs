@@ -38,16 +38,12 @@ mod threads;
 
 use crate::periodic::threads::{PeriodicRun, START_MARGIN_NS};
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::journal::Journal;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
-use rtlab_probe::{Probe, ProbeRun};
+use rtlab_probe::{Probe, ProbeRun, Start};
 use serde::Serialize;
 use std::fmt;
-use std::io::Write;
 use std::str::FromStr;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 
 pub use threads::start;
 
@@ -299,15 +295,10 @@ impl Probe for PeriodicConfig {
         PeriodicConfig::planned_ns(self)
     }
     fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        rtlab_probe::config_json(self)
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        _journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        let run: PeriodicRun = start(self, stop, samples_csv)?;
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let run: PeriodicRun = start(self, with.stop, with.samples_csv)?;
         Ok(Box::new(run))
     }
 }

@@ -20,7 +20,7 @@ pub mod server;
 pub mod wire;
 
 use crate::launch::{self, Launch};
-use crate::{ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use auth::Key;
 use client::{Client, ClientCounters, ClientEnd, ClientPlan};
 use netns::NetnsPair;
@@ -212,6 +212,21 @@ pub struct NetRun {
     start_ns: u64,
     // Held until the end: the namespaces vanish when these close.
     _namespaces: Option<Arc<NetnsPair>>,
+}
+
+impl Probe for NetConfig {
+    fn kind(&self) -> &'static str {
+        "net"
+    }
+    fn planned_ns(&self) -> u64 {
+        NetConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        start(self, with.stop, with.samples_csv)
+    }
 }
 
 /// Starts rtlab's server (when asked), then the client, and the recorder.

@@ -30,7 +30,7 @@ pub use config::{
 pub use report::series_name;
 
 use crate::launch::{self, Launch, LEAVE_GRACE};
-use crate::{ProbeOutcome, ProbeRun};
+use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use attribution::Sources;
 use collector::{Collector, CpuInput};
 use counters::{CounterFile, CounterKind, CounterLayout, CpuCounterFile};
@@ -158,6 +158,23 @@ struct Coordinated {
     /// The stop flag cut the osnoise tracer's phase short or kept it from
     /// starting: the run is stopped early although rtlab's phase was whole.
     osnoise_stopped: bool,
+}
+
+/// The osnoise tracer's settings go through the journal.
+impl Probe for NoiseConfig {
+    fn kind(&self) -> &'static str {
+        "noise"
+    }
+    fn planned_ns(&self) -> u64 {
+        NoiseConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let journal = Some(Arc::clone(with.journal));
+        start(self, with.stop, with.samples_csv, journal)
+    }
 }
 
 /// Starts the noise probe. Every thread it starts is gone again when it

@@ -46,7 +46,7 @@ pub use sys::{futex_wait, futex_wait_for, futex_wake};
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
 use crate::settings::{check_priority, refuse_deadline};
 use crate::timer::RunLength;
-use crate::ProbeRun;
+use crate::{Probe, ProbeRun, Start};
 use anyhow::Context;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;
@@ -230,6 +230,23 @@ impl SwitchConfig {
             sched.policy
         );
         (sched, Some(warning))
+    }
+}
+
+/// The SysV semaphore set of `sysv-sem` goes through the journal.
+impl Probe for SwitchConfig {
+    fn kind(&self) -> &'static str {
+        "switch"
+    }
+    fn planned_ns(&self) -> u64 {
+        SwitchConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        crate::config_json(self)
+    }
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let journal = Some(Arc::clone(with.journal));
+        start(self, with.stop, with.samples_csv, journal)
     }
 }
 

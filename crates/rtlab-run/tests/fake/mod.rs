@@ -9,10 +9,9 @@ use rtlab_core::result::{Percentiles, RunResult, Series, SeriesStats, ThreadSett
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_load::{Launcher, LoadSpec};
 use rtlab_probe::setup::ProcessOptions;
-use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use rtlab_run::{RunContext, RunObserver, RunRequest};
 use std::fs::{self, DirBuilder};
-use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -94,14 +93,10 @@ impl Probe for FakeProbe {
     fn config_json(&self) -> serde_json::Value {
         serde_json::json!({ "looks": self.looks })
     }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        _samples_csv: Option<Box<dyn Write + Send>>,
-        journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
         self.started.store(true, Ordering::SeqCst);
-        journal
+        let stop = with.stop;
+        with.journal
             .lock()
             .unwrap()
             .set_file(&self.knob, KNOB_MEASURING)?;

@@ -10,7 +10,7 @@ use crate::input::{bad_input, InputError};
 use crate::outputs::budget::{summary_text, title};
 use crate::outputs::exit::{exit_code, kept_where, status_code};
 use crate::outputs::{Outputs, Requested};
-use rtlab_campaign::{LoadEntry, ProbeSettings};
+use rtlab_campaign::{LoadEntry, PeriodicSettings};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
@@ -300,7 +300,7 @@ fn plan_cells(
             let mut probe = template.clone();
             let short = if mode == Mode::Fifo { "fifo" } else { "exec" };
             probe.name = format!("{short}-{tasks}");
-            if let ProbeSettings::Periodic(settings) = &mut probe.settings {
+            if let Some(settings) = probe.settings_as_mut::<PeriodicSettings>() {
                 settings.tasks = tasks as usize;
                 settings.period_ns = args.task.period;
                 settings.work_ns = args.task.work;
@@ -328,9 +328,7 @@ fn plan_cells(
         .runs
         .iter()
         .filter_map(|run| {
-            let ProbeSettings::Periodic(settings) = &run.probe.settings else {
-                return None;
-            };
+            let settings = run.probe.settings_as::<PeriodicSettings>()?;
             let load = (!run.load.run.is_empty()).then(|| run.load.run.join(","));
             let table = loads.iter().position(|l| *l == load)?;
             let cell = Cell {
@@ -570,10 +568,8 @@ mod tests {
         let mut counts: Vec<u64> = campaign
             .probes
             .iter()
-            .filter_map(|probe| match &probe.settings {
-                ProbeSettings::Periodic(settings) => Some(settings.tasks as u64),
-                _ => None,
-            })
+            .filter_map(|probe| probe.settings_as::<PeriodicSettings>())
+            .map(|settings| settings.tasks as u64)
             .collect();
         counts.sort_unstable();
         counts.dedup();

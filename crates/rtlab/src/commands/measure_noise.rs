@@ -9,7 +9,6 @@ use rtlab_core::sched::Policy;
 use rtlab_core::settings::flag;
 use rtlab_probe::noise::NoiseConfig;
 use rtlab_probe::settings::sched_of;
-use rtlab_probe::ProbeConfig;
 use std::process::ExitCode;
 
 /// Checks the arguments that clap cannot check alone and builds the config;
@@ -43,5 +42,5 @@ fn config_from(args: &NoiseArgs) -> anyhow::Result<NoiseConfig> {
 
 pub fn run(args: NoiseArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    measure(Box::new(ProbeConfig::Noise(config)), &args.run, &[])?.report(args.run.quiet)
+    measure(Box::new(config), &args.run, &[])?.report(args.run.quiet)
 }

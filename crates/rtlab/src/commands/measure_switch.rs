@@ -11,7 +11,7 @@ use rtlab_core::settings::flag;
 use rtlab_probe::settings::sched_of;
 use rtlab_probe::switch::{InjectDelay, Mechanism, SwitchConfig, DEFAULT_INTERVAL_NS};
 use rtlab_probe::timer::RunLength;
-use rtlab_probe::{ProbeConfig, DEFAULT_DURATION_NS};
+use rtlab_probe::DEFAULT_DURATION_NS;
 use std::process::ExitCode;
 
 /// Checks the arguments that clap cannot check alone and builds the config;
@@ -74,5 +74,5 @@ fn flag_of(key: &str) -> String {
 
 pub fn run(args: SwitchArgs) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    measure(Box::new(ProbeConfig::Switch(config)), &args.run, &[])?.report(args.run.quiet)
+    measure(Box::new(config), &args.run, &[])?.report(args.run.quiet)
 }

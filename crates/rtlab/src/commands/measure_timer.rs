@@ -10,7 +10,6 @@ use rtlab_core::settings::flag;
 use rtlab_core::units::{human_duration, Micros};
 use rtlab_probe::settings::sched_of;
 use rtlab_probe::timer::{RunLength, TimerConfig};
-use rtlab_probe::ProbeConfig;
 use rtlab_probe::DEFAULT_DURATION_NS;
 use rtlab_report::export::HistfileExporter;
 use std::process::ExitCode;
@@ -59,11 +58,7 @@ pub fn run(args: TimerArgs) -> anyhow::Result<ExitCode> {
             all_threads_column: args.histofall,
         }),
     });
-    let measured = measure(
-        Box::new(ProbeConfig::Timer(config)),
-        &args.run,
-        histfile.as_slice(),
-    )?;
+    let measured = measure(Box::new(config), &args.run, histfile.as_slice())?;
     let break_event = measured.result.break_event.clone();
     let code = measured.report(args.run.quiet)?;
     if let Some(event) = break_event {

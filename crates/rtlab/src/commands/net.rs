@@ -12,7 +12,6 @@ use rtlab_probe::net::auth::Key;
 use rtlab_probe::net::server::{self, Inject, RateLimit, ServeConfig, Server};
 use rtlab_probe::net::{Mode, NetConfig, OwnServer, Placement, Transport};
 use rtlab_probe::settings;
-use rtlab_probe::ProbeConfig;
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -166,7 +165,7 @@ fn probe_config(args: &NetProbeArgs) -> anyhow::Result<NetConfig> {
 
 pub fn probe(args: NetProbeArgs) -> anyhow::Result<ExitCode> {
     let config = probe_config(&args)?;
-    measure(Box::new(ProbeConfig::Net(config)), &args.run, &[])?.report(args.run.quiet)
+    measure(Box::new(config), &args.run, &[])?.report(args.run.quiet)
 }
 
 fn serve_config(args: &NetServeArgs) -> anyhow::Result<ServeConfig> {

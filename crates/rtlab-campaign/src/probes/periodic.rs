@@ -1,0 +1,147 @@
+//! `kind = "periodic"`: periodic tasks released by rtlab's executive or by
+//! their own SCHED_FIFO sleeps (`rtlab exec periodic`). Its settings, its
+//! keys and their reader, and its probe for one run.
+
+use super::cpus::cpu_or;
+use super::kind::{KindDef, KindSettings, OneRun};
+use crate::error::CampaignError;
+use crate::parse::probe::{at_setting, cpu_number, STAND_IN_NS, STAND_IN_SCHED};
+use crate::parse::reader::{Reader, Section};
+use rtlab_core::sched::Policy;
+use rtlab_core::units::human_duration;
+pub use rtlab_exec::periodic::Mode as PeriodicMode;
+use rtlab_exec::periodic::PeriodicConfig;
+use rtlab_probe::Probe;
+use serde::Serialize;
+
+pub(crate) const KIND: KindDef = KindDef {
+    name: "periodic",
+    keys: &["tasks", "period", "work", "mode", "cpu"],
+    read: |r, s| Ok(Box::new(read(r, s)?)),
+};
+
+/// The periodic probe's own settings (as `rtlab exec periodic`): the
+/// configuration's priority is the tasks'; the executive runs 10 above.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeriodicSettings {
+    pub tasks: usize,
+    pub period_ns: u64,
+    pub work_ns: u64,
+    pub mode: PeriodicMode,
+    /// The CPU of every task (and the executive); None: the last online CPU.
+    pub cpu: Option<usize>,
+}
+
+impl Default for PeriodicSettings {
+    /// Paper 002's Table 4.1: 10 ms periods, a little work.
+    fn default() -> PeriodicSettings {
+        PeriodicSettings {
+            tasks: 1,
+            period_ns: rtlab_exec::periodic::DEFAULT_PERIOD_NS,
+            work_ns: rtlab_exec::periodic::DEFAULT_WORK_NS,
+            mode: PeriodicMode::Executive,
+            cpu: None,
+        }
+    }
+}
+
+impl PeriodicSettings {
+    /// The executive's config for `duration_ns` with the tasks at the
+    /// configuration's `priority` (1-98) and the executive 10 above (at
+    /// most 99), on the last online CPU unless `cpu` is given (not checked
+    /// here: see [`KindSettings::probe`] and [`PeriodicConfig::validate`]).
+    pub fn config(&self, duration_ns: u64, priority: u32) -> PeriodicConfig {
+        let mut config = PeriodicConfig::new(self.tasks, self.period_ns, self.work_ns, duration_ns);
+        config.mode = self.mode;
+        if let Some(cpu) = self.cpu {
+            config.cpu = cpu;
+        }
+        config.task_priority = priority.clamp(1, 98);
+        config.executive_priority = (config.task_priority + 10).min(99);
+        config
+    }
+}
+
+fn read(r: &Reader, s: &Section) -> Result<PeriodicSettings, CampaignError> {
+    let mut p = PeriodicSettings::default();
+    if let Some(v) = s.get("tasks") {
+        let field = s.field("tasks");
+        let n = r.integer(v, &field)?;
+        p.tasks = usize::try_from(n).map_err(|_| {
+            r.error(
+                v.span(),
+                &field,
+                format!(
+                    "{n} tasks is out of range 1-{}",
+                    rtlab_exec::periodic::MAX_TASKS
+                ),
+            )
+        })?;
+    }
+    if let Some(v) = s.get("period") {
+        p.period_ns = r.positive_duration(v, &s.field("period"))?;
+    }
+    if let Some(v) = s.get("work") {
+        p.work_ns = r.positive_duration(v, &s.field("work"))?;
+    }
+    if let Some(v) = s.get("mode") {
+        let (text, span) = r.string(v, &s.field("mode"))?;
+        p.mode = match text.as_str() {
+            "executive" => PeriodicMode::Executive,
+            "fifo" => PeriodicMode::Fifo,
+            _ => {
+                return Err(r.error(
+                    span,
+                    &s.field("mode"),
+                    format!("unknown mode `{text}` (expected executive or fifo)"),
+                ))
+            }
+        };
+    }
+    p.cpu = cpu_number(r, s, "cpu")?;
+    p.config(STAND_IN_NS, STAND_IN_SCHED.priority)
+        .validate()
+        .map_err(|e| at_setting(r, s, &e))?;
+    Ok(p)
+}
+
+impl KindSettings for PeriodicSettings {
+    fn interval_ns(&self) -> Option<u64> {
+        Some(self.period_ns)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} task{} every {}, {} work, {} on {}",
+            self.tasks,
+            if self.tasks == 1 { "" } else { "s" },
+            human_duration(self.period_ns),
+            human_duration(self.work_ns),
+            self.mode,
+            cpu_or(self.cpu, "the last CPU"),
+        )
+    }
+
+    /// The configuration promotes the tasks; the executive runs above them.
+    fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
+        let OneRun { sched, online, .. } = *run;
+        if sched.policy != Policy::Fifo {
+            return Err(format!(
+                "policy {}: periodic tasks run SCHED_FIFO (use policy fifo; the mode key picks executive or fifo release)",
+                sched.policy
+            ));
+        }
+        if let Some(cpu) = self.cpu {
+            if !online.contains(cpu) {
+                return Err(format!("cpu: CPU {cpu} is not online (online: {online})"));
+            }
+        }
+        let config = self.config(run.duration_ns, sched.priority);
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(Box::new(config))
+    }
+
+    fn fifo_only(&self) -> bool {
+        true
+    }
+}
