@@ -1,8 +1,21 @@
 //! The terminal rendering of an [`EvtReport`].
 
-use super::{CheckStatus, EvtReport, Method, Verdict};
 use crate::text::align;
+use rtlab_stats::evt::{CheckStatus, EvtReport, Method, Verdict};
 use std::fmt::Write;
+
+/// A worst-case estimate as terminal text.
+pub trait EvtText {
+    /// A terminal report: method, fit, checks, the pWCET table with its
+    /// intervals or the reasons for refusing.
+    fn render_text(&self) -> String;
+}
+
+impl EvtText for EvtReport {
+    fn render_text(&self) -> String {
+        text(self)
+    }
+}
 
 fn us(ns: f64) -> String {
     if ns.is_finite() {
