@@ -4,5 +4,6 @@
 
 mod render;
 
+pub(crate) use render::method_name;
 pub use render::EvtText;
 pub use rtlab_stats::evt::*;

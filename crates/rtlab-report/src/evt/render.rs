@@ -17,6 +17,14 @@ impl EvtText for EvtReport {
     }
 }
 
+/// An estimate's method in the few words the tables and the charts show.
+pub(crate) fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::BlockMaxima => "GEV on block maxima",
+        Method::PeaksOverThreshold => "GPD over a threshold",
+    }
+}
+
 fn us(ns: f64) -> String {
     if ns.is_finite() {
         format!("{:.3}", ns / 1000.0)
