@@ -35,12 +35,18 @@
 //! later than the next activation (deadline = period).
 
 //!
-//! This file only declares and re-exports: `config` holds the settings,
-//! `threads` the run (and the [`Probe`](rtlab_probe::Probe) impl); the
-//! children import each other, never their parent.
+//! `config` holds the settings, `threads` the run; they import each other,
+//! never this file, which joins them as a [`Probe`] (no import circle).
 
 mod config;
 mod threads;
+
+use rtlab_core::journal::Journal;
+use rtlab_probe::{Probe, ProbeRun};
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use threads::PeriodicRun;
 
 pub use config::{
     activations_in, default_cpu, Mode, PeriodicConfig, Phasing, DEFAULT_PERIOD_NS, DEFAULT_WORK_NS,
@@ -48,3 +54,24 @@ pub use config::{
     TASK_PRIORITY,
 };
 pub use threads::start;
+
+impl Probe for PeriodicConfig {
+    fn kind(&self) -> &'static str {
+        "periodic"
+    }
+    fn planned_ns(&self) -> u64 {
+        PeriodicConfig::planned_ns(self)
+    }
+    fn config_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    fn start(
+        &self,
+        stop: Arc<AtomicBool>,
+        samples_csv: Option<Box<dyn Write + Send>>,
+        _journal: &Arc<Mutex<Journal>>,
+    ) -> anyhow::Result<Box<dyn ProbeRun>> {
+        let run: PeriodicRun = start(self, stop, samples_csv)?;
+        Ok(Box::new(run))
+    }
+}

@@ -3,7 +3,6 @@
 
 use super::config::{Mode, PeriodicConfig, START_MARGIN_NS};
 use rtlab_core::clock;
-use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
@@ -11,10 +10,10 @@ use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
 use rtlab_probe::switch::{futex_wait, futex_wake};
 use rtlab_probe::timer::dedup_keep_order;
-use rtlab_probe::{Probe, ProbeOutcome, ProbeRun};
+use rtlab_probe::{ProbeOutcome, ProbeRun};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -637,26 +636,5 @@ impl ProbeRun for PeriodicRun {
             warnings,
             ..ProbeOutcome::default()
         })
-    }
-}
-
-impl Probe for PeriodicConfig {
-    fn kind(&self) -> &'static str {
-        "periodic"
-    }
-    fn planned_ns(&self) -> u64 {
-        PeriodicConfig::planned_ns(self)
-    }
-    fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
-    fn start(
-        &self,
-        stop: Arc<AtomicBool>,
-        samples_csv: Option<Box<dyn Write + Send>>,
-        _journal: &Arc<Mutex<Journal>>,
-    ) -> anyhow::Result<Box<dyn ProbeRun>> {
-        let run: PeriodicRun = start(self, stop, samples_csv)?;
-        Ok(Box::new(run))
     }
 }
