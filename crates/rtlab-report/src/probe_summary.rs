@@ -495,11 +495,11 @@ mod tests {
 
     #[test]
     fn the_periodic_table_plans_from_the_config_not_from_what_was_done() {
-        let mut run = crate::import::imported_run(
+        let mut run = crate::import::run::imported_run(
             crate::import::Format::CyclictestHistfile,
             "x",
             "2026-11-21T19:30:12.000000Z".into(),
-            crate::import::unknown_environment("2026-11-21T19:30:12.000000Z"),
+            crate::import::run::unknown_environment("2026-11-21T19:30:12.000000Z"),
             Vec::new(),
             Vec::new(),
         );

@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use super::*;
+use super::entry::{printable, Entry};
+use super::error::JournalError;
+use super::file::{list_journals, read_journal};
+use super::record::Journal;
 
 impl Journal {
     pub(super) fn check_conflicts(&self, target: &Path) -> Result<(), JournalError> {
@@ -52,6 +55,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
+    use super::super::{recover_stale, Owner};
     use super::*;
     use std::fs;
     use tempfile::TempDir;

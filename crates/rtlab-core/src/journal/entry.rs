@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use super::owner::Owner;
 
 /// One recorded change. Tagged by `kind` in the journal file; new kinds
 /// (e.g. the scheduling policy of another pid+starttime) are new variants.

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::*;
+use super::entry::shown;
 
 /// Errors of the journal. Every message names the path or key and, where
 /// there is one, what to do about it.

@@ -9,11 +9,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use super::entry::Entry;
+use super::owner::Owner;
+use super::state_dir::euid;
 use crate::fsutil;
 
 /// Upper bound for a journal file; anything larger is not ours.
 const MAX_JOURNAL_LEN: u64 = 16 * 1024 * 1024;
+
+/// Value of the `schema` field of every journal file.
+pub const SCHEMA: &str = "rtlab.journal/1";
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct JournalFile {

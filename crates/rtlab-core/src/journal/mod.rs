@@ -23,8 +23,12 @@ mod sysv;
 mod testutil;
 mod value;
 
+// This file only declares and re-exports: the files import what they share
+// from one another, never from here (no import circle).
+
 pub use entry::{Entry, Outcome, Recovered, Restored};
 pub use error::JournalError;
+pub use file::SCHEMA;
 pub use owner::Owner;
 pub use panic::install_panic_restore;
 pub use record::Journal;
@@ -32,14 +36,3 @@ pub use recover::{recover_stale, recover_stale_in_state_dir};
 pub use state_dir::state_dir;
 pub use sysv::{remove_sysv_sem_set, SysvSemSet};
 pub use value::parse_sysctl;
-
-// What the files share with one another.
-use entry::*;
-use error::*;
-use file::*;
-use recover::*;
-use state_dir::*;
-use value::*;
-
-/// Value of the `schema` field of every journal file.
-pub const SCHEMA: &str = "rtlab.journal/1";

@@ -3,7 +3,7 @@
 use std::panic;
 use std::sync::{Arc, Mutex, Once, PoisonError, TryLockError, Weak};
 
-use super::*;
+use super::record::Journal;
 
 static PANIC_JOURNALS: Mutex<Vec<Weak<Mutex<Journal>>>> = Mutex::new(Vec::new());
 static PANIC_HOOK: Once = Once::new();

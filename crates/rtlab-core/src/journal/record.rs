@@ -6,7 +6,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::*;
+use super::entry::{Entry, Outcome, Restored};
+use super::error::JournalError;
+use super::file::{journal_name, remove_durably, write_atomic, JournalFile, SCHEMA};
+use super::owner::Owner;
+use super::recover::restore_entries;
+use super::state_dir::{ensure_state_dir, lock_dir, state_dir, DirLock};
+use super::sysv::SysvSemSet;
+use super::value::{check_value, parse_sysctl, read_value, restore_entry, write_value};
 
 /// The journal of this process. Record changes through it; they are undone
 /// by [`Journal::restore`] or when it is dropped.
@@ -277,6 +284,7 @@ impl Drop for Journal {
 
 #[cfg(test)]
 mod tests {
+    use super::super::file::read_journal;
     use super::super::testutil::*;
     use super::*;
     use tempfile::TempDir;

@@ -5,7 +5,13 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::*;
+use super::entry::{Entry, Outcome, Recovered, Restored};
+use super::file::{
+    list_journals, owner_of_tmp, read_journal, remove_durably, write_atomic, JournalFile,
+};
+use super::owner::Owner;
+use super::state_dir::{check_state_dir, lock_dir, state_dir};
+use super::value::restore_entry;
 
 /// Restores in reverse order; returns the results and the entries that
 /// could not be restored (in their original order).
@@ -143,7 +149,9 @@ fn remove_stale_tmp_files(state_dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::file::{old_tmp_path, SCHEMA};
     use super::super::testutil::*;
+    use super::super::{Journal, JournalError};
     use super::*;
     use tempfile::TempDir;
 

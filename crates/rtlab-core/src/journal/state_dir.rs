@@ -8,7 +8,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use super::*;
+use super::error::JournalError;
 
 pub(super) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -99,6 +99,7 @@ pub(super) fn lock_dir(dir: &Path) -> io::Result<DirLock> {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
+    use super::super::{recover_stale, Journal};
     use super::*;
     use tempfile::TempDir;
 

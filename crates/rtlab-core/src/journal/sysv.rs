@@ -3,7 +3,8 @@
 
 use std::io;
 
-use super::*;
+use super::entry::{unix_time, Outcome};
+use super::error::io_message;
 
 /// A SysV semaphore set as `semctl(IPC_STAT)` shows it: its id, and what
 /// tells it from a later set that reuses the id (the kernel recycles ids).
@@ -83,7 +84,9 @@ pub fn remove_sysv_sem_set(set: SysvSemSet) -> Outcome {
 
 #[cfg(test)]
 mod tests {
+    use super::super::file::read_journal;
     use super::super::testutil::*;
+    use super::super::{recover_stale, Entry, Journal};
     use super::*;
     use tempfile::TempDir;
 

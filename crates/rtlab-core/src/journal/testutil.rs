@@ -10,7 +10,9 @@ use tempfile::TempDir;
 pub(super) use super::owner::{read_starttime, read_stat};
 pub(super) use crate::process::boot_id;
 
-use super::*;
+use super::entry::Entry;
+use super::file::{journal_name, list_journals, JournalFile, SCHEMA};
+use super::owner::Owner;
 
 pub(super) fn target(dir: &TempDir, name: &str, value: &str) -> PathBuf {
     let path = dir.path().join(name);

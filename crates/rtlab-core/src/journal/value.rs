@@ -6,7 +6,9 @@ use std::io::{self, Read, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use super::*;
+use super::entry::{Entry, Outcome};
+use super::error::{io_message, JournalError};
+use super::sysv::{remove_sysv_sem_set, SysvSemSet};
 
 /// Upper bound for a value read from a sysfs/procfs file: a journal is not
 /// the place for `/dev/zero`.

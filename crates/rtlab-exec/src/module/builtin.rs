@@ -1,6 +1,7 @@
 //! The built-in modules: `mark`, `udp`, `wake`, `signal`.
 
-use super::{signal_number, Module};
+use super::kinds::{signal_number, validate};
+use super::model::Module;
 use crate::plan::model::{Event, ModuleDecl, DATA_BYTES};
 use rtlab_probe::switch::{futex_wait_for, futex_wake};
 use std::net::{SocketAddr, UdpSocket};
@@ -9,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// Builds the module a declaration asks for (after [`super::validate`]).
+/// Builds the module a declaration asks for (after [`validate`]).
 pub fn build(decl: &ModuleDecl) -> Result<Box<dyn Module>, String> {
-    super::validate(decl)?;
+    validate(decl)?;
     Ok(match decl.kind.as_str() {
         "mark" => Box::new(Mark::default()),
         "udp" => Box::new(Udp::new(decl)?),

@@ -1,7 +1,7 @@
 //! The threads of a periodic run: the executive and its tasks, or the
 //! self-timed FIFO tasks; the recorder; the [`ProbeRun`].
 
-use super::{Mode, PeriodicConfig};
+use super::config::{Mode, PeriodicConfig, START_MARGIN_NS};
 use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
@@ -17,8 +17,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Margin between every thread being ready and the first activation.
-pub const START_MARGIN_NS: u64 = 50_000_000;
 /// How long the threads get to set themselves up.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the executive waits, after its last release, for the tasks to

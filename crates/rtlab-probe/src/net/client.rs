@@ -9,7 +9,6 @@
 //! and receives under test.
 
 use super::auth::Key;
-use super::bump;
 use super::outgoing::Outgoing;
 use super::wire::{self, Exchange, Kind, Mode, Sockperf, Transport};
 use rtlab_core::clock;
@@ -19,6 +18,11 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+
+/// Counts one more (a relaxed add: no lock, no syscall).
+pub(super) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
 
 /// What the client sends, where, and how often.
 #[derive(Debug, Clone)]

@@ -41,11 +41,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 pub use wire::{Mode, Transport};
 
-/// Counts one more (a relaxed add: no lock, no syscall).
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
 /// Where a thread runs and how it is scheduled.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Placement {

@@ -10,7 +10,7 @@
 //! slow senders cannot keep the slots from clients that send whole frames.
 
 use super::auth::Key;
-use super::bump;
+use super::client::bump;
 pub use super::limiter::RateLimit;
 use super::limiter::{Limiter, Source};
 use super::outgoing::Outgoing;

@@ -213,7 +213,7 @@ result counts"
             )),
             Err(panic) => Some(format!(
                 "the noise recorder thread panicked ({}): the figures stop where it did",
-                super::launch::panic_message(&*panic)
+                crate::launch::panic_message(&*panic)
             )),
         };
         let totals = std::mem::take(&mut *lock(&self.totals));

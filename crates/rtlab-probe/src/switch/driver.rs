@@ -9,11 +9,11 @@
 
 use super::interrupt::{self, Rings, TimerEnd, TimerPlan};
 use super::mechanism::{Ops, Setup};
+use super::options::{InjectDelay, Mechanism};
 use super::release::Releaser;
 use super::shared::{Block, Region, GO_ABANDON, GO_RUN, TASK_READY, TASK_STARTING};
 use super::sys::{self, describe_errno, futex_wait_for, futex_wake};
 use super::task::{self, ChildPlan, TaskReady};
-use super::{InjectDelay, Mechanism};
 use rtlab_core::clock;
 use rtlab_core::journal::Journal;
 use rtlab_core::result::ThreadSettings;

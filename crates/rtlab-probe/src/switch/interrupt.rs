@@ -30,9 +30,9 @@
 //! saw its process die): the flags are checked before every release, so
 //! T never signals a condition variable whose waiter died.
 
+use super::options::InjectDelay;
 use super::release::Releaser;
 use super::shared::{Block, Control, TaskSide};
-use super::InjectDelay;
 use crate::recorder::Sample;
 use rtlab_core::clock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -13,9 +13,9 @@
 //! waiter never does); the mapping that holds them is unmapped at the end
 //! of the run anyway, and no object is used twice in a run.
 
+use super::options::Mechanism;
 use super::shared::{Block, Objects};
 use super::sys::errno;
-use super::Mechanism;
 use anyhow::{bail, Context};
 use rtlab_core::journal::{self, Journal, Outcome, SysvSemSet};
 use std::io;

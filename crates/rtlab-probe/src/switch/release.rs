@@ -9,8 +9,8 @@
 //! warning after the run.
 
 use super::mechanism::{Ops, MQ_MSG_BYTES};
+use super::options::Mechanism;
 use super::sys::{errno, futex_wake};
-use super::Mechanism;
 use std::sync::atomic::Ordering;
 
 pub struct Releaser<'a> {

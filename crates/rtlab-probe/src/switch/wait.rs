@@ -4,8 +4,8 @@
 //! retried, any other failure is returned as an errno and ends the task.
 
 use super::mechanism::{Ops, MQ_MSG_BYTES};
+use super::options::Mechanism;
 use super::sys::{errno, futex_wait};
-use super::Mechanism;
 use std::sync::atomic::Ordering;
 
 pub struct Waiter<'a> {

@@ -1,7 +1,7 @@
 //! A budget checked against runs: one [`Check`] per clause and series,
 //! gathered in an [`Evaluation`] per run, shown as tables and JSON.
 
-use super::{Budget, Clause, Metric, Op};
+use super::spec::{Budget, Clause, Metric, Op};
 use crate::export::Exporter;
 use crate::text::align;
 use rtlab_core::result::{CampaignRef, RunResult, RunStatus, Series};

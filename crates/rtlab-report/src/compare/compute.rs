@@ -360,17 +360,17 @@ mod tests {
                 thread: rtlab_core::result::ThreadSettings {
                     tid: 1,
                     pinned_cpu: Some(0),
-                    requested: crate::import::unknown_sched(),
+                    requested: crate::import::run::unknown_sched(),
                     actual: None,
                     timer_slack_ns: None,
                 },
                 stats,
             }],
-            ..crate::import::imported_run(
+            ..crate::import::run::imported_run(
                 crate::import::Format::CyclictestHistfile,
                 "x",
                 "2026-11-21T19:30:12.000000Z".into(),
-                crate::import::unknown_environment("2026-11-21T19:30:12.000000Z"),
+                crate::import::run::unknown_environment("2026-11-21T19:30:12.000000Z"),
                 Vec::new(),
                 Vec::new(),
             )

@@ -4,17 +4,6 @@
 
 mod render;
 
+pub(crate) use render::method_name;
+pub use render::EvtText;
 pub use rtlab_stats::evt::*;
-
-/// A worst-case estimate as terminal text.
-pub trait EvtText {
-    /// A terminal report: method, fit, checks, the pWCET table with its
-    /// intervals or the reasons for refusing.
-    fn render_text(&self) -> String;
-}
-
-impl EvtText for EvtReport {
-    fn render_text(&self) -> String {
-        render::text(self)
-    }
-}

@@ -1,8 +1,29 @@
 //! The terminal rendering of an [`EvtReport`].
 
-use super::{CheckStatus, EvtReport, Method, Verdict};
 use crate::text::align;
+use rtlab_stats::evt::{CheckStatus, EvtReport, Method, Verdict};
 use std::fmt::Write;
+
+/// A worst-case estimate as terminal text.
+pub trait EvtText {
+    /// A terminal report: method, fit, checks, the pWCET table with its
+    /// intervals or the reasons for refusing.
+    fn render_text(&self) -> String;
+}
+
+impl EvtText for EvtReport {
+    fn render_text(&self) -> String {
+        text(self)
+    }
+}
+
+/// An estimate's method in the few words the tables and the charts show.
+pub(crate) fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::BlockMaxima => "GEV on block maxima",
+        Method::PeaksOverThreshold => "GPD over a threshold",
+    }
+}
 
 fn us(ns: f64) -> String {
     if ns.is_finite() {

@@ -5,7 +5,7 @@
 //! without a histogram, every statistic of a series without samples, the
 //! cpu of a floating thread, the time of a max nobody recorded.
 
-use super::Exporter;
+use super::exporter::Exporter;
 use rtlab_core::result::{RunResult, Series};
 use rtlab_stats::quantile::percentiles_known;
 use std::io::{self, Write};

@@ -2,7 +2,7 @@
 //! scripts and plotters written for cyclictest (OSADL's among them) read
 //! rtlab's results unchanged. Values are µs, truncated as cyclictest does.
 
-use super::Exporter;
+use super::exporter::Exporter;
 use rtlab_core::result::{RunResult, Series};
 use std::io::{self, Write};
 

@@ -1,6 +1,6 @@
 //! rtlab's own JSON (`rtlab.run/1`), pretty-printed.
 
-use super::Exporter;
+use super::exporter::Exporter;
 use rtlab_core::result::RunResult;
 use std::io::{self, Write};
 

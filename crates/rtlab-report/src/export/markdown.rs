@@ -1,7 +1,7 @@
 //! A run as Markdown, for a report, a ticket or a pull request: what ran
 //! where, one table of the series in µs (ns precision), and the warnings.
 
-use super::Exporter;
+use super::exporter::Exporter;
 use crate::text::{md_cell, md_code};
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::units::{human_duration, Micros};

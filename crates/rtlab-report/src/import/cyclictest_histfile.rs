@@ -27,9 +27,12 @@
 //! deadlines (cyclictest does not count them) and the values of the
 //! samples beyond the histogram (counted at the max).
 
-use super::{
-    check_counts, imported_run, now_rfc3339, rfc3339, thread_series, unknown_environment,
-    unknown_sched, BinnedThread, Format, ImportError,
+use super::binned::BinnedThread;
+use super::checks::check_counts;
+use super::error::ImportError;
+use super::format::Format;
+use super::run::{
+    imported_run, now_rfc3339, rfc3339, thread_series, unknown_environment, unknown_sched,
 };
 use rtlab_core::result::RunResult;
 use std::time::SystemTime;

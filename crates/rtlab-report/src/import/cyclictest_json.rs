@@ -19,10 +19,13 @@
 //! 2.x interprets it. Every other top-level key is kept verbatim in
 //! `config.cyclictest`.
 
+use super::binned::BinnedThread;
+use super::checks::{check_counts, check_text};
 use super::cyclictest_cmdline::CommandLine;
-use super::{
-    check_counts, imported_run, json_syntax_error, now_rfc3339, rfc3339, thread_series,
-    unknown_environment, BinnedThread, Format, ImportError,
+use super::error::{json_syntax_error, ImportError};
+use super::format::Format;
+use super::run::{
+    imported_run, now_rfc3339, rfc3339, thread_series, unknown_environment, unknown_sched,
 };
 use rtlab_core::env::Environment;
 use rtlab_core::result::{RunResult, RunStatus, Series, SeriesStats};
@@ -292,7 +295,7 @@ fn read_root(
         },
     };
     // Host names, the command line and the whole document are kept and printed.
-    super::check_text(&root, "$", ctx.origin)?;
+    check_text(&root, "$", ctx.origin)?;
     match root {
         Value::Object(root) => Ok(root),
         other => Err(ctx.err("$", format!("expected an object, found {}", show(&other)))),
@@ -396,7 +399,7 @@ fn read_series(
     } else if sched.is_none() {
         warnings.push("unknown --policy in the command line: scheduling recorded as other".into());
     }
-    let sched = sched.unwrap_or_else(super::unknown_sched);
+    let sched = sched.unwrap_or_else(unknown_sched);
     let interval_us = has_cmdline.then(|| args.interval_us.unwrap_or(1000));
     // rt-tests 2.x adds the distance to each further thread's interval
     // unless a histogram was asked for.
@@ -709,7 +712,7 @@ fn preempt_model(realtime: Option<bool>, version: Option<&str>) -> (String, Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::super::seconds_precision;
+    use super::super::run::seconds_precision;
     use super::*;
 
     #[test]

@@ -3,9 +3,9 @@
 //! the same offline, attached to a ticket or years later.
 
 use super::charts::Chart;
+use super::model::{Report, RunView, SeriesView};
 use super::run_tables::{environment_table, series_pwcet_table, status_name};
 use super::svg::escape;
-use super::{Report, RunView, SeriesView};
 use crate::evt::{CheckStatus, Verdict};
 use std::fmt::Write;
 

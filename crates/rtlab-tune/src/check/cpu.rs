@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::{read_trimmed, Environment};
 
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 use super::util::{isolcpus_list, kernel_param};
-use super::{Area, Ctx, Finding, Severity};
 
 pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
     vec![governor(ctx), idle_states(ctx), isolation(ctx)]

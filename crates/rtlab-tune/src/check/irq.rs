@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::read_trimmed;
 
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 use super::util::{hex_mask, intersection, list_some, parse_hex_mask, plural, ranges};
-use super::{Area, Ctx, Finding, Severity};
 
 pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
     let table = IrqTable::read(ctx);

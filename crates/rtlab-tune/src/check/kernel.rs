@@ -1,7 +1,8 @@
 //! The kernel and the platform under it: preemption model, clocksource,
 //! virtualization.
 
-use super::{Area, Ctx, Finding, Severity};
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 
 pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
     vec![preempt_model(ctx), clocksource(ctx), virtualization(ctx)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Area, Ctx, Finding, Severity};
+use super::finding::{Area, Finding, Severity};
 
 /// Resource limits and capabilities of the calling process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,8 +77,8 @@ fn effective_caps(status: &str) -> Option<u64> {
     u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
 }
 
-pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
-    vec![rtprio(&ctx.input.limits), memlock(&ctx.input.limits)]
+pub(super) fn checks(limits: &Limits) -> Vec<Finding> {
+    vec![rtprio(limits), memlock(limits)]
 }
 
 fn limit_text(v: Option<u64>) -> String {

@@ -1,7 +1,8 @@
 //! Memory settings that stall real-time threads on page faults:
 //! transparent hugepages and swap.
 
-use super::{Area, Ctx, Finding, Severity};
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 
 pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
     vec![thp(ctx), thp_defrag(ctx), swap(ctx)]

@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::Policy;
 
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 use super::util::{intersection, list_some, ranges};
-use super::{Area, Ctx, Finding, Severity};
 use crate::task::Task;
 
 /// The kernel threads the check ranks, by the work they do.

@@ -6,7 +6,8 @@
 
 use std::fmt::Write;
 
-use super::{Report, Severity};
+use super::finding::Severity;
+use super::report::Report;
 
 const WIDTH: usize = 100;
 const ORDER: [Severity; 4] = [
@@ -16,7 +17,15 @@ const ORDER: [Severity; 4] = [
     Severity::Ok,
 ];
 
-pub(super) fn text(report: &Report) -> String {
+impl Report {
+    /// The terminal rendering: a header, then the findings worst first with
+    /// their explanation and fix; ok findings get one line each.
+    pub fn render_text(&self) -> String {
+        text(self)
+    }
+}
+
+fn text(report: &Report) -> String {
     let mut out = String::new();
     let host = &report.host;
     let mut facts = Vec::new();

@@ -1,8 +1,9 @@
 //! Real-time scheduling settings: RT throttling, RT group scheduling and
 //! timer migration.
 
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 use super::util::{kernel_param, list_some};
-use super::{Area, Ctx, Finding, Severity};
 
 pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
     vec![

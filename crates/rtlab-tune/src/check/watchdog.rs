@@ -1,8 +1,9 @@
 //! The lockup detectors: the NMI (hard-lockup) watchdog and the soft-lockup
 //! watchdog, both of which interrupt every CPU they watch.
 
+use super::context::Ctx;
+use super::finding::{Area, Finding, Severity};
 use super::util::intersection;
-use super::{Area, Ctx, Finding, Severity};
 
 pub(super) fn checks(ctx: &Ctx) -> Vec<Finding> {
     vec![nmi_watchdog(ctx), soft_watchdog(ctx)]
