@@ -12,3 +12,4 @@ mod invocation;
 pub mod outputs;
 mod progress;
 mod session;
+mod terminal;

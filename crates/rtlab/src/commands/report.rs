@@ -12,6 +12,7 @@ use crate::outputs::exit::exit_code;
 use crate::outputs::file::check_writable;
 use crate::outputs::OutputTarget;
 use crate::session;
+use crate::terminal::{out, put};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rtlab_core::result::RunResult;

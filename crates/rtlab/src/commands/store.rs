@@ -4,6 +4,7 @@
 use crate::cli::{RunsDeleteArgs, RunsTagArgs, StoreCheckArgs};
 use crate::input::InputError;
 use crate::session;
+use crate::terminal::out;
 use rtlab_core::result::terminal_text;
 use rtlab_store::{RunFilter, Store, StoreError};
 use std::collections::BTreeSet;

@@ -7,6 +7,7 @@ use crate::cli::{
 use crate::input::{self, InputError};
 use crate::outputs::OutputTarget;
 use crate::session;
+use crate::terminal::{out, put};
 use anyhow::Context;
 use rtlab_core::result::RunResult;
 use rtlab_core::units::{human_duration, Micros};

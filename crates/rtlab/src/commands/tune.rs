@@ -8,6 +8,7 @@ use crate::cli::{
 };
 use crate::input::bad_input;
 use crate::invocation::command_line;
+use crate::terminal::out;
 use anyhow::Context;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::DeadlineParams;

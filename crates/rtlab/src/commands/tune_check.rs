@@ -1,6 +1,7 @@
 //! `rtlab tune check`: the system audit, as text or JSON.
 
 use crate::cli::TuneCheckArgs;
+use crate::terminal::{out, put};
 use rtlab_tune::check::{self, AuditInput};
 use std::process::ExitCode;
 

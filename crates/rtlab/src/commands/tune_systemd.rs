@@ -5,6 +5,7 @@
 use crate::cli::SystemdArgs;
 use crate::input::bad_input;
 use crate::invocation::{command_line, own_executable};
+use crate::terminal::out;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_tune::changes::{ChangeLog, UndoScope};
 use rtlab_tune::systemd::{self, DropIn, Verification};
