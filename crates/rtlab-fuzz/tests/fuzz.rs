@@ -221,7 +221,7 @@ fn fuzz_plan_binary() {
 }
 
 // ---------------------------------------------------------------------------
-// Campaigns (crates/rtlab-campaign/src/parse.rs): parse, then plan
+// Campaigns (crates/rtlab-campaign/src/parse/): parse, then plan
 // ---------------------------------------------------------------------------
 
 fn campaign(input: &[u8]) -> Outcome {
