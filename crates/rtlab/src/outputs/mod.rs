@@ -49,6 +49,9 @@ pub struct Outputs {
     junit: Option<PathBuf>,
     budget: Option<Budget>,
     samples: Option<Box<dyn Write + Send>>,
+    /// Whether one of the outputs (`--json -`, `--samples -`,
+    /// `--histfile -`) is stdout, which then carries that output only.
+    stdout_taken: bool,
     /// The files opened before measuring, held open until the command
     /// has written them: the reader of a FIFO given as one (a named pipe
     /// to `jq`) would otherwise see the end of its input before the
@@ -79,6 +82,7 @@ impl Outputs {
         // the other (or the result store).
         checks::check_distinct(&named)?;
         checks::check_junit(requested.junit, requested.budget, &named)?;
+        let stdout_taken = named.iter().any(|(_, target)| target.is_stdout());
         let mut held = Vec::new();
         let files = requested
             .files
@@ -109,6 +113,7 @@ impl Outputs {
                 .map(Path::to_path_buf),
             budget: requested.budget.cloned(),
             samples,
+            stdout_taken,
             held,
         })
     }
@@ -123,10 +128,10 @@ impl Outputs {
         self.json.as_ref().is_some_and(OutputTarget::is_stdout)
     }
 
-    /// Where the human-readable output goes: stderr when the JSON goes to
-    /// stdout, so stdout is JSON only.
+    /// Where the human-readable output goes: stderr when an output goes
+    /// to stdout, so stdout is that output only (JSON, CSV or histogram).
     pub fn human(&self) -> Box<dyn Write> {
-        if self.json_on_stdout() {
+        if self.stdout_taken {
             Box::new(io::stderr())
         } else {
             Box::new(io::stdout())

@@ -1,0 +1,48 @@
+//! Regressions found reviewing issue 17's restructure (behaviour unchanged,
+//! safe as root): each test failed before its fix.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+/// A short timer run on CPU 0, stored nowhere, with `extra` flags.
+fn short_timer(state: &Path, extra: &[&str]) -> Output {
+    common::run(
+        common::rtlab(state)
+            .args(["measure", "timer", "--cpus", "0", "--duration", "100ms"])
+            .arg("--no-store")
+            .args(extra),
+    )
+}
+
+/// `--samples -` and `--histfile -` write their document on stdout; the
+/// tables then go to stderr, as with `--json -`, so `> file` keeps a clean
+/// CSV or histogram (they were appended to it).
+#[test]
+fn an_output_on_stdout_sends_the_tables_to_stderr() {
+    require_realtime!();
+    let state = tempfile::tempdir().unwrap();
+    let out = short_timer(state.path(), &["--samples", "-"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("cpu,t_ns,latency_ns"));
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert!(
+            fields.len() == 3 && fields.iter().all(|f| f.parse::<u64>().is_ok()),
+            "not a CSV row on stdout: {line:?}"
+        );
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("status complete"));
+
+    let out = short_timer(state.path(), &["--histfile", "-"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !stdout.contains("status complete") && !stdout.contains("series "),
+        "the table is not in the histogram: {stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("status complete"));
+}
