@@ -46,3 +46,32 @@ fn an_output_on_stdout_sends_the_tables_to_stderr() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("status complete"));
 }
+
+/// `export -o` naming the result store itself (or its WAL) is refused:
+/// the export replaced the database with one run's JSON, losing the rest.
+#[test]
+fn export_refuses_to_replace_the_store() {
+    require_realtime!();
+    let state = tempfile::tempdir().unwrap();
+    let db = state.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let out = common::run(
+        common::rtlab(state.path())
+            .args(["measure", "timer", "--cpus", "0", "--duration", "100ms"])
+            .args(["-q", "--db", db]),
+    );
+    assert!(out.status.success());
+    let before = std::fs::read(db).unwrap();
+    for target in [db.to_string(), format!("{db}-wal")] {
+        let out = common::run(
+            common::rtlab(state.path())
+                .args(["export", "last", "--json", "--db", db, "-o", &target]),
+        );
+        assert_eq!(out.status.code(), Some(2), "-o {target}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("result store (--db)"), "{stderr}");
+    }
+    assert_eq!(std::fs::read(db).unwrap(), before, "the store is untouched");
+    let out = common::run(common::rtlab(state.path()).args(["store", "check", "--db", db]));
+    assert!(out.status.success());
+}
