@@ -83,6 +83,9 @@ pub const DEFAULT_HIST_MAX_NS: u64 = 1_000_000;
 /// Default SCHED_DEADLINE runtime per period (`--dl-runtime`, a campaign
 /// configuration's `dl_runtime`); deadline = period = the interval.
 pub const DEFAULT_DL_RUNTIME_NS: u64 = 100_000;
+/// The longest period and run the deadline arithmetic takes (about 292
+/// years: `i64::MAX` ns, as a timespec holds it).
+const MAX_SPAN_NS: u64 = i64::MAX as u64;
 
 /// Everything the timer probe needs; serialized into the result as the
 /// run's `config`, defaults included.
@@ -111,6 +114,7 @@ impl TimerConfig {
         if self.interval_ns == 0 {
             return Err(FieldError::new("interval", "must be above 0"));
         }
+        self.check_span()?;
         check_priority(&self.sched)?;
         if self.sched.policy == Policy::Deadline {
             if self.distance_ns != 0 {
@@ -132,6 +136,46 @@ impl TimerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The deadlines are nanoseconds of CLOCK_MONOTONIC in a u64: the
+    /// last thread's period and the whole run must fit (with room for the
+    /// clock's own value), or the arithmetic wraps and the run measures
+    /// nonsense (or a debug build panics).
+    fn check_span(&self) -> Result<(), FieldError> {
+        let last = self.cpus.len().saturating_sub(1) as u64;
+        let period = self
+            .distance_ns
+            .checked_mul(last)
+            .and_then(|d| d.checked_add(self.interval_ns))
+            .filter(|ns| *ns <= MAX_SPAN_NS);
+        let Some(period) = period else {
+            let key = if self.interval_ns <= MAX_SPAN_NS {
+                "distance"
+            } else {
+                "interval"
+            };
+            return Err(FieldError::new(
+                key,
+                format!(
+                    "{{{key}}} is too long: no thread's period may be over {}",
+                    human_duration(MAX_SPAN_NS)
+                ),
+            ));
+        };
+        match self.length {
+            RunLength::Loops(n) if n.checked_mul(period).is_none_or(|ns| ns > MAX_SPAN_NS) => {
+                Err(FieldError::new(
+                    "loops",
+                    format!(
+                        "{{loops}} {n} of {} is too long: a run may last at most {}",
+                        human_duration(period),
+                        human_duration(MAX_SPAN_NS)
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     pub fn interval_of(&self, thread: usize) -> u64 {

@@ -75,3 +75,54 @@ fn export_refuses_to_replace_the_store() {
     let out = common::run(common::rtlab(state.path()).args(["store", "check", "--db", db]));
     assert!(out.status.success());
 }
+
+/// A timer period or run too long for the deadline arithmetic (a u64 of
+/// nanoseconds) is bad input naming its flag; it wrapped (a release build
+/// measured nonsense, a debug build panicked mid-run).
+#[test]
+fn a_timer_span_that_overflows_is_bad_input() {
+    let state = tempfile::tempdir().unwrap();
+    let huge = "18446744073709551615ns";
+    let interval = ["--interval", huge];
+    let mut cases: Vec<(&[&str], &str)> = vec![
+        (&interval, "--interval is too long"),
+        (
+            &["--loops", "18446744073709551615"],
+            "--loops 18446744073709551615 of 1ms is too long",
+        ),
+    ];
+    // A distance adds up over the threads: two CPUs at least.
+    // SAFETY: sysconf has no preconditions.
+    if unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } >= 2 {
+        cases.push((
+            &["--cpus", "0,1", "--distance", "9223372036854775807ns"],
+            "--distance is too long",
+        ));
+    }
+    for (flags, expected) in cases {
+        let out = common::run(
+            common::rtlab(state.path())
+                .args(["measure", "timer", "--no-store"])
+                .args(flags),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+    }
+    let campaign = state.path().join("c.toml");
+    std::fs::write(
+        &campaign,
+        "name = \"c\"\nduration = \"18446744073709551615ns\"\n[[probe]]\nkind = \"timer\"\n\
+         interval = \"18446744073709551615ns\"\n[[load]]\nname = \"idle\"\nrun = []\n\
+         [[configuration]]\nname = \"p\"\n",
+    )
+    .unwrap();
+    let out = common::run(
+        common::rtlab(state.path())
+            .args(["campaign", "plan"])
+            .arg(&campaign),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("c.toml:5:"), "{stderr}");
+}

@@ -123,6 +123,13 @@ fn timer_settings(r: &Reader, s: &Section) -> Result<TimerSettings, CampaignErro
         }
         timer.hist_max_ns = ns;
     }
+    // The probe's own rules that need no configuration (a period its
+    // deadline arithmetic takes); those with one are checked per pair.
+    let length = rtlab_probe::timer::RunLength::DurationNs(STAND_IN_NS);
+    timer
+        .config(vec![0], length, STAND_IN_SCHED)
+        .validate()
+        .map_err(|e| at_setting(r, s, &e))?;
     Ok(timer)
 }
 
