@@ -4,7 +4,7 @@
 
 use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
-use crate::settings::check_priority;
+use crate::settings::{check_priority, check_span, MAX_SPAN_NS};
 use crate::trace::TraceMarker;
 use crate::{ProbeOutcome, ProbeRun};
 use rtlab_core::clock::{self, PeriodicTimer};
@@ -83,9 +83,6 @@ pub const DEFAULT_HIST_MAX_NS: u64 = 1_000_000;
 /// Default SCHED_DEADLINE runtime per period (`--dl-runtime`, a campaign
 /// configuration's `dl_runtime`); deadline = period = the interval.
 pub const DEFAULT_DL_RUNTIME_NS: u64 = 100_000;
-/// The longest period and run the deadline arithmetic takes (about 292
-/// years: `i64::MAX` ns, as a timespec holds it).
-const MAX_SPAN_NS: u64 = i64::MAX as u64;
 
 /// Everything the timer probe needs; serialized into the result as the
 /// run's `config`, defaults included.
@@ -114,7 +111,7 @@ impl TimerConfig {
         if self.interval_ns == 0 {
             return Err(FieldError::new("interval", "must be above 0"));
         }
-        self.check_span()?;
+        self.check_periods()?;
         check_priority(&self.sched)?;
         if self.sched.policy == Policy::Deadline {
             if self.distance_ns != 0 {
@@ -138,11 +135,10 @@ impl TimerConfig {
         Ok(())
     }
 
-    /// The deadlines are nanoseconds of CLOCK_MONOTONIC in a u64: the
-    /// last thread's period and the whole run must fit (with room for the
-    /// clock's own value), or the arithmetic wraps and the run measures
-    /// nonsense (or a debug build panics).
-    fn check_span(&self) -> Result<(), FieldError> {
+    /// The last thread's period and the whole run within
+    /// [`MAX_SPAN_NS`] (the deadline arithmetic wraps beyond).
+    fn check_periods(&self) -> Result<(), FieldError> {
+        check_span("interval", self.interval_ns)?;
         let last = self.cpus.len().saturating_sub(1) as u64;
         let period = self
             .distance_ns
@@ -150,15 +146,11 @@ impl TimerConfig {
             .and_then(|d| d.checked_add(self.interval_ns))
             .filter(|ns| *ns <= MAX_SPAN_NS);
         let Some(period) = period else {
-            let key = if self.interval_ns <= MAX_SPAN_NS {
-                "distance"
-            } else {
-                "interval"
-            };
             return Err(FieldError::new(
-                key,
+                "distance",
                 format!(
-                    "{{{key}}} is too long: no thread's period may be over {}",
+                    "{{distance}} {} is too long: the last thread's period would be over {}",
+                    human_duration(self.distance_ns),
                     human_duration(MAX_SPAN_NS)
                 ),
             ));

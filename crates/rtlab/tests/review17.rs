@@ -76,16 +76,16 @@ fn export_refuses_to_replace_the_store() {
     assert!(out.status.success());
 }
 
-/// A timer period or run too long for the deadline arithmetic (a u64 of
+/// A period, delay or run too long for a probe's clock arithmetic (u64
 /// nanoseconds) is bad input naming its flag; it wrapped (a release build
 /// measured nonsense, a debug build panicked mid-run).
 #[test]
-fn a_timer_span_that_overflows_is_bad_input() {
+fn a_span_that_overflows_is_bad_input() {
     let state = tempfile::tempdir().unwrap();
     let huge = "18446744073709551615ns";
     let interval = ["--interval", huge];
     let mut cases: Vec<(&[&str], &str)> = vec![
-        (&interval, "--interval is too long"),
+        (&interval, "--interval 18446744073.71s is too long"),
         (
             &["--loops", "18446744073709551615"],
             "--loops 18446744073709551615 of 1ms is too long",
@@ -96,13 +96,30 @@ fn a_timer_span_that_overflows_is_bad_input() {
     if unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } >= 2 {
         cases.push((
             &["--cpus", "0,1", "--distance", "9223372036854775807ns"],
-            "--distance is too long",
+            "--distance 9223372036.855s is too long",
         ));
     }
-    for (flags, expected) in cases {
+    let mut cases: Vec<(&str, &[&str], &str)> =
+        cases.into_iter().map(|(f, e)| ("timer", f, e)).collect();
+    let noise = ["--period", huge, "--runtime", "1s", "--window", "10ms"];
+    let inject = ["--inject-delay", huge];
+    cases.extend([
+        (
+            "switch",
+            &interval[..],
+            "--interval 18446744073.71s is too long",
+        ),
+        (
+            "switch",
+            &inject[..],
+            "--inject-delay 18446744073.71s is too long",
+        ),
+        ("noise", &noise[..], "--period 18446744073.71s is too long"),
+    ]);
+    for (probe, flags, expected) in cases {
         let out = common::run(
             common::rtlab(state.path())
-                .args(["measure", "timer", "--no-store"])
+                .args(["measure", probe, "--no-store"])
                 .args(flags),
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
