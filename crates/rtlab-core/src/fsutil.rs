@@ -601,6 +601,23 @@ mod tests {
 
     #[test]
     fn a_mode_asked_for_is_kept_under_a_permissive_umask() {
+        // The umask is the process's: set to 0 here, it made the temporary
+        // directories other tests create meanwhile writable by all
+        // (tempfile makes them 0777 & !umask), and their symlinks were
+        // refused (a flaky failure). So this test runs alone, in a child.
+        const CHILD: &str = "RTLAB_FSUTIL_UMASK_CHILD";
+        if std::env::var_os(CHILD).is_none() {
+            let name = "fsutil::tests::a_mode_asked_for_is_kept_under_a_permissive_umask";
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--test-threads=1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{stdout}");
+            assert!(stdout.contains("1 passed"), "{stdout}");
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.json");
         let private = Options {
