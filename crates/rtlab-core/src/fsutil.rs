@@ -14,7 +14,8 @@
 //!   the call returns);
 //! - an existing FIFO or character device (`/dev/null`, a terminal) is
 //!   opened and written as it is, never created, truncated or renamed
-//!   over; a block device, a socket or a directory is refused;
+//!   over; a block device, a socket or a directory is refused (so is a
+//!   path ending in `/`, which names one);
 //! - a symlink (as the file or as a directory on the way) is followed only
 //!   if nobody but root (or the caller) could have planted or changed it:
 //!   the link is owned by root or the caller, in a directory owned by one
@@ -181,6 +182,11 @@ enum Target {
 /// Walks `path`; with `follow_last` false its last component is taken as
 /// the name to create in the directory reached, whatever is there.
 fn resolve(path: &Path, follow_last: bool) -> io::Result<Target> {
+    // `out/` names a directory: components() drops the slash, and a file
+    // `out` would be written where the user meant a directory.
+    if path.as_os_str().as_bytes().ends_with(b"/") {
+        return Err(rustix::io::Errno::ISDIR.into());
+    }
     let start = if path.is_absolute() { "/" } else { "." };
     let mut dir = open_dir(CWD, start)?;
     // Components still to walk, the next one last.

@@ -143,3 +143,26 @@ fn a_span_that_overflows_is_bad_input() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("c.toml:5:"), "{stderr}");
 }
+
+/// An output path ending in `/` names a directory: refused as one (exit
+/// 2, nothing written), where a file named without the slash was written.
+#[test]
+fn an_output_ending_in_a_slash_is_a_directory() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--json", "--samples", "--histfile"] {
+        let out = common::run(
+            common::rtlab(state.path())
+                .current_dir(dir.path())
+                .args(["measure", "timer", "--no-store", "--duration", "100ms"])
+                .args([flag, "out/"]),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{flag} out/: cannot create: Is a directory")),
+            "{stderr}"
+        );
+        assert!(!dir.path().join("out").exists(), "{flag}: nothing written");
+    }
+}
