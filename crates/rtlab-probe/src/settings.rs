@@ -4,6 +4,7 @@
 
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::FieldError;
+use rtlab_core::units::human_duration;
 
 /// The real-time priority (SCHED_FIFO or SCHED_RR) of a measuring thread
 /// when none is given: the timer, switch, noise and net probes, the plan
@@ -13,6 +14,28 @@ pub const DEFAULT_PRIORITY: u32 = 90;
 /// How long `rtlab measure timer` and `rtlab measure switch` (per
 /// mechanism) measure when given neither a duration nor a count.
 pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+
+/// The longest period, delay or run a probe's clock arithmetic takes: it
+/// adds them to CLOCK_MONOTONIC nanoseconds in a u64, which needs room for
+/// the clock's own value (`i64::MAX` ns, about 292 years, as a timespec
+/// holds it). Longer ones wrapped: a run of nonsense, a panic in a debug
+/// build.
+pub const MAX_SPAN_NS: u64 = i64::MAX as u64;
+
+/// Refuses `ns` of the setting `key` over [`MAX_SPAN_NS`].
+pub fn check_span(key: &'static str, ns: u64) -> Result<(), FieldError> {
+    if ns > MAX_SPAN_NS {
+        return Err(FieldError::new(
+            key,
+            format!(
+                "{{{key}}} {} is too long: at most {}",
+                human_duration(ns),
+                human_duration(MAX_SPAN_NS)
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// The scheduling of a thread from its policy and the priority given, if
 /// any: [`DEFAULT_PRIORITY`] for fifo and rr, 0 for the others. A priority

@@ -4,7 +4,7 @@
 
 use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
-use crate::settings::check_priority;
+use crate::settings::{check_priority, check_span, MAX_SPAN_NS};
 use crate::trace::TraceMarker;
 use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use rtlab_core::clock::{self, PeriodicTimer};
@@ -111,6 +111,7 @@ impl TimerConfig {
         if self.interval_ns == 0 {
             return Err(FieldError::new("interval", "must be above 0"));
         }
+        self.check_periods()?;
         check_priority(&self.sched)?;
         if self.sched.policy == Policy::Deadline {
             if self.distance_ns != 0 {
@@ -132,6 +133,41 @@ impl TimerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The last thread's period and the whole run within
+    /// [`MAX_SPAN_NS`] (the deadline arithmetic wraps beyond).
+    fn check_periods(&self) -> Result<(), FieldError> {
+        check_span("interval", self.interval_ns)?;
+        let last = self.cpus.len().saturating_sub(1) as u64;
+        let period = self
+            .distance_ns
+            .checked_mul(last)
+            .and_then(|d| d.checked_add(self.interval_ns))
+            .filter(|ns| *ns <= MAX_SPAN_NS);
+        let Some(period) = period else {
+            return Err(FieldError::new(
+                "distance",
+                format!(
+                    "{{distance}} {} is too long: the last thread's period would be over {}",
+                    human_duration(self.distance_ns),
+                    human_duration(MAX_SPAN_NS)
+                ),
+            ));
+        };
+        match self.length {
+            RunLength::Loops(n) if n.checked_mul(period).is_none_or(|ns| ns > MAX_SPAN_NS) => {
+                Err(FieldError::new(
+                    "loops",
+                    format!(
+                        "{{loops}} {n} of {} is too long: a run may last at most {}",
+                        human_duration(period),
+                        human_duration(MAX_SPAN_NS)
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     pub fn interval_of(&self, thread: usize) -> u64 {

@@ -5,7 +5,7 @@
 use super::cpus::{cpus_as_text, cpus_phrase};
 use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
-use crate::parse::probe::cpus;
+use crate::parse::probe::{at_setting, cpus, STAND_IN_NS, STAND_IN_SCHED};
 use crate::parse::reader::{Reader, Section};
 use rtlab_core::cpuset::CpuSelection;
 use rtlab_core::sched::SchedParams;
@@ -95,6 +95,12 @@ fn read(r: &Reader, s: &Section) -> Result<TimerSettings, CampaignError> {
         }
         timer.hist_max_ns = ns;
     }
+    // The probe's own rules that need no configuration (a period its
+    // deadline arithmetic takes); those with one are checked per pair.
+    timer
+        .config(vec![0], RunLength::DurationNs(STAND_IN_NS), STAND_IN_SCHED)
+        .validate()
+        .map_err(|e| at_setting(r, s, &e))?;
     Ok(timer)
 }
 

@@ -1,7 +1,7 @@
 //! The noise probe's settings: their defaults (shared by `rtlab measure
 //! noise` and a campaign's noise probe) and the rules they keep together.
 
-use crate::settings::{check_priority, refuse_deadline};
+use crate::settings::{check_priority, check_span, refuse_deadline};
 use rtlab_core::sched::SchedParams;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
@@ -90,6 +90,8 @@ impl NoiseConfig {
                 ),
             );
         }
+        // The window and the runtime are no longer (checked below).
+        check_span("period", self.period_ns)?;
         if self.runtime_ns > self.period_ns {
             return fail(
                 "runtime",

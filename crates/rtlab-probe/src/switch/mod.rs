@@ -46,7 +46,7 @@ pub use options::{InjectDelay, Mechanism};
 pub use sys::{futex_wait, futex_wait_for, futex_wake};
 
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
-use crate::settings::{check_priority, refuse_deadline};
+use crate::settings::{check_priority, check_span, refuse_deadline};
 use crate::timer::RunLength;
 use crate::{Probe, ProbeRun, Start};
 use anyhow::Context;
@@ -103,6 +103,10 @@ impl SwitchConfig {
         }
         if self.interval_ns == 0 {
             return Err(FieldError::new("interval", "must be above 0"));
+        }
+        check_span("interval", self.interval_ns)?;
+        if let Some(inject) = self.inject {
+            check_span("inject_delay", inject.delay_ns)?;
         }
         refuse_deadline(
             &self.sched,

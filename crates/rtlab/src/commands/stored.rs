@@ -276,6 +276,17 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let store = session::open_store_read_only(args.store.db.as_deref())?;
+    // Replacing the store with one of its runs would lose every other.
+    if let Some(path) = args.output.file() {
+        if crate::outputs::checks::same_file(path, store.path()) {
+            return Err(InputError(format!(
+                "-o {}: is also the result store (--db) file, which the export would replace; \
+                 give another file",
+                path.display()
+            ))
+            .into());
+        }
+    }
     let result = get(&store, &args.run)?;
     let histfile;
     let format = args.format.unwrap_or(ExportFormat::Json);
