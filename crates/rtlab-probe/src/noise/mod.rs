@@ -30,6 +30,7 @@ pub use config::{
 pub use report::series_name;
 
 use crate::launch::{self, Launch, LEAVE_GRACE};
+use crate::run::Threads;
 use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use attribution::Sources;
 use collector::{Collector, CpuInput};
@@ -287,14 +288,16 @@ pub fn start(
     let _ = threads_tx.send(launch.go(start));
 
     Ok(Box::new(NoiseRun {
-        coordinator: Some(coordinator),
-        collector,
-        start_ns: start,
+        run: Threads {
+            handles: vec![coordinator],
+            recorder: collector,
+            names: config.cpus.iter().map(|&cpu| series_name(cpu)).collect(),
+            start_ns: start,
+            warnings,
+        },
         config: config.clone(),
         sources,
-        names: config.cpus.iter().map(|&cpu| series_name(cpu)).collect(),
         settings,
-        warnings,
     }))
 }
 
@@ -453,14 +456,11 @@ went offline) and stopped: its figures cover the time before",
 
 /// A noise probe in progress.
 struct NoiseRun {
-    coordinator: Option<JoinHandle<Option<Coordinated>>>,
-    collector: Collector,
-    start_ns: u64,
+    /// The thread waited for is the coordinator (it joins the spinners).
+    run: Threads<Option<Coordinated>, Collector>,
     config: NoiseConfig,
     sources: Arc<Sources>,
-    names: Vec<String>,
     settings: Vec<ThreadSettings>,
-    warnings: Vec<String>,
 }
 
 /// One series per CPU: its noise events, in ns.
@@ -486,35 +486,33 @@ fn build_series(
 
 impl ProbeRun for NoiseRun {
     fn series_names(&self) -> Vec<String> {
-        self.names.clone()
+        self.run.series_names()
     }
 
     /// Per CPU: events so far, the largest, mean and last duration.
     fn live(&self) -> Vec<LiveStats> {
-        self.collector.live()
+        self.run.live()
     }
 
     fn is_finished(&self) -> bool {
-        self.coordinator
-            .as_ref()
-            .is_none_or(JoinHandle::is_finished)
+        self.run.is_finished()
     }
 
     /// Time since the common start, ns.
     fn elapsed_ns(&self) -> u64 {
-        clock::now_ns().saturating_sub(self.start_ns)
+        self.run.elapsed_ns()
     }
 
     fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        self.run.warnings()
     }
 
     fn snapshot(&self) -> Vec<Series> {
         build_series(
-            &self.names,
+            &self.run.names,
             &self.config.cpus,
             &self.settings,
-            self.collector.stats(),
+            self.run.recorder.stats(),
         )
     }
 
@@ -523,16 +521,19 @@ impl ProbeRun for NoiseRun {
     /// samples file) is the outcome's `failure`, with every figure kept.
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
         let NoiseRun {
-            coordinator,
-            collector,
-            start_ns,
+            run:
+                Threads {
+                    mut handles,
+                    recorder: collector,
+                    names,
+                    start_ns,
+                    warnings: start_warnings,
+                },
             config,
             sources,
-            names,
             settings,
-            warnings: start_warnings,
         } = *self;
-        let coordinated = match coordinator.map(JoinHandle::join) {
+        let coordinated = match handles.pop().map(JoinHandle::join) {
             Some(Ok(Some(coordinated))) => coordinated,
             Some(Ok(None)) => anyhow::bail!("the noise coordinator got no spinners"),
             Some(Err(panic)) => anyhow::bail!(

@@ -1,0 +1,60 @@
+//! What every probe run holds alike: its measuring threads, the thread that
+//! records their samples, the series names, the common start and the
+//! warnings gathered while starting. Each probe's run embeds a [`Threads`]
+//! and hands [`ProbeRun`](crate::ProbeRun)'s common questions to it; what
+//! differs per probe (its series, how it finishes) stays with the probe.
+
+use crate::recorder::Recorder;
+use rtlab_core::clock;
+use rtlab_core::record::LiveStats;
+use std::thread::JoinHandle;
+
+/// Whatever gathers a run's samples and can tell their figures so far.
+pub trait LiveSource {
+    /// Live figures of every series, in the order of the series names.
+    fn live(&self) -> Vec<LiveStats>;
+}
+
+impl LiveSource for Recorder {
+    fn live(&self) -> Vec<LiveStats> {
+        Recorder::live(self)
+    }
+}
+
+/// The part of a probe run that every probe shares.
+pub struct Threads<End, Source = Recorder> {
+    /// The threads the run waits for (each returns an `End`).
+    pub handles: Vec<JoinHandle<End>>,
+    /// The thread recording the samples.
+    pub recorder: Source,
+    /// Names of the series, in the recorder's order.
+    pub names: Vec<String>,
+    /// The common start (the first deadline's grid), ns.
+    pub start_ns: u64,
+    /// Things the probe had to do differently from what was asked.
+    pub warnings: Vec<String>,
+}
+
+impl<End, Source: LiveSource> Threads<End, Source> {
+    pub fn series_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    pub fn live(&self) -> Vec<LiveStats> {
+        self.recorder.live()
+    }
+
+    /// Every thread is done (planned end, stop flag or break).
+    pub fn is_finished(&self) -> bool {
+        self.handles.iter().all(JoinHandle::is_finished)
+    }
+
+    /// Time since the common start, ns.
+    pub fn elapsed_ns(&self) -> u64 {
+        clock::now_ns().saturating_sub(self.start_ns)
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}
