@@ -1,12 +1,13 @@
 //! What every probe run holds alike: its measuring threads, the thread that
 //! records their samples, the series names, the common start and the
 //! warnings gathered while starting. Each probe's run embeds a [`Threads`]
-//! and hands [`ProbeRun`](crate::ProbeRun)'s common questions to it; what
-//! differs per probe (its series, how it finishes) stays with the probe.
+//! and hands [`ProbeRun`](crate::ProbeRun)'s common questions to it
+//! ([`threads_answer_common_questions!`](crate::threads_answer_common_questions));
+//! what differs per probe (its series, how it finishes) stays with the probe.
 
 use crate::recorder::Recorder;
 use rtlab_core::clock;
-use rtlab_core::record::LiveStats;
+pub use rtlab_core::record::LiveStats;
 use std::thread::JoinHandle;
 
 /// Whatever gathers a run's samples and can tell their figures so far.
@@ -57,4 +58,33 @@ impl<End, Source: LiveSource> Threads<End, Source> {
     pub fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
     }
+}
+
+/// Inside `impl ProbeRun for SomeRun`: the methods every probe answers
+/// alike (`series_names`, `live`, `is_finished`, `elapsed_ns`, `warnings`),
+/// handed to the run's [`Threads`] field named `$threads`. The probe writes
+/// its own `snapshot` and `finish` next to it.
+#[macro_export]
+macro_rules! threads_answer_common_questions {
+    ($threads:ident) => {
+        fn series_names(&self) -> ::std::vec::Vec<::std::string::String> {
+            self.$threads.series_names()
+        }
+
+        fn live(&self) -> ::std::vec::Vec<$crate::run::LiveStats> {
+            self.$threads.live()
+        }
+
+        fn is_finished(&self) -> bool {
+            self.$threads.is_finished()
+        }
+
+        fn elapsed_ns(&self) -> u64 {
+            self.$threads.elapsed_ns()
+        }
+
+        fn warnings(&self) -> ::std::vec::Vec<::std::string::String> {
+            self.$threads.warnings()
+        }
+    };
 }

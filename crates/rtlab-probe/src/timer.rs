@@ -9,7 +9,6 @@ use crate::settings::check_priority;
 use crate::trace::TraceMarker;
 use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use rtlab_core::clock::{self, PeriodicTimer};
-use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_core::settings::FieldError;
@@ -342,26 +341,7 @@ pub fn dedup_keep_order(items: &mut Vec<String>) {
 }
 
 impl ProbeRun for TimerRun {
-    fn series_names(&self) -> Vec<String> {
-        self.run.series_names()
-    }
-
-    fn live(&self) -> Vec<LiveStats> {
-        self.run.live()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.run.is_finished()
-    }
-
-    /// Time since the first deadline's grid started, ns.
-    fn elapsed_ns(&self) -> u64 {
-        self.run.elapsed_ns()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.run.warnings()
-    }
+    crate::threads_answer_common_questions!(run);
 
     /// Series as measured so far (for a result file rewritten during the run).
     fn snapshot(&self) -> Vec<Series> {

@@ -3,7 +3,6 @@
 
 use super::config::{Mode, PeriodicConfig, START_MARGIN_NS};
 use rtlab_core::clock;
-use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_probe::launch::{self, Launch};
@@ -560,25 +559,7 @@ fn build_series(
 }
 
 impl ProbeRun for PeriodicRun {
-    fn series_names(&self) -> Vec<String> {
-        self.run.series_names()
-    }
-
-    fn live(&self) -> Vec<LiveStats> {
-        self.run.live()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.run.is_finished()
-    }
-
-    fn elapsed_ns(&self) -> u64 {
-        self.run.elapsed_ns()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.run.warnings()
-    }
+    rtlab_probe::threads_answer_common_questions!(run);
 
     fn snapshot(&self) -> Vec<Series> {
         build_series(

@@ -37,7 +37,6 @@ use collector::{Collector, CpuInput};
 use counters::{CounterFile, CounterKind, CounterLayout, CpuCounterFile};
 use rtlab_core::clock;
 use rtlab_core::journal::Journal;
-use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NoiseReport, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched;
 use rtlab_core::units::human_duration;
@@ -485,27 +484,7 @@ fn build_series(
 }
 
 impl ProbeRun for NoiseRun {
-    fn series_names(&self) -> Vec<String> {
-        self.run.series_names()
-    }
-
-    /// Per CPU: events so far, the largest, mean and last duration.
-    fn live(&self) -> Vec<LiveStats> {
-        self.run.live()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.run.is_finished()
-    }
-
-    /// Time since the common start, ns.
-    fn elapsed_ns(&self) -> u64 {
-        self.run.elapsed_ns()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.run.warnings()
-    }
+    crate::threads_answer_common_questions!(run);
 
     fn snapshot(&self) -> Vec<Series> {
         build_series(
