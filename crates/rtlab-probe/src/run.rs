@@ -5,6 +5,7 @@
 //! ([`threads_answer_common_questions!`](crate::threads_answer_common_questions));
 //! what differs per probe (its series, how it finishes) stays with the probe.
 
+use crate::launch::Launch;
 use crate::recorder::Recorder;
 use rtlab_core::clock;
 pub use rtlab_core::record::LiveStats;
@@ -34,6 +35,42 @@ pub struct Threads<End, Source = Recorder> {
     pub start_ns: u64,
     /// Things the probe had to do differently from what was asked.
     pub warnings: Vec<String>,
+}
+
+impl<End: Send + 'static, Source> Threads<End, Source> {
+    /// Gives the threads `launch` got ready their common start, `margin_ns`
+    /// from now (so that every thread starts on the same grid), and holds
+    /// them with the `recorder` of their samples.
+    pub fn go<Ready: Send + 'static>(
+        launch: Launch<End, Ready>,
+        margin_ns: u64,
+        recorder: Source,
+        names: Vec<String>,
+        warnings: Vec<String>,
+    ) -> Self {
+        let start_ns = clock::now_ns() + margin_ns;
+        let handles = launch.go(start_ns);
+        Threads {
+            handles,
+            recorder,
+            names,
+            start_ns,
+            warnings,
+        }
+    }
+
+    /// Waits for every thread, in order; the first that panicked is the
+    /// error, named `what` (the threads after it are left to end alone).
+    pub fn join(&mut self, what: &str) -> anyhow::Result<Vec<End>> {
+        std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|thread| {
+                thread
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("{what} panicked"))
+            })
+            .collect()
+    }
 }
 
 impl<End, Source: LiveSource> Threads<End, Source> {

@@ -316,17 +316,8 @@ pub fn start(
         settings.push(report.settings);
     }
     dedup_keep_order(&mut warnings);
-    let start_ns = clock::now_ns() + START_MARGIN_NS;
-    let handles = launch.go(start_ns);
-
     Ok(TimerRun {
-        run: Threads {
-            handles,
-            recorder,
-            names,
-            start_ns,
-            warnings,
-        },
+        run: Threads::go(launch, START_MARGIN_NS, recorder, names, warnings),
         shared,
         cpus,
         intervals,
@@ -364,10 +355,7 @@ impl ProbeRun for TimerRun {
             settings,
         } = *self;
         let mut stopped_early = false;
-        for thread in std::mem::take(&mut run.handles) {
-            let end = thread
-                .join()
-                .map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
+        for end in run.join("a measuring thread")? {
             stopped_early |= end.deadlines < end.planned;
             if let Some(warning) = end.warning {
                 run.warnings.push(warning);

@@ -329,16 +329,8 @@ pub fn start(
         }
     }
     dedup_keep_order(&mut warnings);
-    let start_ns = clock::now_ns() + START_MARGIN_NS;
-    let handles = launch.go(start_ns);
     Ok(PeriodicRun {
-        run: Threads {
-            handles,
-            recorder,
-            names,
-            start_ns,
-            warnings,
-        },
+        run: Threads::go(launch, START_MARGIN_NS, recorder, names, warnings),
         shared,
         config: config.clone(),
         settings,
@@ -579,10 +571,7 @@ impl ProbeRun for PeriodicRun {
             settings,
         } = *self;
         let mut stopped_early = false;
-        for thread in std::mem::take(&mut run.handles) {
-            let end = thread
-                .join()
-                .map_err(|_| anyhow::anyhow!("a periodic thread panicked"))?;
+        for end in run.join("a periodic thread")? {
             stopped_early |= end.accounted < end.planned;
         }
         let elapsed_ns = run.elapsed_ns();
