@@ -26,13 +26,7 @@ pub fn own_v2_dir() -> Option<PathBuf> {
     if rel.contains("/..") {
         return None;
     }
-    let rel = rel.trim_start_matches('/');
-    let root = mount.root.trim_start_matches('/');
-    let rel = rel
-        .strip_prefix(root)
-        .unwrap_or(rel)
-        .trim_start_matches('/');
-    let dir = mount.mount_point.join(rel);
+    let dir = mount.cgroup_dir(rel);
     dir.join("cgroup.procs").exists().then_some(dir)
 }
 
@@ -159,31 +153,11 @@ fn remove_tree(dir: &Path) -> io::Result<()> {
 /// `signal` to a pid that is (still) in the cgroup `dir`, pinned by pidfd
 /// so a recycled pid is never hit.
 fn signal_pid_pinned(pid: i32, dir: &Path, signal: i32) {
-    // SAFETY: plain syscalls on integers.
-    unsafe {
-        let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32;
-        let still_member = || {
-            let mut pids = Vec::new();
-            collect_pids(dir, &mut pids);
-            pids.contains(&pid)
-        };
-        if fd < 0 {
-            if still_member() {
-                libc::kill(pid, signal);
-            }
-            return;
-        }
-        if still_member() {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                fd,
-                signal,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            );
-        }
-        libc::close(fd);
-    }
+    super::sys::signal_pinned(pid, signal, || {
+        let mut pids = Vec::new();
+        collect_pids(dir, &mut pids);
+        pids.contains(&pid)
+    });
 }
 
 /// Removes `rtlab-load-<pid>` cgroups left by workers that were killed

@@ -150,13 +150,7 @@ fn cgroup_limits() -> Vec<(u64, u64)> {
             .into_iter()
             .find(|m| m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "memory"));
         if let Some(mount) = mount {
-            let rel = path.trim_start_matches('/');
-            let root = mount.root.trim_start_matches('/');
-            let rel = rel
-                .strip_prefix(root)
-                .unwrap_or(rel)
-                .trim_start_matches('/');
-            let dir = mount.mount_point.join(rel);
+            let dir = mount.cgroup_dir(&path);
             if let (Some(limit), Some(usage)) = (
                 read_u64(&dir.join("memory.limit_in_bytes")),
                 read_u64(&dir.join("memory.usage_in_bytes")),

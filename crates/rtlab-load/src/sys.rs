@@ -66,17 +66,27 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
 /// recycled pid: the process is pinned with a pidfd, then checked to still
 /// be in the group, then signalled through the pidfd.
 pub fn signal_member(pid: i32, pgid: i32, signal: i32) {
+    signal_pinned(pid, signal, || {
+        proc_stat(pid).is_some_and(|p| p.pgrp == pgid)
+    });
+}
+
+/// Sends `signal` to `pid` if `still_ours()` says, once the pid is pinned
+/// with a pidfd, that it is still the process meant; signalled through the
+/// pidfd, so a recycled pid is never hit. Without pidfds (kernel < 5.3) it
+/// checks and signals by pid.
+pub fn signal_pinned(pid: i32, signal: i32, still_ours: impl Fn() -> bool) {
     // SAFETY: plain syscalls on integers.
     unsafe {
         let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32;
         if fd < 0 {
             // No pidfd (kernel < 5.3): check and signal by pid.
-            if proc_stat(pid).is_some_and(|p| p.pgrp == pgid) {
+            if still_ours() {
                 libc::kill(pid, signal);
             }
             return;
         }
-        if proc_stat(pid).is_some_and(|p| p.pgrp == pgid) {
+        if still_ours() {
             libc::syscall(
                 libc::SYS_pidfd_send_signal,
                 fd,
@@ -173,6 +183,20 @@ pub struct Mount {
     pub fs_type: String,
     pub root: String,
     pub super_options: String,
+}
+
+impl Mount {
+    /// Where a cgroup shown as `path` (in /proc/PID/cgroup) lies under this
+    /// mount: `path` taken relative to the mount's root.
+    pub fn cgroup_dir(&self, path: &str) -> PathBuf {
+        let rel = path.trim_start_matches('/');
+        let root = self.root.trim_start_matches('/');
+        let rel = rel
+            .strip_prefix(root)
+            .unwrap_or(rel)
+            .trim_start_matches('/');
+        self.mount_point.join(rel)
+    }
 }
 
 pub fn parse_mountinfo(text: &str) -> Vec<Mount> {

@@ -11,6 +11,7 @@ pub mod launch;
 pub mod net;
 pub mod noise;
 pub mod recorder;
+pub mod run;
 pub mod settings;
 pub mod setup;
 pub mod switch;

@@ -4,11 +4,11 @@
 
 use crate::launch::{self, Launch};
 use crate::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use crate::run::Threads;
 use crate::settings::{check_priority, check_span, MAX_SPAN_NS};
 use crate::trace::TraceMarker;
 use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use rtlab_core::clock::{self, PeriodicTimer};
-use rtlab_core::record::LiveStats;
 use rtlab_core::result::{BreakEvent, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_core::settings::FieldError;
@@ -19,7 +19,6 @@ use std::io::Write;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// How a measuring thread waits for its next deadline: `--mode` of
 /// `rtlab measure timer` and `mode` of a campaign's timer probe, written
@@ -232,19 +231,15 @@ struct Shared {
     stop: Arc<AtomicBool>,
     break_claimed: AtomicBool,
     break_event: Mutex<Option<BreakEvent>>,
-    start_ns: AtomicU64,
 }
 
 /// A timer probe in progress.
 pub struct TimerRun {
-    threads: Vec<JoinHandle<ThreadEnd>>,
-    recorder: Recorder,
+    run: Threads<ThreadEnd>,
     shared: Arc<Shared>,
-    names: Vec<String>,
     cpus: Vec<Option<usize>>,
     intervals: Vec<u64>,
     settings: Vec<ThreadSettings>,
-    warnings: Vec<String>,
 }
 
 /// Margin between the threads being ready and their first deadline, so
@@ -266,7 +261,6 @@ pub fn start(
         stop,
         break_claimed: AtomicBool::new(false),
         break_event: Mutex::new(None),
-        start_ns: AtomicU64::new(0),
     });
     // Each thread sets itself up, reports, and waits for the common start;
     // any failure sends the started threads away (never parked for good).
@@ -358,19 +352,12 @@ pub fn start(
         settings.push(report.settings);
     }
     dedup_keep_order(&mut warnings);
-    let start_ns = clock::now_ns() + START_MARGIN_NS;
-    shared.start_ns.store(start_ns, Ordering::Release);
-    let threads = launch.go(start_ns);
-
     Ok(TimerRun {
-        threads,
-        recorder,
+        run: Threads::go(launch, START_MARGIN_NS, recorder, names, warnings),
         shared,
-        names,
         cpus,
         intervals,
         settings,
-        warnings,
     })
 }
 
@@ -381,60 +368,43 @@ pub fn dedup_keep_order(items: &mut Vec<String>) {
 }
 
 impl ProbeRun for TimerRun {
-    fn series_names(&self) -> Vec<String> {
-        self.names.clone()
-    }
-
-    fn live(&self) -> Vec<LiveStats> {
-        self.recorder.live()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.threads.iter().all(JoinHandle::is_finished)
-    }
-
-    /// Time since the first deadline's grid started, ns.
-    fn elapsed_ns(&self) -> u64 {
-        clock::now_ns().saturating_sub(self.shared.start_ns.load(Ordering::Acquire))
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
+    crate::threads_answer_common_questions!(run);
 
     /// Series as measured so far (for a result file rewritten during the run).
     fn snapshot(&self) -> Vec<Series> {
         build_series(
-            &self.names,
+            &self.run.names,
             &self.cpus,
             &self.intervals,
             &self.settings,
-            self.recorder.stats(),
+            self.run.recorder.stats(),
         )
     }
 
     /// Waits for every thread and the recorder, and returns the result.
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
-        let mut run = *self;
+        let TimerRun {
+            mut run,
+            shared,
+            cpus,
+            intervals,
+            settings,
+        } = *self;
         let mut stopped_early = false;
-        for thread in std::mem::take(&mut run.threads) {
-            let end = thread
-                .join()
-                .map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
+        for end in run.join("a measuring thread")? {
             stopped_early |= end.deadlines < end.planned;
             if let Some(warning) = end.warning {
                 run.warnings.push(warning);
             }
         }
         let elapsed_ns = run.elapsed_ns();
-        let break_event = run
-            .shared
+        let break_event = shared
             .break_event
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
         let stats = run.recorder.finish()?;
-        let series = build_series(&run.names, &run.cpus, &run.intervals, &run.settings, stats);
+        let series = build_series(&run.names, &cpus, &intervals, &settings, stats);
         Ok(ProbeOutcome {
             series,
             elapsed_ns,

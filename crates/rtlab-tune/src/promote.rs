@@ -50,6 +50,21 @@ pub enum Outcome {
 }
 
 impl Applied {
+    /// What became of `task`, under rule `rule` (None: taken back because
+    /// no rule matches it any more) labelled `label`.
+    fn of(task: &Task, rule: Option<usize>, label: String, outcome: Outcome) -> Applied {
+        Applied {
+            rule,
+            label,
+            pid: task.pid,
+            tid: task.tid,
+            starttime: task.starttime,
+            name: task.name.clone(),
+            process_name: task.process_name.clone(),
+            outcome,
+        }
+    }
+
     pub fn failed(&self) -> bool {
         matches!(self.outcome, Outcome::Failed { .. })
     }
@@ -194,16 +209,7 @@ fn applied(
             hint: None,
         },
     };
-    Applied {
-        rule: Some(index),
-        label: rule.label.clone(),
-        pid: task.pid,
-        tid: task.tid,
-        starttime: task.starttime,
-        name: task.name.clone(),
-        process_name: task.process_name.clone(),
-        outcome,
-    }
+    Applied::of(task, Some(index), rule.label.clone(), outcome)
 }
 
 /// The rule label of a change taken back because no rule matches any more.
@@ -224,16 +230,7 @@ pub fn revert(tasks: &[Task], txn: &Txn) -> Vec<Applied> {
                     hint: None,
                 },
             };
-            Some(Applied {
-                rule: None,
-                label: NO_LONGER_MATCHED.into(),
-                pid: task.pid,
-                tid: task.tid,
-                starttime: task.starttime,
-                name: task.name.clone(),
-                process_name: task.process_name.clone(),
-                outcome,
-            })
+            Some(Applied::of(task, None, NO_LONGER_MATCHED.into(), outcome))
         })
         .collect()
 }

@@ -3,18 +3,17 @@
 
 use super::config::{Mode, PeriodicConfig, START_MARGIN_NS};
 use rtlab_core::clock;
-use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
+use rtlab_probe::run::Threads;
 use rtlab_probe::switch::{futex_wait, futex_wake};
 use rtlab_probe::timer::dedup_keep_order;
 use rtlab_probe::{ProbeOutcome, ProbeRun};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long the threads get to set themselves up.
@@ -90,7 +89,6 @@ struct Slot {
 /// State shared by every thread of one run.
 struct Shared {
     stop: Arc<AtomicBool>,
-    start_ns: AtomicU64,
     slots: Vec<Slot>,
 }
 
@@ -170,13 +168,10 @@ fn spin_until(instant_ns: u64) -> u64 {
 
 /// A periodic run in progress.
 pub struct PeriodicRun {
-    threads: Vec<JoinHandle<ThreadEnd>>,
-    recorder: Recorder,
+    run: Threads<ThreadEnd>,
     shared: Arc<Shared>,
     config: PeriodicConfig,
-    names: Vec<String>,
     settings: Vec<ThreadSettings>,
-    warnings: Vec<String>,
 }
 
 fn fifo(priority: u32) -> SchedParams {
@@ -210,7 +205,6 @@ pub fn start(
     let n = config.tasks;
     let shared = Arc::new(Shared {
         stop,
-        start_ns: AtomicU64::new(0),
         slots: (0..n).map(|_| Slot::default()).collect(),
     });
     let mut launch: Launch<ThreadEnd, ThreadReady> = Launch::new();
@@ -335,17 +329,11 @@ pub fn start(
         }
     }
     dedup_keep_order(&mut warnings);
-    let start_ns = clock::now_ns() + START_MARGIN_NS;
-    shared.start_ns.store(start_ns, Ordering::Release);
-    let threads = launch.go(start_ns);
     Ok(PeriodicRun {
-        threads,
-        recorder,
+        run: Threads::go(launch, START_MARGIN_NS, recorder, names, warnings),
         shared,
         config: config.clone(),
-        names,
         settings,
-        warnings,
     })
 }
 
@@ -563,54 +551,36 @@ fn build_series(
 }
 
 impl ProbeRun for PeriodicRun {
-    fn series_names(&self) -> Vec<String> {
-        self.names.clone()
-    }
-
-    fn live(&self) -> Vec<LiveStats> {
-        self.recorder.live()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.threads.iter().all(JoinHandle::is_finished)
-    }
-
-    fn elapsed_ns(&self) -> u64 {
-        clock::now_ns().saturating_sub(self.shared.start_ns.load(Ordering::Acquire))
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
+    rtlab_probe::threads_answer_common_questions!(run);
 
     fn snapshot(&self) -> Vec<Series> {
         build_series(
             &self.shared,
             &self.config,
-            &self.names,
+            &self.run.names,
             &self.settings,
-            self.recorder.stats(),
+            self.run.recorder.stats(),
         )
     }
 
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
         let PeriodicRun {
-            threads,
-            recorder,
+            mut run,
             shared,
             config,
-            names,
             settings,
-            mut warnings,
         } = *self;
         let mut stopped_early = false;
-        for thread in threads {
-            let end = thread
-                .join()
-                .map_err(|_| anyhow::anyhow!("a periodic thread panicked"))?;
+        for end in run.join("a periodic thread")? {
             stopped_early |= end.accounted < end.planned;
         }
-        let elapsed_ns = clock::now_ns().saturating_sub(shared.start_ns.load(Ordering::Acquire));
+        let elapsed_ns = run.elapsed_ns();
+        let Threads {
+            recorder,
+            names,
+            mut warnings,
+            ..
+        } = run;
         let stats = recorder.finish()?;
         let series = build_series(&shared, &config, &names, &settings, stats);
         let (mut missed, mut misses, mut tasks_missing) = (0, 0, 0);

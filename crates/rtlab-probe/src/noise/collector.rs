@@ -9,6 +9,7 @@
 
 use super::attribution::{attribute, NoiseEvent, Sources, UNATTRIBUTED};
 use super::ring::{flags, Record};
+use crate::run::LiveSource;
 use rtlab_core::record::{LiveStats, SeriesRecorder};
 use rtlab_core::result::SeriesStats;
 use std::io::{self, Write};
@@ -156,6 +157,13 @@ pub(super) struct Collector {
     handle: JoinHandle<io::Result<()>>,
 }
 
+/// Per CPU: events so far, the largest, mean and last duration.
+impl LiveSource for Collector {
+    fn live(&self) -> Vec<LiveStats> {
+        lock(&self.totals).iter().map(|t| t.series.live()).collect()
+    }
+}
+
 impl Collector {
     /// Starts the recorder thread; `samples_csv` gets
     /// `cpu,start_ns,duration_ns,source`, one line per event. `period_ns`:
@@ -183,10 +191,6 @@ impl Collector {
                 collect_loop(inputs, &sources, &shared, samples_csv, period_ns)
             })?;
         Ok(Collector { totals, handle })
-    }
-
-    pub(super) fn live(&self) -> Vec<LiveStats> {
-        lock(&self.totals).iter().map(|t| t.series.live()).collect()
     }
 
     pub(super) fn stats(&self) -> Vec<SeriesStats> {

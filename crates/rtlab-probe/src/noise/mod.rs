@@ -30,13 +30,13 @@ pub use config::{
 pub use report::series_name;
 
 use crate::launch::{self, Launch, LEAVE_GRACE};
+use crate::run::Threads;
 use crate::{Probe, ProbeOutcome, ProbeRun, Start};
 use attribution::Sources;
 use collector::{Collector, CpuInput};
 use counters::{CounterFile, CounterKind, CounterLayout, CpuCounterFile};
 use rtlab_core::clock;
 use rtlab_core::journal::Journal;
-use rtlab_core::record::LiveStats;
 use rtlab_core::result::{NoiseReport, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched;
 use rtlab_core::units::human_duration;
@@ -287,14 +287,16 @@ pub fn start(
     let _ = threads_tx.send(launch.go(start));
 
     Ok(Box::new(NoiseRun {
-        coordinator: Some(coordinator),
-        collector,
-        start_ns: start,
+        run: Threads {
+            handles: vec![coordinator],
+            recorder: collector,
+            names: config.cpus.iter().map(|&cpu| series_name(cpu)).collect(),
+            start_ns: start,
+            warnings,
+        },
         config: config.clone(),
         sources,
-        names: config.cpus.iter().map(|&cpu| series_name(cpu)).collect(),
         settings,
-        warnings,
     }))
 }
 
@@ -453,14 +455,11 @@ went offline) and stopped: its figures cover the time before",
 
 /// A noise probe in progress.
 struct NoiseRun {
-    coordinator: Option<JoinHandle<Option<Coordinated>>>,
-    collector: Collector,
-    start_ns: u64,
+    /// The thread waited for is the coordinator (it joins the spinners).
+    run: Threads<Option<Coordinated>, Collector>,
     config: NoiseConfig,
     sources: Arc<Sources>,
-    names: Vec<String>,
     settings: Vec<ThreadSettings>,
-    warnings: Vec<String>,
 }
 
 /// One series per CPU: its noise events, in ns.
@@ -485,36 +484,14 @@ fn build_series(
 }
 
 impl ProbeRun for NoiseRun {
-    fn series_names(&self) -> Vec<String> {
-        self.names.clone()
-    }
-
-    /// Per CPU: events so far, the largest, mean and last duration.
-    fn live(&self) -> Vec<LiveStats> {
-        self.collector.live()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.coordinator
-            .as_ref()
-            .is_none_or(JoinHandle::is_finished)
-    }
-
-    /// Time since the common start, ns.
-    fn elapsed_ns(&self) -> u64 {
-        clock::now_ns().saturating_sub(self.start_ns)
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
+    crate::threads_answer_common_questions!(run);
 
     fn snapshot(&self) -> Vec<Series> {
         build_series(
-            &self.names,
+            &self.run.names,
             &self.config.cpus,
             &self.settings,
-            self.collector.stats(),
+            self.run.recorder.stats(),
         )
     }
 
@@ -523,16 +500,19 @@ impl ProbeRun for NoiseRun {
     /// samples file) is the outcome's `failure`, with every figure kept.
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
         let NoiseRun {
-            coordinator,
-            collector,
-            start_ns,
+            run:
+                Threads {
+                    mut handles,
+                    recorder: collector,
+                    names,
+                    start_ns,
+                    warnings: start_warnings,
+                },
             config,
             sources,
-            names,
             settings,
-            warnings: start_warnings,
         } = *self;
-        let coordinated = match coordinator.map(JoinHandle::join) {
+        let coordinated = match handles.pop().map(JoinHandle::join) {
             Some(Ok(Some(coordinated))) => coordinated,
             Some(Ok(None)) => anyhow::bail!("the noise coordinator got no spinners"),
             Some(Err(panic)) => anyhow::bail!(

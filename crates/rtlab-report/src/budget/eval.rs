@@ -99,6 +99,19 @@ impl Check {
         }
     }
 
+    /// The check's cells of a table row: series, clause, observed, limit,
+    /// result, and its note where it has one.
+    fn push_cells(&self, row: &mut Vec<String>) {
+        row.extend([
+            self.series_label().to_string(),
+            self.text.clone(),
+            self.observed_text(),
+            self.limit_text(),
+            self.outcome.label().to_string(),
+        ]);
+        row.extend(self.note.clone());
+    }
+
     /// One line for a failure or skip: `observed 2345.678 µs, limit < 2000.000 µs`,
     /// or the note when there was nothing to observe.
     pub fn message(&self) -> String {
@@ -387,16 +400,8 @@ impl Evaluation {
         }
         let mut rows = vec![header(&head)];
         for c in &self.checks {
-            let mut row = vec![
-                c.series_label().to_string(),
-                c.text.clone(),
-                c.observed_text(),
-                c.limit_text(),
-                c.outcome.label().to_string(),
-            ];
-            if let Some(note) = &c.note {
-                row.push(note.clone());
-            }
+            let mut row = Vec::with_capacity(6);
+            c.push_cells(&mut row);
             rows.push(row);
         }
         align(&rows, |col, _| matches!(col, 0 | 1 | 4 | 5), true)
@@ -516,17 +521,9 @@ pub fn failures_table(evaluations: &[Evaluation]) -> String {
     let mut rows = vec![header(&head)];
     for e in evaluations {
         for c in e.checks.iter().filter(|c| c.outcome == Outcome::Fail) {
-            let mut row = vec![
-                e.label(),
-                c.series_label().to_string(),
-                c.text.clone(),
-                c.observed_text(),
-                c.limit_text(),
-                c.outcome.label().to_string(),
-            ];
-            if let Some(note) = &c.note {
-                row.push(note.clone());
-            }
+            let mut row = Vec::with_capacity(7);
+            row.push(e.label());
+            c.push_cells(&mut row);
             rows.push(row);
         }
     }

@@ -375,24 +375,12 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
             .push(Key::line("one period: deadlines missed above", ALARM, true));
     }
     if !missed.is_empty() {
-        plot.legend.push(Key::cross(
-            format!("a period or more late: {}", missed.len()),
-            ALARM,
-        ));
-        plot.layers.push(Layer::Crosses {
-            points: missed,
-            colour: ALARM.into(),
-        });
+        let label = format!("a period or more late: {}", missed.len());
+        alarm_crosses(&mut plot, label, missed);
     }
     if !lost.is_empty() {
-        plot.legend.push(Key::cross(
-            format!("lost, drawn at the top ({})", lost.len()),
-            ALARM,
-        ));
-        plot.layers.push(Layer::Crosses {
-            points: lost,
-            colour: ALARM.into(),
-        });
+        let label = format!("lost, drawn at the top ({})", lost.len());
+        alarm_crosses(&mut plot, label, lost);
     }
     if stats.missed > 0 {
         caption.push_str(&format!(
@@ -405,6 +393,15 @@ pub fn timeline(title: &str, result: &RunResult, series: &Series, source: TimeSo
         caption,
         plot,
     }
+}
+
+/// Points drawn as alarm-coloured crosses, with their key.
+fn alarm_crosses(plot: &mut Plot, label: String, points: Vec<(f64, f64)>) {
+    plot.legend.push(Key::cross(label, ALARM));
+    plot.layers.push(Layer::Crosses {
+        points,
+        colour: ALARM.into(),
+    });
 }
 
 /// The measured exceedance of several runs (or series) of one metric on
@@ -586,11 +583,7 @@ pub fn matrix_chart(probe: &str, matrix: &crate::matrix::Matrix) -> Chart {
         plot.legend.push(Key::mark(configuration.clone(), colour));
     }
     if !missed.is_empty() {
-        plot.layers.push(Layer::Crosses {
-            points: missed,
-            colour: ALARM.into(),
-        });
-        plot.legend.push(Key::cross("missed deadlines", ALARM));
+        alarm_crosses(&mut plot, "missed deadlines".into(), missed);
     }
     Chart {
         kind: "matrix",

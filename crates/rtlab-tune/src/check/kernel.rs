@@ -12,6 +12,22 @@ const RT_KERNEL_PACKAGES: &str = "install an RT kernel: linux-image-rt-amd64 (De
      linux-realtime (Ubuntu Pro), kernel-rt (RHEL, Alma, Rocky), or any kernel >= 6.12 \
      built with CONFIG_PREEMPT_RT=y";
 
+/// A kernel preempted only at explicit points (voluntary or none, chosen at
+/// boot or at build); `how_fixed` ends the detail with how the model is set.
+fn explicit_points(id: &str, model: &str, how_fixed: &str) -> Finding {
+    Finding::new(
+        id,
+        Area::Kernel,
+        Severity::Warning,
+        format!("preemption model: {model}: kernel code is preempted only at explicit points"),
+    )
+    .detail(format!(
+        "A real-time thread woken while the kernel runs a long system call or driver \
+         path on its CPU waits until that path reaches a preemption point: milliseconds \
+         in the worst case. {how_fixed}"
+    ))
+}
+
 fn preempt_model(ctx: &Ctx) -> Finding {
     let model = ctx.env.preempt_model.as_str();
     let mut evidence = ctx.env.preempt_sources.clone();
@@ -46,33 +62,20 @@ fn preempt_model(ctx: &Ctx) -> Finding {
              of the gain; the RT kernel gives the rest.",
         )
         .fix(format!("for the last step, {RT_KERNEL_PACKAGES}")),
-        "dynamic-voluntary" | "dynamic-none" => Finding::new(
+        "dynamic-voluntary" | "dynamic-none" => explicit_points(
             id,
-            Area::Kernel,
-            Severity::Warning,
-            format!("preemption model: {model}: kernel code is preempted only at explicit points"),
-        )
-        .detail(
-            "A real-time thread woken while the kernel runs a long system call or driver \
-             path on its CPU waits until that path reaches a preemption point: milliseconds \
-             in the worst case. This kernel is PREEMPT_DYNAMIC, so full preemption is a boot \
-             parameter away.",
+            model,
+            "This kernel is PREEMPT_DYNAMIC, so full preemption is a boot parameter away.",
         )
         .fix(
             "add preempt=full to the kernel command line (GRUB_CMDLINE_LINUX in \
              /etc/default/grub, then update-grub or grub2-mkconfig -o /boot/grub2/grub.cfg); \
              at runtime: echo full > /sys/kernel/debug/sched/preempt",
         ),
-        "voluntary" | "none" => Finding::new(
+        "voluntary" | "none" => explicit_points(
             id,
-            Area::Kernel,
-            Severity::Warning,
-            format!("preemption model: {model}: kernel code is preempted only at explicit points"),
-        )
-        .detail(
-            "A real-time thread woken while the kernel runs a long system call or driver \
-             path on its CPU waits until that path reaches a preemption point: milliseconds \
-             in the worst case. The model is fixed at build time on this kernel.",
+            model,
+            "The model is fixed at build time on this kernel.",
         )
         .fix(format!(
             "{RT_KERNEL_PACKAGES}; or a kernel built with CONFIG_PREEMPT=y or PREEMPT_DYNAMIC"

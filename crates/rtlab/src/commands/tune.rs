@@ -230,13 +230,7 @@ fn set(args: &SetArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let results = if args.dry_run {
-        preview(&rules, &tasks)
-    } else {
-        let log = ChangeLog::default_location();
-        let txn = log.begin(&command_line())?;
-        promote::apply(&rules, &tasks, &txn)
-    };
+    let results = apply_or_preview(&rules, &tasks, args.dry_run)?;
     if results.is_empty() && !args.json {
         eprintln!("no thread matches {}", rules[0].selector.process);
         if skipped_kernel > 0 {
@@ -266,6 +260,17 @@ fn count_kernel_matches(rule: &Rule, tasks: &[Task]) -> usize {
         .iter()
         .filter(|t| t.kernel_thread && with_kernel.matches(t))
         .count()
+}
+
+/// Applies `rules` to `tasks` in one recorded transaction, or with
+/// `dry_run` only says what that would do.
+fn apply_or_preview(rules: &[Rule], tasks: &[Task], dry_run: bool) -> anyhow::Result<Vec<Applied>> {
+    if dry_run {
+        return Ok(preview(rules, tasks));
+    }
+    let log = ChangeLog::default_location();
+    let txn = log.begin(&command_line())?;
+    Ok(promote::apply(rules, tasks, &txn))
 }
 
 /// What `apply` would do, without doing it.
@@ -384,13 +389,7 @@ fn apply(args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     let rules = args.rules.load()?;
     let tasks =
         task::scan_with(rtlab_tune::rule::detail_for(&rules)).context("cannot read /proc")?;
-    let results = if args.dry_run {
-        preview(&rules, &tasks)
-    } else {
-        let log = ChangeLog::default_location();
-        let txn = log.begin(&command_line())?;
-        promote::apply(&rules, &tasks, &txn)
-    };
+    let results = apply_or_preview(&rules, &tasks, args.dry_run)?;
     report_applied("apply", &results, args.dry_run, args.json, 0)?;
     if !args.json {
         for (i, rule) in rules.iter().enumerate() {
