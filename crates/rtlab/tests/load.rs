@@ -238,8 +238,12 @@ fn vm_load_allocates_and_releases_memory() {
         hwm >= BYTES * 9 / 10,
         "peak RSS {hwm} below the {BYTES} asked"
     );
+    // The worker frees and at once touches a new block: a sample may fall
+    // anywhere in that refill, so any drop well below the block (memory
+    // held would keep RSS at it) shows the release; half the block was
+    // missed by the samples once in a while (17 MB seen).
     assert!(
-        rss_min_after_max < BYTES / 2,
+        rss_min_after_max < BYTES * 3 / 4,
         "RSS never fell after the peak ({rss_min_after_max}): memory not released"
     );
     assert!(work(&doc, 0, "allocations") >= 1);
