@@ -7,3 +7,4 @@ pub mod dispatch;
 pub mod module;
 pub mod periodic;
 pub mod plan;
+pub mod taskset;
