@@ -308,6 +308,22 @@ fn the_c_example_compiles_warning_free_and_refuses_bad_arguments() {
     }
 }
 
+/// docs/librtlab.md shows both examples in full: they are the files.
+#[test]
+fn the_doc_page_shows_the_examples_as_they_are() {
+    let doc = std::fs::read_to_string(repo().join("docs/librtlab.md")).unwrap();
+    for (file, fence) in [
+        ("examples/c/periodic.c", "```c\n"),
+        ("crates/rtlab-client/examples/periodic.rs", "```rust\n"),
+    ] {
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        assert!(
+            doc.contains(&format!("{fence}{text}```\n")),
+            "docs/librtlab.md does not show {file} as it is"
+        );
+    }
+}
+
 // ---- With the executive (`rtlab exec serve`) ----
 
 /// `rtlab exec serve` on `socket`, once it listens.
