@@ -96,17 +96,19 @@ pub fn guard(body: impl FnOnce() -> Result<(), Error>) -> c_int {
     }
 }
 
+/// The calling thread's last message, as a String (tests).
+#[cfg(test)]
+pub fn last_text() -> String {
+    // SAFETY: last_message returns a valid NUL-terminated string.
+    unsafe { CStr::from_ptr(last_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::last_text as last;
     use super::*;
-
-    fn last() -> String {
-        // SAFETY: last_message returns a valid NUL-terminated string.
-        unsafe { CStr::from_ptr(last_message()) }
-            .to_str()
-            .unwrap()
-            .to_string()
-    }
 
     #[test]
     fn the_codes_are_distinct_negative_and_their_texts_start_their_messages() {

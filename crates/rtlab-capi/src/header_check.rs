@@ -124,9 +124,10 @@ fn the_structs_have_the_rust_layouts() {
     assert_eq!(size, size_of::<RtlabParams>());
 
     let (c, size) = c_layout(&fields("rtlab_stats"));
-    let rust = rust_layout!(RtlabStats: activations, missed_activations, deadline_misses,
-        budget_overruns, lateness_p50_ns, lateness_p99_ns, lateness_p999_ns, lateness_max_ns,
-        response_p50_ns, response_p99_ns, response_p999_ns, response_max_ns);
+    let rust: Vec<(String, usize, usize)> = RtlabStats::FIELDS
+        .iter()
+        .map(|&(name, offset)| (name.to_string(), offset, size_of::<u64>()))
+        .collect();
     assert_eq!(c, rust);
     assert_eq!(size, size_of::<RtlabStats>());
 }

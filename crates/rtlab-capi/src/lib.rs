@@ -112,21 +112,16 @@ pub extern "C" fn rtlab_last_error() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use errors::last_text as last;
     use std::ffi::CStr;
     use std::mem::MaybeUninit;
-
-    fn last() -> String {
-        // SAFETY: never NULL, NUL-terminated.
-        unsafe { CStr::from_ptr(rtlab_last_error()) }
-            .to_string_lossy()
-            .into_owned()
-    }
 
     #[test]
     fn null_pointers_are_refused_or_allowed_as_documented() {
         std::thread::spawn(|| unsafe {
             assert_eq!(rtlab_attach(std::ptr::null()), -1);
             assert_eq!(last(), "invalid parameters: params is NULL");
+            assert_eq!(rtlab_last_error(), errors::last_message());
             assert_eq!(rtlab_stats(std::ptr::null_mut()), -1);
             assert_eq!(last(), "invalid parameters: stats is NULL");
             // NULL is allowed: the thread is just not attached.

@@ -30,23 +30,49 @@ pub struct RtlabParams {
     pub socket: *const c_char,
 }
 
-/// `struct rtlab_stats`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RtlabStats {
-    pub activations: u64,
-    pub missed_activations: u64,
-    pub deadline_misses: u64,
-    pub budget_overruns: u64,
-    pub lateness_p50_ns: u64,
-    pub lateness_p99_ns: u64,
-    pub lateness_p999_ns: u64,
-    pub lateness_max_ns: u64,
-    pub response_p50_ns: u64,
-    pub response_p99_ns: u64,
-    pub response_p999_ns: u64,
-    pub response_max_ns: u64,
+/// Declares `struct rtlab_stats` from one list of fields: the C struct,
+/// its conversion from the Rust API's `Stats` (destructured in full, so a
+/// new field of `Stats` does not compile until it is here, and in the
+/// header, which a test checks against [`RtlabStats::FIELDS`]).
+macro_rules! c_stats {
+    ($($field:ident),* $(,)?) => {
+        /// `struct rtlab_stats`.
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct RtlabStats {
+            $(pub $field: u64,)*
+        }
+
+        impl RtlabStats {
+            /// Each field's name and offset, in order.
+            #[cfg(test)]
+            pub const FIELDS: &[(&str, usize)] =
+                &[$((stringify!($field), std::mem::offset_of!(RtlabStats, $field)),)*];
+        }
+
+        impl From<Stats> for RtlabStats {
+            fn from(stats: Stats) -> RtlabStats {
+                let Stats { $($field,)* } = stats;
+                RtlabStats { $($field,)* }
+            }
+        }
+    };
 }
+
+c_stats!(
+    activations,
+    missed_activations,
+    deadline_misses,
+    budget_overruns,
+    lateness_p50_ns,
+    lateness_p99_ns,
+    lateness_p999_ns,
+    lateness_max_ns,
+    response_p50_ns,
+    response_p99_ns,
+    response_p999_ns,
+    response_max_ns,
+);
 
 impl RtlabParams {
     /// The Rust API's defaults in C form (`RTLAB_PARAMS_INIT`).
@@ -116,41 +142,6 @@ impl RtlabParams {
             name,
             socket,
         })
-    }
-}
-
-impl From<Stats> for RtlabStats {
-    fn from(stats: Stats) -> RtlabStats {
-        // Destructured in full: a new field of Stats does not compile
-        // until the C struct (and the header) have it.
-        let Stats {
-            activations,
-            missed_activations,
-            deadline_misses,
-            budget_overruns,
-            lateness_p50_ns,
-            lateness_p99_ns,
-            lateness_p999_ns,
-            lateness_max_ns,
-            response_p50_ns,
-            response_p99_ns,
-            response_p999_ns,
-            response_max_ns,
-        } = stats;
-        RtlabStats {
-            activations,
-            missed_activations,
-            deadline_misses,
-            budget_overruns,
-            lateness_p50_ns,
-            lateness_p99_ns,
-            lateness_p999_ns,
-            lateness_max_ns,
-            response_p50_ns,
-            response_p99_ns,
-            response_p999_ns,
-            response_max_ns,
-        }
     }
 }
 

@@ -56,6 +56,16 @@ fn output(cmd: &mut Command) -> Output {
     out
 }
 
+/// Bad arguments: exit code 2 and the usage on stderr.
+fn assert_usage_error(out: &Output, usage: &str, args: &[&str]) {
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(
+        stderr_of(out).contains(usage),
+        "{args:?}: {}",
+        stderr_of(out)
+    );
+}
+
 fn stdout_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -97,29 +107,29 @@ fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Installs into `dir`/prefix and compiles examples/c/periodic.c there
-/// with every warning an error; the program's path.
-fn build_c_example(dir: &Path) -> PathBuf {
+/// Installs into `dir`/prefix and compiles `source` (under the repository)
+/// against it into `dir`/`name` with gcc, C99, every warning an error; the
+/// program's path.
+fn build_c_program(dir: &Path, source: &str, name: &str) -> PathBuf {
     let prefix = dir.join("prefix");
     install_into(&prefix);
-    let program = dir.join("periodic");
+    let program = dir.join(name);
+    let strict = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"];
     let out = output(
         Command::new("gcc")
-            .args([
-                "-std=c99",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-pedantic",
-                "-O2",
-            ])
-            .arg(repo().join("examples/c/periodic.c"))
+            .args(strict)
+            .args(["-O2", "-pthread"])
+            .arg(repo().join(source))
             .arg("-o")
             .arg(&program)
             .args(pkg_config(&prefix, &["--cflags", "--libs"])),
     );
-    assert!(out.status.success(), "gcc: {}", stderr_of(&out));
+    assert!(out.status.success(), "gcc {source}: {}", stderr_of(&out));
     program
+}
+
+fn build_c_example(dir: &Path) -> PathBuf {
+    build_c_program(dir, "examples/c/periodic.c", "periodic")
 }
 
 /// The C example, run against the library installed in `dir`/prefix only.
@@ -224,12 +234,7 @@ fn install_lib_refuses_bad_arguments_with_exit_code_2() {
         &["--prefix"],
         &["--frobnicate"],
     ] {
-        let out = install_lib(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            stderr_of(&out).contains("usage: scripts/install-lib"),
-            "{args:?}"
-        );
+        assert_usage_error(&install_lib(args), "usage: scripts/install-lib", args);
     }
 }
 
@@ -300,11 +305,7 @@ fn the_c_example_compiles_warning_free_and_refuses_bad_arguments() {
     build_c_example(dir.path());
     for args in [&["0"][..], &["10", "x"], &["10", "5", "extra"], &["-5"]] {
         let out = output(&mut c_example(dir.path(), args));
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            stderr_of(&out).contains("usage: periodic [PERIOD_MS [ACTIVATIONS]]"),
-            "{args:?}"
-        );
+        assert_usage_error(&out, "usage: periodic [PERIOD_MS [ACTIVATIONS]]", args);
     }
 }
 
@@ -438,6 +439,27 @@ fn the_c_and_rust_examples_run_periodically_under_exec_serve() {
     );
     assert_ran_50(&out, "Rust");
 
+    stop_serve(serve, &socket);
+}
+
+/// NEEDS the serve branch. tests/c/threads.c: the attachment is the
+/// calling thread's, once at a time; a second thread runs on its own; a
+/// child of fork() is not attached and its exit does not detach the parent.
+#[test]
+fn attachments_are_per_thread_and_not_inherited_by_a_child() {
+    require_realtime!();
+    require_tools!("gcc", "pkg-config", "readelf");
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_c_program(dir.path(), "crates/rtlab/tests/c/threads.c", "threads");
+    let socket = dir.path().join("exec.sock");
+    let serve = start_serve(&dir.path().join("state"), &socket);
+    let out = output(
+        Command::new(&program)
+            .env("LD_LIBRARY_PATH", dir.path().join("prefix/lib"))
+            .env("RTLAB_SOCKET", &socket),
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), "threads: every check passed\n");
     stop_serve(serve, &socket);
 }
 
