@@ -224,6 +224,15 @@ fn install_lib_installs_the_library_and_uninstalls_exactly_what_it_installed() {
         "{}",
         stdout_of(&out)
     );
+
+    // The directories an install created (the prefix too) go with it, also
+    // after a reinstall.
+    let fresh = dir.path().join("fresh");
+    install_into(&fresh);
+    install_into(&fresh);
+    let out = install_lib(&["--prefix", fresh.to_str().unwrap(), "--uninstall"]);
+    assert!(out.status.success());
+    assert!(!fresh.exists(), "left: {:?}", entries(&fresh));
 }
 
 #[test]
