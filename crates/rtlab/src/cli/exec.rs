@@ -12,6 +12,9 @@ pub enum ExecCommand {
     Periodic(Box<ExecPeriodicArgs>),
     /// Paper 002's Tables 4.1/4.2: % of activations within 10-1000 µs, 1/10/20/30 tasks, SCHED_FIFO vs the executive, idle and loaded.
     KurtTable(Box<KurtTableArgs>),
+    /// Internal: one task of a run with --processes (its plan as JSON).
+    #[command(name = rtlab_exec::processes::WORKER_SUBCOMMAND, hide = true)]
+    ProcessWorker { plan: String },
 }
 
 /// `--mode`: the executive's own [`Mode`], each value with its help line.
@@ -70,6 +73,10 @@ pub struct PeriodicTaskArgs {
     /// SCHED_FIFO priority of the tasks (both modes).
     #[arg(long, default_value_t = rtlab_exec::periodic::TASK_PRIORITY, value_parser = clap::value_parser!(u32).range(1..=98))]
     pub task_priority: u32,
+
+    /// Every task a separate process: attached to `rtlab exec serve` (executive) or SCHED_FIFO timing itself (fifo).
+    #[arg(long)]
+    pub processes: bool,
 }
 
 #[derive(Args)]
