@@ -1,0 +1,401 @@
+//! `--processes` end to end: every task a separate process of this
+//! binary. SCHED_FIFO processes timing themselves: every activation
+//! accounted for, every child gone after the run, a worker SIGKILLed
+//! mid-run fails the run with its reason and leaves nothing, an injected
+//! stall shows in the lateness. Processes under `rtlab exec serve`: the
+//! same accounting, and nothing left (socket, processes); those tests
+//! skip themselves while this build has no `exec serve`. Never an
+//! absolute timing.
+
+mod common;
+
+use common::{assert_refused, rtlab, run};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The CPU the tasks run on by default: the last online one.
+fn last_cpu() -> usize {
+    // SAFETY: sysconf has no memory side effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n.max(1) - 1) as usize
+}
+
+/// Whether this build has the executive as a service (`exec serve`).
+fn serve_exists() -> bool {
+    Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["exec", "serve", "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The children of `parent` whose command line holds `needle`.
+fn children_running(parent: u32, needle: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let ppid = after_name.split_whitespace().nth(1);
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(&parent.to_string()) && String::from_utf8_lossy(&cmdline).contains(needle)
+        })
+        .collect()
+}
+
+/// Whether `pid` is still a live process of rtlab's (a worker or the
+/// executive: its command line says so).
+fn still_ours(pid: u32) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let text = String::from_utf8_lossy(&cmdline);
+    text.contains("process-worker") || text.contains("serve")
+}
+
+/// Runs rtlab with `args` to its end, collecting the pids of its worker
+/// (and executive) processes meanwhile; `during` is called once with
+/// the workers seen when `workers` of them run.
+fn run_watching(
+    state: &Path,
+    args: &[&str],
+    workers: usize,
+    during: impl FnOnce(&[u32]),
+) -> (std::process::ExitStatus, BTreeSet<u32>) {
+    let mut child: Child = rtlab(state)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("rtlab starts");
+    let mut seen = BTreeSet::new();
+    let mut during = Some(during);
+    let give_up = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, seen);
+        }
+        let workers_now = children_running(child.id(), "process-worker");
+        seen.extend(&workers_now);
+        seen.extend(children_running(child.id(), "serve"));
+        if workers_now.len() == workers {
+            if let Some(during) = during.take() {
+                during(&workers_now);
+            }
+        }
+        if Instant::now() > give_up {
+            let _ = child.kill();
+            panic!("rtlab {args:?} did not end within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every child seen is gone (reaped, not a zombie, not left running).
+fn assert_nothing_left(seen: &BTreeSet<u32>) {
+    let left: Vec<u32> = seen.iter().copied().filter(|&p| still_ours(p)).collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+fn lateness(run: &Value) -> Vec<&Value> {
+    run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["metric"] == "activation_lateness")
+        .collect()
+}
+
+/// Every task of `run` has `activations` samples + missed, and a response
+/// series with as many samples.
+fn assert_accounted(run: &Value, tasks: usize, activations: u64) {
+    assert_eq!(run["probe"], "periodic-processes");
+    assert_eq!(run["config"]["processes"], true);
+    assert_eq!(run["status"], "complete", "{}", run["warnings"]);
+    let series = run["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2 * tasks);
+    for pair in series.chunks(2) {
+        let (late, resp) = (&pair[0], &pair[1]);
+        assert_eq!(late["metric"], "activation_lateness");
+        assert_eq!(resp["metric"], "response_time");
+        let samples = late["samples"].as_u64().unwrap();
+        let missed = late["missed"].as_u64().unwrap();
+        assert_eq!(samples + missed, activations, "{}", late["name"]);
+        assert_eq!(resp["samples"].as_u64().unwrap(), samples);
+        // Each process reported its own scheduling.
+        assert_eq!(late["thread"]["actual"]["policy"], "fifo", "{late}");
+        assert_eq!(late["thread"]["pinned_cpu"], last_cpu());
+    }
+}
+
+#[test]
+fn fifo_processes_account_every_activation_and_leave_nothing() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = [
+        "exec",
+        "periodic",
+        "--processes",
+        "--mode",
+        "fifo",
+        "--tasks",
+        "3",
+        "--period",
+        "5ms",
+        "--work",
+        "50us",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--no-store",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |_| {});
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(seen.len(), 3, "one process per task: {seen:?}");
+    assert_nothing_left(&seen);
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["config"]["mode"], "fifo");
+    assert_accounted(&doc, 3, 200);
+    // The tasks were processes, not threads of rtlab.
+    let tids: BTreeSet<u64> = lateness(&doc)
+        .iter()
+        .map(|s| s["thread"]["tid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tids, seen.iter().map(|&p| u64::from(p)).collect());
+}
+
+#[test]
+fn a_worker_killed_mid_run_fails_the_run_with_its_reason_and_leaves_nothing() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = [
+        "exec",
+        "periodic",
+        "--processes",
+        "--mode",
+        "fifo",
+        "--tasks",
+        "3",
+        "--period",
+        "5ms",
+        "--work",
+        "50us",
+        "--duration",
+        "20s",
+        "--quiet",
+        "--no-store",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let mut victim = 0;
+    let started = Instant::now();
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |workers| {
+        std::thread::sleep(Duration::from_millis(500));
+        victim = workers[1];
+        // SAFETY: plain syscall on a process this test watched start.
+        unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    });
+    // It did not wait for the planned 20 s to say so.
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_ne!(status.code(), Some(0));
+    assert_nothing_left(&seen);
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "failed");
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "(pid {victim}) killed by signal 9 (SIGKILL) after"
+        )),
+        "{warnings}"
+    );
+    // What the processes measured before is kept.
+    let samples: u64 = lateness(&doc)
+        .iter()
+        .map(|s| s["samples"].as_u64().unwrap())
+        .sum();
+    assert!(samples > 0);
+}
+
+#[test]
+fn an_injected_stall_shows_in_the_fifo_processes_lateness() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stall.json");
+    let cpu = last_cpu();
+    let stalls = 5;
+    let injector = std::thread::spawn(move || {
+        // Once the processes are set up (well within their first second).
+        std::thread::sleep(Duration::from_millis(1000));
+        common::inject_stalls(
+            cpu,
+            Duration::from_millis(3),
+            Duration::from_millis(200),
+            stalls,
+        )
+        .join()
+        .unwrap()
+    });
+    let out = run(rtlab(&dir.path().join("state"))
+        .args([
+            "exec",
+            "periodic",
+            "--processes",
+            "--mode",
+            "fifo",
+            "--tasks",
+            "4",
+            "--period",
+            "1ms",
+            "--work",
+            "20us",
+            "--duration",
+            "3s",
+            "--quiet",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json));
+    assert_eq!(injector.join().unwrap(), stalls);
+    assert_eq!(out.status.code(), Some(0));
+    let doc = common::read_json(&json).unwrap();
+    assert_accounted(&doc, 4, 3000);
+    let late: u64 = lateness(&doc)
+        .iter()
+        .map(|s| common::samples_at_least(s, 1000))
+        .sum();
+    assert!(
+        late >= u64::from(stalls),
+        "{late} activations 1 ms late or more, {stalls} stalls of 3 ms injected"
+    );
+}
+
+#[test]
+fn processes_under_the_executive_account_every_activation_and_leave_nothing() {
+    require_realtime!();
+    if !serve_exists() {
+        common::skip("this build has no `rtlab exec serve` (issue 18's serve part)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = [
+        "exec",
+        "periodic",
+        "--processes",
+        "--tasks",
+        "3",
+        "--period",
+        "5ms",
+        "--work",
+        "50us",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--no-store",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let before: BTreeSet<_> = private_dirs();
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |_| {});
+    assert_eq!(status.code(), Some(0));
+    // Three workers and the executive.
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert_nothing_left(&seen);
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["config"]["mode"], "executive");
+    assert_accounted(&doc, 3, 200);
+    // The socket's private directory is gone.
+    assert_eq!(private_dirs(), before);
+}
+
+/// The private directories of the executive's sockets now.
+fn private_dirs() -> BTreeSet<std::path::PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("rtlab-processes-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn kurt_table_with_processes_prints_both_sub_tables_of_processes() {
+    require_realtime!();
+    if !serve_exists() {
+        common::skip("this build has no `rtlab exec serve` (issue 18's serve part)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("kurt.json");
+    let out = run(rtlab(&dir.path().join("state"))
+        .args([
+            "exec",
+            "kurt-table",
+            "--processes",
+            "--idle-only",
+            "--tasks",
+            "1,3",
+            "--duration",
+            "300ms",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json));
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Table 4.1 (idle)",
+        "(a) SCHED_FIFO processes",
+        "(b) processes under rtlab's executive",
+    ] {
+        assert!(stdout.contains(needle), "'{needle}' not in:\n{stdout}");
+    }
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["processes"], true);
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    for cell in cells {
+        let planned = cell["activations"].as_u64().unwrap();
+        let started = cell["started"].as_u64().unwrap();
+        let missed = cell["missed_activations"].as_u64().unwrap();
+        assert_eq!(started + missed, planned, "{cell}");
+    }
+}
+
+#[test]
+fn more_processes_than_a_run_may_start_are_refused() {
+    assert_refused(
+        &["exec", "kurt-table", "--processes", "--tasks", "1,101"],
+        &["--tasks", "101 tasks as processes", "100"],
+    );
+    assert_refused(
+        &["exec", "periodic", "--processes", "--tasks", "101"],
+        &["--tasks"],
+    );
+}
+
+#[test]
+fn a_worker_with_a_bad_plan_exits_2_and_says_why() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtlab"))
+        .args(["exec", "process-worker", "{\"task\": 0}"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the worker plan"), "{stderr}");
+}
