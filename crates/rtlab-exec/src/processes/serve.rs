@@ -95,6 +95,9 @@ fn keep_tail(stderr: std::fs::File, tail: Arc<Mutex<Vec<String>>>) {
         .spawn(move || {
             for line in BufReader::new(stderr).split(b'\n') {
                 let Ok(line) = line else { break };
+                if line.trim_ascii().is_empty() {
+                    continue;
+                }
                 let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
                 if tail.len() == TAIL_LINES {
                     tail.remove(0);

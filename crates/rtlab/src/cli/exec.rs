@@ -84,6 +84,7 @@ pub struct PeriodicTaskArgs {
   rtlab exec periodic                                  # 10 tasks every 10 ms, 100 µs work, 10 s, executive
   rtlab exec periodic --tasks 30 --period 10ms --work 200us --baseline fifo
   rtlab exec periodic --tasks 20 --mode fifo --load io --json fifo.json
+  rtlab exec periodic --tasks 3 --processes --mode fifo  # each task a SCHED_FIFO process
 
 Every task and the executive run on one CPU (--cpu, default the last online one), as
 paper 002's uniprocessor. The executive (SCHED_FIFO 90) sleeps to each activation minus
@@ -124,11 +125,14 @@ pub struct ExecPeriodicArgs {
   rtlab exec kurt-table                        # 16 runs of 5 s: about 1.5 min
   rtlab exec kurt-table --duration 30s --json kurt.json
   rtlab exec kurt-table --tasks 1,30 --load vm  # the loaded table under vm instead of io
+  rtlab exec kurt-table --processes            # every task a process: under exec serve vs SCHED_FIFO
 
 Runs each task count (--tasks, default 1,10,20,30) at --period 10 ms with --work 100 us,
 as self-timed SCHED_FIFO threads and under rtlab's executive, idle (paper 002's Table 4.1)
 and under --load (default io: Table 4.2), and prints the % of activations that started
-within 10, 50, 100, 500 and 1000 µs of their instant. Every run is stored; --json writes
+within 10, 50, 100, 500 and 1000 µs of their instant. With --processes every task is a
+separate process: attached to `rtlab exec serve` (rtlab-client), against SCHED_FIFO
+processes timing themselves (paper 002's Program 4.7). Every run is stored; --json writes
 the table and every run, rewritten after each one. --budget checks every run (one JUnit
 testsuite each with --junit): exit code 1 when a run does not keep it.")]
 pub struct KurtTableArgs {
