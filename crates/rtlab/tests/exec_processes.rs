@@ -57,12 +57,24 @@ fn still_ours(pid: u32) -> bool {
     text.contains("process-worker") || text.contains("serve")
 }
 
+/// `exec periodic --processes` with `task_set` (tasks, period, work,
+/// duration, mode), quiet, not stored, its result in `json`.
+fn periodic_processes(json: &Path, task_set: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["exec", "periodic", "--processes", "--quiet", "--no-store"]
+        .map(String::from)
+        .to_vec();
+    args.extend(task_set.split_whitespace().map(String::from));
+    args.push("--json".into());
+    args.push(json.to_str().unwrap().into());
+    args
+}
+
 /// Runs rtlab with `args` to its end, collecting the pids of its worker
 /// (and executive) processes meanwhile; `during` is called once with
 /// the workers seen when `workers` of them run.
 fn run_watching(
     state: &Path,
-    args: &[&str],
+    args: &[String],
     workers: usize,
     during: impl FnOnce(&[u32]),
 ) -> (std::process::ExitStatus, BTreeSet<u32>) {
@@ -137,25 +149,10 @@ fn fifo_processes_account_every_activation_and_leave_nothing() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let args = [
-        "exec",
-        "periodic",
-        "--processes",
-        "--mode",
-        "fifo",
-        "--tasks",
-        "3",
-        "--period",
-        "5ms",
-        "--work",
-        "50us",
-        "--duration",
-        "1s",
-        "--quiet",
-        "--no-store",
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let args = periodic_processes(
+        &json,
+        "--mode fifo --tasks 3 --period 5ms --work 50us --duration 1s",
+    );
     let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |_| {});
     assert_eq!(status.code(), Some(0));
     assert_eq!(seen.len(), 3, "one process per task: {seen:?}");
@@ -176,25 +173,10 @@ fn a_worker_killed_mid_run_fails_the_run_with_its_reason_and_leaves_nothing() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let args = [
-        "exec",
-        "periodic",
-        "--processes",
-        "--mode",
-        "fifo",
-        "--tasks",
-        "3",
-        "--period",
-        "5ms",
-        "--work",
-        "50us",
-        "--duration",
-        "20s",
-        "--quiet",
-        "--no-store",
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let args = periodic_processes(
+        &json,
+        "--mode fifo --tasks 3 --period 5ms --work 50us --duration 20s",
+    );
     let mut victim = 0;
     let started = Instant::now();
     let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |workers| {
@@ -229,44 +211,28 @@ fn an_injected_stall_shows_in_the_fifo_processes_lateness() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stall.json");
-    let cpu = last_cpu();
+    let args = periodic_processes(
+        &json,
+        "--mode fifo --tasks 4 --period 1ms --work 20us --duration 3s",
+    );
     let stalls = 5;
-    let injector = std::thread::spawn(move || {
-        // Once the processes are set up (well within their first second).
-        std::thread::sleep(Duration::from_millis(1000));
-        common::inject_stalls(
-            cpu,
-            Duration::from_millis(3),
-            Duration::from_millis(200),
-            stalls,
-        )
-        .join()
-        .unwrap()
+    let mut injected = 0;
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 4, |_| {
+        // Every process is set up and measuring: 3 ms at SCHED_FIFO 99 on
+        // their CPU every 200 ms.
+        let stall = Duration::from_millis(3);
+        let every = Duration::from_millis(200);
+        injected = common::inject_stalls(last_cpu(), stall, every, stalls)
+            .join()
+            .unwrap();
     });
-    let out = run(rtlab(&dir.path().join("state"))
-        .args([
-            "exec",
-            "periodic",
-            "--processes",
-            "--mode",
-            "fifo",
-            "--tasks",
-            "4",
-            "--period",
-            "1ms",
-            "--work",
-            "20us",
-            "--duration",
-            "3s",
-            "--quiet",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json));
-    assert_eq!(injector.join().unwrap(), stalls);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(injected, stalls);
+    assert_eq!(status.code(), Some(0));
+    assert_nothing_left(&seen);
     let doc = common::read_json(&json).unwrap();
     assert_accounted(&doc, 4, 3000);
+    // Each 3 ms stall delays the activations of its first 2 ms by 1 ms at
+    // least: one such sample per stall at least.
     let late: u64 = lateness(&doc)
         .iter()
         .map(|s| common::samples_at_least(s, 1000))
@@ -286,23 +252,7 @@ fn processes_under_the_executive_account_every_activation_and_leave_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let args = [
-        "exec",
-        "periodic",
-        "--processes",
-        "--tasks",
-        "3",
-        "--period",
-        "5ms",
-        "--work",
-        "50us",
-        "--duration",
-        "1s",
-        "--quiet",
-        "--no-store",
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let args = periodic_processes(&json, "--tasks 3 --period 5ms --work 50us --duration 1s");
     let before: BTreeSet<_> = private_dirs();
     let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |_| {});
     assert_eq!(status.code(), Some(0));

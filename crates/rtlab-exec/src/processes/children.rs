@@ -4,31 +4,29 @@
 //! reused meanwhile), and killed and reaped whatever happens: when the run
 //! ends, on an error, on a panic ([`Drop`]).
 
-use rtlab_load::sys::{describe_wait_status, reset_signals, signal_group};
+use rtlab_load::sys::{describe_wait_status, exit_nowait, reset_signals, signal_group};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How a child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-}
+/// How a child ended, in rtlab-load's words ("exited with status 1",
+/// "killed by signal 9 (SIGKILL)").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit(String);
 
 impl Exit {
-    pub fn is_success(self) -> bool {
-        self == Exit::Code(0)
+    pub fn is_success(&self) -> bool {
+        self.0 == "exited with status 0"
     }
 
-    /// "exited with status 1" / "killed by signal 9 (SIGKILL)".
-    pub fn describe(self) -> String {
-        match self {
-            Exit::Code(code) => describe_wait_status((code & 0xff) << 8),
-            Exit::Signal(signal) => describe_wait_status(signal & 0x7f),
-        }
+    pub fn was_killed(&self) -> bool {
+        self.0.ends_with("(SIGKILL)")
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.0
     }
 }
 
@@ -103,9 +101,9 @@ impl Child {
     /// group id reserved, until [`Child::reap`]).
     pub fn exit(&mut self) -> Option<Exit> {
         if self.exit.is_none() && !self.reaped {
-            self.exit = exit_nowait(self.pid);
+            self.exit = exit_nowait(self.pid).map(Exit);
         }
-        self.exit
+        self.exit.clone()
     }
 
     /// Sends `signal` to its process group (never once it is reaped).
@@ -125,7 +123,7 @@ impl Child {
         }
         let killed = self.exit().is_none();
         self.kill_and_reap();
-        (self.exit, killed)
+        (self.exit.clone(), killed)
     }
 
     /// SIGKILL to the whole group (what it started too), then reaps the
@@ -139,11 +137,7 @@ impl Child {
         // SAFETY: status is a valid out-parameter; the pid is our child.
         let rc = unsafe { libc::waitpid(self.pid, &mut status, 0) };
         if rc == self.pid && self.exit.is_none() {
-            self.exit = Some(if libc::WIFSIGNALED(status) {
-                Exit::Signal(libc::WTERMSIG(status))
-            } else {
-                Exit::Code(libc::WEXITSTATUS(status))
-            });
+            self.exit = Some(Exit(describe_wait_status(status)));
         }
         self.reaped = true;
     }
@@ -152,27 +146,6 @@ impl Child {
 impl Drop for Child {
     fn drop(&mut self) {
         self.kill_and_reap();
-    }
-}
-
-/// How our child `pid` ended, None while it runs; it is left a zombie.
-fn exit_nowait(pid: i32) -> Option<Exit> {
-    // SAFETY: info is a valid out-parameter.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        if rc != 0 || info.si_pid() == 0 {
-            return None;
-        }
-        Some(match info.si_code {
-            libc::CLD_EXITED => Exit::Code(info.si_status()),
-            _ => Exit::Signal(info.si_status()),
-        })
     }
 }
 
@@ -195,9 +168,10 @@ mod tests {
     fn a_child_that_exits_is_seen_before_it_is_reaped() {
         let mut child = sh("exit 3");
         let (exit, killed) = child.reap(Duration::from_secs(10));
-        assert_eq!(exit, Some(Exit::Code(3)));
         assert!(!killed);
-        assert_eq!(exit.unwrap().describe(), "exited with status 3");
+        let exit = exit.unwrap();
+        assert_eq!(exit.describe(), "exited with status 3");
+        assert!(!exit.is_success() && !exit.was_killed());
     }
 
     #[test]
@@ -212,8 +186,9 @@ mod tests {
         let members = group_members(child.pid);
         let (exit, killed) = child.reap(Duration::from_millis(10));
         assert!(killed);
-        assert_eq!(exit, Some(Exit::Signal(libc::SIGKILL)));
-        assert_eq!(Exit::Signal(9).describe(), "killed by signal 9 (SIGKILL)");
+        let exit = exit.unwrap();
+        assert_eq!(exit.describe(), "killed by signal 9 (SIGKILL)");
+        assert!(exit.was_killed());
         // The sleep (reparented, reaped by init or a subreaper) is gone too.
         let give_up = Instant::now() + Duration::from_secs(10);
         while members

@@ -10,6 +10,8 @@
 //! non-blocking: what does not fit stays for the next batch), and counts
 //! the samples it had no room for.
 
+use rtlab_core::result::ThreadSettings;
+use rtlab_core::sched::{Policy, SchedParams};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -43,22 +45,43 @@ pub struct TaskSample {
     pub deadline_miss: bool,
 }
 
+/// A process's scheduling as it measures: fifo, as it set it itself;
+/// executive, as the executive set it at attach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessSettings {
+    pub tid: i32,
+    /// The one CPU it may run on; None when it may run on several.
+    pub cpu: Option<u32>,
+    /// The kernel's policy number (SCHED_FIFO = 1).
+    pub policy: u32,
+    pub priority: u32,
+    pub timer_slack_ns: u64,
+}
+
+impl ProcessSettings {
+    /// As a series records its thread, `requested` being what was asked.
+    pub fn thread_settings(&self, requested: SchedParams) -> ThreadSettings {
+        ThreadSettings {
+            tid: self.tid,
+            pinned_cpu: self.cpu.map(|c| c as usize),
+            requested,
+            actual: Policy::from_kernel(self.policy).map(|policy| SchedParams {
+                policy,
+                priority: self.priority,
+                deadline: None,
+            }),
+            timer_slack_ns: Some(self.timer_slack_ns),
+        }
+    }
+}
+
 /// One record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record {
     /// Set up, waiting for the common start on stdin.
     Ready,
-    /// The process's scheduling as it measures: fifo, as it set it itself;
-    /// executive, as the executive set it at attach.
-    Settings {
-        tid: i32,
-        /// The one CPU it may run on; None when it may run on several.
-        cpu: Option<u32>,
-        /// The kernel's policy number (SCHED_FIFO = 1).
-        policy: u32,
-        priority: u32,
-        timer_slack_ns: u64,
-    },
+    /// The process's scheduling as it measures.
+    Settings(ProcessSettings),
     Sample(TaskSample),
     /// The last record: activations accounted for (started or missed), and
     /// samples the outbox had no room for.
@@ -74,20 +97,14 @@ impl Record {
     pub fn encode(&self) -> [u8; RECORD_BYTES] {
         let (tag, small, words) = match *self {
             Record::Ready => (TAG_READY, 0, [0; 4]),
-            Record::Settings {
-                tid,
-                cpu,
-                policy,
-                priority,
-                timer_slack_ns,
-            } => (
+            Record::Settings(s) => (
                 TAG_SETTINGS,
-                policy,
+                s.policy,
                 [
-                    u64::from(tid as u32),
-                    cpu.map_or(u64::MAX, u64::from),
-                    u64::from(priority),
-                    timer_slack_ns,
+                    u64::from(s.tid as u32),
+                    s.cpu.map_or(u64::MAX, u64::from),
+                    u64::from(s.priority),
+                    s.timer_slack_ns,
                 ],
             ),
             Record::Sample(s) => (
@@ -114,13 +131,13 @@ impl Record {
         };
         Some(match u32_at(0) {
             TAG_READY => Record::Ready,
-            TAG_SETTINGS => Record::Settings {
+            TAG_SETTINGS => Record::Settings(ProcessSettings {
                 tid: word(0) as u32 as i32,
                 cpu: u32::try_from(word(1)).ok(),
                 policy: u32_at(4),
                 priority: word(2) as u32,
                 timer_slack_ns: word(3),
-            },
+            }),
             TAG_SAMPLE => Record::Sample(TaskSample {
                 activation_ns: word(0),
                 lateness_ns: word(1),
@@ -318,20 +335,20 @@ mod tests {
     fn every_kind() -> Vec<Record> {
         vec![
             Record::Ready,
-            Record::Settings {
+            Record::Settings(ProcessSettings {
                 tid: 4242,
                 cpu: Some(1),
                 policy: 1,
                 priority: 80,
                 timer_slack_ns: 1,
-            },
-            Record::Settings {
+            }),
+            Record::Settings(ProcessSettings {
                 tid: -1,
                 cpu: None,
                 policy: 0,
                 priority: 0,
                 timer_slack_ns: 50_000,
-            },
+            }),
             Record::Sample(TaskSample {
                 activation_ns: u64::MAX - 1,
                 lateness_ns: 1234,

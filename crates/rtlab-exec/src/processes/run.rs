@@ -178,72 +178,76 @@ fn build_series(
         .collect()
 }
 
-impl ProcessesRun {
-    fn settings(&self) -> Vec<ThreadSettings> {
-        self.live
-            .settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+/// The series of `stats`, with each process's settings as it reported them.
+fn series_of(
+    config: &ProcessesConfig,
+    names: &[String],
+    live: &Live,
+    stats: Vec<SeriesStats>,
+) -> Vec<Series> {
+    let settings = live
+        .settings
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    build_series(config, names, &settings, stats)
+}
+
+/// What the series say about missed activations and deadline misses.
+fn accounting_warnings(series: &[Series]) -> Vec<String> {
+    let missed: u64 = series.iter().step_by(2).map(|s| s.stats.missed).sum();
+    let misses: u64 = series
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|s| s.stats.missed)
+        .sum();
+    let mut warnings = Vec::new();
+    if missed > 0 {
+        warnings.push(format!(
+            "{missed} activations missed (the process was still working, or woke a period or more late): the `missed` count of the taskN.lateness series"
+        ));
     }
+    if misses > 0 {
+        warnings.push(format!(
+            "{misses} deadline misses (a response later than the next activation): the `missed` count of the taskN.response series"
+        ));
+    }
+    warnings
 }
 
 impl ProbeRun for ProcessesRun {
     rtlab_probe::threads_answer_common_questions!(run);
 
     fn snapshot(&self) -> Vec<Series> {
-        build_series(
-            &self.config,
-            &self.run.names,
-            &self.settings(),
-            self.run.recorder.stats(),
-        )
+        let stats = self.run.recorder.stats();
+        series_of(&self.config, &self.run.names, &self.live, stats)
     }
 
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
-        let settings = self.settings();
         let ProcessesRun {
-            mut run, config, ..
+            mut run,
+            live,
+            config,
         } = *self;
         let end = run
             .join("the supervisor of the processes")?
             .pop()
             .expect("one supervisor");
         let elapsed_ns = run.elapsed_ns();
-        let Threads {
-            recorder,
-            names,
-            mut warnings,
-            ..
-        } = run;
         // The supervisor has dropped every ring: the recorder ends.
-        let stats = recorder.finish()?;
-        let series = build_series(&config, &names, &settings, stats);
+        let stats = run.recorder.finish()?;
+        let series = series_of(&config, &run.names, &live, stats);
         let planned = config.periodic.activations;
-        let stopped_early = end.accounted.iter().any(|&a| a < planned);
+        let mut warnings = run.warnings;
         warnings.extend(end.warnings);
-        let (mut missed, mut misses) = (0, 0);
-        for pair in series.chunks(2) {
-            missed += pair[0].stats.missed;
-            misses += pair[1].stats.missed;
-        }
-        if missed > 0 {
-            warnings.push(format!(
-                "{missed} activations missed (the process was still working, or woke a period or more late): the `missed` count of the taskN.lateness series"
-            ));
-        }
-        if misses > 0 {
-            warnings.push(format!(
-                "{misses} deadline misses (a response later than the next activation): the `missed` count of the taskN.response series"
-            ));
-        }
+        warnings.extend(accounting_warnings(&series));
         dedup_keep_order(&mut warnings);
-        let failure = (!end.failures.is_empty()).then(|| end.failures.join("; "));
         Ok(ProbeOutcome {
             series,
             elapsed_ns,
-            stopped_early,
-            failure,
+            stopped_early: end.accounted.iter().any(|&a| a < planned),
+            failure: (!end.failures.is_empty()).then(|| end.failures.join("; ")),
             warnings,
             ..ProbeOutcome::default()
         })

@@ -200,10 +200,7 @@ impl Executive {
     }
 
     fn child_was_killed(&mut self) -> bool {
-        matches!(
-            self.child.exit(),
-            Some(children::Exit::Signal(libc::SIGKILL))
-        )
+        self.child.exit().is_some_and(|e| e.was_killed())
     }
 }
 

@@ -11,7 +11,7 @@ use super::children::Child;
 use super::record::{Inbox, Record, TaskSample};
 use super::serve::Executive;
 use rtlab_core::result::ThreadSettings;
-use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_core::sched::SchedParams;
 use rtlab_probe::recorder::Sample;
 use std::fs::File;
 use std::io::Read;
@@ -163,7 +163,7 @@ impl Supervisor {
                 if !w.ready && w.child.exit().is_some() {
                     // Its last words are read to their end first.
                     while w.stderr.is_some() {
-                        let _ = drain_stderr(w, &mut self.warnings);
+                        drain_stderr(w, &mut self.warnings);
                     }
                     let exit = w.child.exit().expect("seen above");
                     return Err(format!(
@@ -236,12 +236,9 @@ impl Supervisor {
                 continue;
             }
             let w = &mut self.workers[index];
-            let trouble = if is_stdout {
-                drain_stdout(w, self.start_ns, self.requested, &self.live)
-            } else {
-                drain_stderr(w, &mut self.warnings)
-            };
-            if let Some(why) = trouble {
+            if !is_stdout {
+                drain_stderr(w, &mut self.warnings);
+            } else if let Some(why) = drain_stdout(w, self.start_ns, self.requested, &self.live) {
                 self.failures.push(why);
             }
         }
@@ -370,9 +367,7 @@ fn drain_stdout(
     requested: SchedParams,
     live: &Live,
 ) -> Option<String> {
-    let Some(out) = w.stdout.as_mut() else {
-        return None;
-    };
+    let out = w.stdout.as_mut()?;
     let mut buf = [0u8; 16 * 1024];
     let n = match out.read(&mut buf) {
         Ok(0) | Err(_) => {
@@ -393,31 +388,10 @@ fn drain_stdout(
     for record in records {
         match record {
             Record::Ready => w.ready = true,
-            Record::Settings {
-                tid,
-                cpu,
-                policy,
-                priority,
-                timer_slack_ns,
-            } => {
-                let settings = ThreadSettings {
-                    tid,
-                    pinned_cpu: cpu.map(|c| c as usize),
-                    requested,
-                    actual: Policy::from_kernel(policy).map(|policy| SchedParams {
-                        policy,
-                        priority,
-                        deadline: None,
-                    }),
-                    timer_slack_ns: Some(timer_slack_ns),
-                };
-                if let Some(slot) = live
-                    .settings
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_mut(w.task)
-                {
-                    *slot = settings;
+            Record::Settings(settings) => {
+                let mut all = live.settings.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(slot) = all.get_mut(w.task) {
+                    *slot = settings.thread_settings(requested);
                 }
             }
             Record::Sample(sample) => push_sample(&mut w.rings, start_ns, &sample, &mut w.reported),
@@ -459,9 +433,9 @@ fn push_sample(rings: &mut Rings, start_ns: u64, sample: &TaskSample, reported: 
 
 /// Reads a worker's stderr: `warning: …` lines become the run's warnings,
 /// the others its last words.
-fn drain_stderr(w: &mut Worker, warnings: &mut Vec<String>) -> Option<String> {
+fn drain_stderr(w: &mut Worker, warnings: &mut Vec<String>) {
     let Some(err) = w.stderr.as_mut() else {
-        return None;
+        return;
     };
     let mut buf = [0u8; 4096];
     match err.read(&mut buf) {
@@ -480,7 +454,6 @@ fn drain_stderr(w: &mut Worker, warnings: &mut Vec<String>) -> Option<String> {
             }
         }
     }
-    None
 }
 
 fn take_line(w: &mut Worker, line: &[u8], warnings: &mut Vec<String>) {

@@ -14,11 +14,11 @@
 //! Hot path: no allocation, lock or formatting; system calls: the clock,
 //! the sleep (or the client's wait) and, off the activation instant, one
 //! batched write now and then. Memory is locked, the stack prefaulted, the
-//! timer slack 1 ns. SIGTERM ends it after its current activation; a
-//! reader gone (EPIPE) too.
+//! timer slack 1 ns. SIGTERM ends it after its next activation; a reader
+//! gone (EPIPE) too.
 
 use super::config::WorkerPlan;
-use super::record::{Outbox, Record, TaskSample};
+use super::record::{Outbox, ProcessSettings, Record, TaskSample};
 use rtlab_core::clock;
 use rtlab_core::sched::{self, Policy, SchedParams};
 use std::io::Read;
@@ -29,7 +29,7 @@ pub const EXIT_BAD_PLAN: i32 = 2;
 /// Exit status of a worker that could not measure (its reason on stderr).
 pub const EXIT_FAILED: i32 = 3;
 
-/// Set by SIGTERM: leave after the current activation.
+/// Set by SIGTERM: leave after the next activation.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigterm(_: libc::c_int) {
@@ -129,37 +129,6 @@ fn wait_for_start() -> Option<u64> {
     Some(u64::from_le_bytes(bytes))
 }
 
-/// Spins until the clock reaches `instant_ns`; returns the time read last.
-#[inline(always)]
-fn spin_until(instant_ns: u64) -> u64 {
-    loop {
-        let now = clock::now_ns();
-        if now >= instant_ns {
-            return now;
-        }
-        std::hint::spin_loop();
-    }
-}
-
-/// Sleeps (absolute `clock_nanosleep`) to `deadline_ns`; a signal ends
-/// the sleep early (the caller looks at [`STOP`] and sleeps again).
-#[inline]
-fn sleep_until_or_signal(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: ts is valid for the call; no remaining time with TIMER_ABSTIME.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
-}
-
 /// One activation's work and report, once its start is stamped: spins
 /// `work_ns`, stamps the end, buffers the sample and, if due, a batch.
 #[inline(always)]
@@ -170,7 +139,10 @@ fn work_and_report(
     missed: u64,
     outbox: &mut Outbox,
 ) {
-    spin_until(started + plan.work_ns);
+    let work_end = started + plan.work_ns;
+    while clock::now_ns() < work_end {
+        std::hint::spin_loop();
+    }
     let end = clock::now_ns();
     let response = end - activation;
     outbox.push(&Record::Sample(TaskSample {
@@ -191,12 +163,10 @@ fn self_timed(plan: &WorkerPlan, start_ns: u64, outbox: &mut Outbox) -> u64 {
     let mut k: u64 = 0;
     while k < planned && !stopping() && !outbox.is_broken() {
         let activation = first + k * plan.period_ns;
-        sleep_until_or_signal(activation);
+        // A signal does not cut the sleep short: a stop is seen after the
+        // activation (the run waits a period and more for it).
+        clock::sleep_until(activation);
         let started = clock::now_ns();
-        if started < activation {
-            // Woken by a signal: look at the stop flag, sleep again.
-            continue;
-        }
         // Activations that passed while this one was late: counted, never
         // measured as fake catch-up samples.
         let missed = ((started - activation) / plan.period_ns).min(planned - k - 1);
@@ -263,12 +233,12 @@ fn report_settings(outbox: &mut Outbox) {
             _ => None,
         }
     });
-    outbox.push(&Record::Settings {
+    outbox.push(&Record::Settings(ProcessSettings {
         tid: sched::gettid(),
         cpu,
         // Without SCHED_RESET_ON_FORK, which the kernel ORs in.
         policy: (policy.max(0) & !libc::SCHED_RESET_ON_FORK) as u32,
         priority: sched::current_thread().map_or(0, |s| s.priority),
         timer_slack_ns: sched::timer_slack(),
-    });
+    }));
 }
