@@ -207,6 +207,73 @@ fn a_worker_killed_mid_run_fails_the_run_with_its_reason_and_leaves_nothing() {
 }
 
 #[test]
+fn a_signal_stops_every_process_and_keeps_what_they_measured() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = periodic_processes(
+        &json,
+        "--mode fifo --tasks 3 --period 5ms --work 50us --duration 30s",
+    );
+    let started = Instant::now();
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 3, |workers| {
+        std::thread::sleep(Duration::from_millis(500));
+        let rtlab = parent_of(workers[0]);
+        // SAFETY: plain syscall on the rtlab this test started.
+        unsafe { libc::kill(rtlab, libc::SIGINT) };
+    });
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130));
+    assert_nothing_left(&seen);
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "partial", "{}", doc["warnings"]);
+    for s in lateness(&doc) {
+        let accounted = s["samples"].as_u64().unwrap() + s["missed"].as_u64().unwrap();
+        assert!(accounted > 0 && accounted < 6000, "{s}");
+    }
+}
+
+#[test]
+fn a_hung_worker_fails_the_run_and_is_killed() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = periodic_processes(
+        &json,
+        "--mode fifo --tasks 2 --period 5ms --work 50us --duration 1s",
+    );
+    let mut hung = 0;
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 2, |workers| {
+        // Well into its activations.
+        std::thread::sleep(Duration::from_millis(500));
+        hung = workers[0];
+        // SAFETY: plain syscall on a process this test watched start.
+        unsafe { libc::kill(hung as i32, libc::SIGSTOP) };
+    });
+    assert_ne!(status.code(), Some(0));
+    assert_nothing_left(&seen);
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "failed");
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!("(pid {hung}) did not finish its 200 activations")),
+        "{warnings}"
+    );
+}
+
+/// The parent of `pid`.
+fn parent_of(pid: u32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = stat.rsplit_once(')').unwrap().1;
+    after_name
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
 fn an_injected_stall_shows_in_the_fifo_processes_lateness() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
