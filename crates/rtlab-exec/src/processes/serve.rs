@@ -26,6 +26,8 @@ pub struct Executive {
     dir: PathBuf,
     pub socket: PathBuf,
     tail: Arc<Mutex<Vec<String>>>,
+    /// The thread reading its stderr into `tail`: done once it is at EOF.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 /// Starts `program exec serve` on `cpu` for `duration_ns` (longer than the
@@ -58,14 +60,16 @@ pub fn start(program: &Path, cpu: usize, duration_ns: u64) -> anyhow::Result<Exe
         }
     };
     let tail = Arc::new(Mutex::new(Vec::new()));
-    if let Some(stderr) = child.stderr.take() {
-        keep_tail(stderr, Arc::clone(&tail));
-    }
+    let reader = child
+        .stderr
+        .take()
+        .and_then(|stderr| keep_tail(stderr, Arc::clone(&tail)));
     let mut executive = Executive {
         child,
         dir,
         socket,
         tail,
+        reader,
     };
     executive.wait_listening()?;
     Ok(executive)
@@ -88,9 +92,12 @@ fn private_dir() -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(OsStr::from_bytes(&bytes)))
 }
 
-/// Keeps the last lines of the executive's stderr.
-fn keep_tail(stderr: std::fs::File, tail: Arc<Mutex<Vec<String>>>) {
-    let _ = std::thread::Builder::new()
+/// Keeps the last lines of the executive's stderr, in a thread of its own.
+fn keep_tail(
+    stderr: std::fs::File,
+    tail: Arc<Mutex<Vec<String>>>,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
         .name("rtlab-serve-err".into())
         .spawn(move || {
             for line in BufReader::new(stderr).split(b'\n') {
@@ -104,12 +111,21 @@ fn keep_tail(stderr: std::fs::File, tail: Arc<Mutex<Vec<String>>>) {
                 }
                 tail.push(String::from_utf8_lossy(&line).trim_end().to_string());
             }
-        });
+        })
+        .ok()
 }
 
 impl Executive {
-    /// Its last words, for a reason.
-    fn said(&self) -> String {
+    /// Its last words, for a reason: once it has ended, all of them (the
+    /// reader gets a second to reach the end of its stderr).
+    fn said(&mut self) -> String {
+        if self.child.exit().is_some() {
+            let give_up = Instant::now() + Duration::from_secs(1);
+            while self.reader.as_ref().is_some_and(|r| !r.is_finished()) && Instant::now() < give_up
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         if tail.is_empty() {
             String::new()
@@ -126,21 +142,19 @@ impl Executive {
                 return Ok(());
             }
             if let Some(exit) = self.child.exit() {
-                // Its stderr is read to its end by now, or nearly.
-                std::thread::sleep(Duration::from_millis(50));
+                let said = self.said();
                 anyhow::bail!(
-                    "the executive (rtlab exec serve) {} before it listened on {}{}",
+                    "the executive (rtlab exec serve) {} before it listened on {}{said}",
                     exit.describe(),
                     self.socket.display(),
-                    self.said()
                 );
             }
             if Instant::now() >= give_up {
+                let said = self.said();
                 anyhow::bail!(
-                    "the executive (rtlab exec serve) did not listen on {} within {}{}",
+                    "the executive (rtlab exec serve) did not listen on {} within {}{said}",
                     self.socket.display(),
                     human_duration(LISTEN_TIMEOUT.as_nanos() as u64),
-                    self.said()
                 );
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -150,11 +164,11 @@ impl Executive {
     /// Why it ended before being told to, if it has.
     pub fn died(&mut self) -> Option<String> {
         let exit = self.child.exit()?;
+        let said = self.said();
         Some(format!(
-            "the executive (rtlab exec serve, pid {}) {} during the run{}",
+            "the executive (rtlab exec serve, pid {}) {} during the run{said}",
             self.child.pid,
             exit.describe(),
-            self.said()
         ))
     }
 
@@ -210,5 +224,97 @@ impl Drop for Executive {
         self.child.kill_and_reap();
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for `rtlab exec serve`: a program taking the same
+    /// arguments that runs `body` (sh), its socket path in $4.
+    fn fake(dir: &Path, body: &str) -> PathBuf {
+        let path = dir.join("fake-rtlab");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    /// Listens on $4 until SIGTERM, then removes it and exits 0.
+    const LISTENS: &str = r#"exec python3 -c '
+import os, signal, socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen()
+def bye(*_):
+    os.unlink(path)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, bye)
+while True:
+    s.accept()[0].close()
+' "$4""#;
+
+    #[test]
+    fn an_executive_that_listens_is_ready_and_leaves_nothing_when_stopped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let program = fake(tmp.path(), LISTENS);
+        let executive = start(&program, 0, 1_000_000_000).unwrap();
+        let socket = executive.socket.clone();
+        assert!(socket.exists());
+        let dir = socket.parent().unwrap().to_path_buf();
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(executive.stop(), Vec::<String>::new());
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn an_executive_that_cannot_start_is_an_error_with_what_it_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        let program = fake(
+            tmp.path(),
+            "echo 'error: unexpected argument --cpus' >&2\nexit 2",
+        );
+        let error = start(&program, 0, 1_000_000_000).err().unwrap().to_string();
+        assert!(
+            error.starts_with(
+                "the executive (rtlab exec serve) exited with status 2 before it listened on"
+            ),
+            "{error}"
+        );
+        assert!(
+            error.ends_with("it said: error: unexpected argument --cpus"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_executive_that_dies_is_seen_and_its_socket_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let program = fake(tmp.path(), LISTENS);
+        let mut executive = start(&program, 0, 1_000_000_000).unwrap();
+        let socket = executive.socket.clone();
+        assert_eq!(executive.died(), None);
+        executive.child.signal(libc::SIGKILL);
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let why = loop {
+            if let Some(why) = executive.died() {
+                break why;
+            }
+            assert!(Instant::now() < give_up, "its death was not seen");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(
+            why.contains("killed by signal 9 (SIGKILL) during the run"),
+            "{why}"
+        );
+        // Killed: its socket was left, and is removed without a note.
+        assert_eq!(executive.stop(), Vec::<String>::new());
+        assert!(!socket.exists());
+        assert!(!socket.parent().unwrap().exists());
     }
 }
