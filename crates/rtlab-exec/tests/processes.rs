@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 /// The stand-in for `rtlab`: `exec serve --socket PATH …` listens until
 /// SIGTERM; `exec process-worker PLAN` reports like a worker, its
-/// activation 3 missed; BEHAVIOUR changes what task 1 does.
+/// activation 3 missed; BEHAVIOUR changes what task 1 (or the executive)
+/// does. (rtlab's own connect() to see that it listens is the first of
+/// the 4 connections.)
 const FAKE: &str = r#"#!/usr/bin/env python3
 import json, os, signal, socket, struct, sys
 BEHAVIOUR = "@BEHAVIOUR@"
@@ -31,8 +33,12 @@ if args[:2] == ["exec", "serve"]:
         os.unlink(path)
         sys.exit(0)
     signal.signal(signal.SIGTERM, bye)
+    attached = []
     while True:
-        s.accept()[0].close()
+        connection = s.accept()[0]
+        attached.append(connection)
+        if BEHAVIOUR == "loses its executive" and len(attached) == 4:
+            os._exit(1)
 plan = json.loads(args[2])
 def record(tag, small=0, words=(0, 0, 0, 0)):
     os.write(1, struct.pack("<II4Q", tag, small, *words))
@@ -40,7 +46,11 @@ record(2, 1, (os.getpid(), plan["cpu"], plan["priority"], 1))
 record(1)
 start = struct.unpack("<Q", sys.stdin.buffer.read(8))[0]
 if plan["executive_socket"]:
-    socket.socket(socket.AF_UNIX).connect(plan["executive_socket"])
+    executive = socket.socket(socket.AF_UNIX)
+    executive.connect(plan["executive_socket"])
+    if BEHAVIOUR == "loses its executive" and executive.recv(1) == b"":
+        print(f"task{plan['task']}: wait_next after 0 of {plan['activations']} activations: the executive is gone", file=sys.stderr)
+        sys.exit(3)
 k, planned, period = 0, plan["activations"], plan["period_ns"]
 while k < planned:
     if plan["task"] == 1 and k == 5 and BEHAVIOUR == "dies":
@@ -55,7 +65,7 @@ record(4, 0, (k, 0, 0, 0))
 "#;
 
 fn fake(dir: &Path, behaviour: &str) -> PathBuf {
-    let path = dir.join(format!("fake-rtlab-{behaviour}"));
+    let path = dir.join(format!("fake-rtlab-{}", behaviour.replace(' ', "-")));
     std::fs::write(&path, FAKE.replace("@BEHAVIOUR@", behaviour)).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
@@ -102,6 +112,10 @@ fn assert_accounted(outcome: &ProbeOutcome) {
     );
 }
 
+/// Held by the tests of the executive form, which look at the private
+/// directories of every run's socket.
+static EXECUTIVE_FORM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The private directories of executive sockets now.
 fn socket_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
@@ -126,6 +140,7 @@ fn self_timed_processes_account_for_every_activation() {
 
 #[test]
 fn released_processes_account_for_every_activation_and_the_executive_leaves_nothing() {
+    let _alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let before = socket_dirs();
     let outcome = run(fake(tmp.path(), "works"), Mode::Executive);
@@ -170,5 +185,24 @@ fn a_worker_that_says_something_unknown_fails_the_run() {
     assert!(
         failure.contains("sent a record this run does not understand"),
         "{failure}"
+    );
+}
+
+#[test]
+fn processes_that_lose_their_executive_fail_the_run_and_nothing_is_left() {
+    let _alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let before = socket_dirs();
+    let outcome = run(fake(tmp.path(), "loses its executive"), Mode::Executive);
+    let failure = outcome.failure.unwrap();
+    assert!(
+        failure.contains("the executive is gone")
+            || failure.contains("the executive (rtlab exec serve, pid "),
+        "{failure}"
+    );
+    let after = socket_dirs();
+    assert!(
+        after.iter().all(|d| before.contains(d) || !d.exists()),
+        "{after:?}"
     );
 }

@@ -313,6 +313,7 @@ fn an_injected_stall_shows_in_the_fifo_processes_lateness() {
 #[test]
 fn processes_under_the_executive_account_every_activation_and_leave_nothing() {
     require_realtime!();
+    let _alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
     if !serve_exists() {
         common::skip("this build has no `rtlab exec serve` (issue 18's serve part)");
         return;
@@ -333,6 +334,10 @@ fn processes_under_the_executive_account_every_activation_and_leave_nothing() {
     assert_eq!(private_dirs(), before);
 }
 
+/// Held by the tests that run the executive form, one of which looks at
+/// the private directories of every run's socket.
+static EXECUTIVE_FORM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The private directories of the executive's sockets now.
 fn private_dirs() -> BTreeSet<std::path::PathBuf> {
     std::fs::read_dir(std::env::temp_dir())
@@ -352,6 +357,7 @@ fn private_dirs() -> BTreeSet<std::path::PathBuf> {
 #[test]
 fn kurt_table_with_processes_prints_both_sub_tables_of_processes() {
     require_realtime!();
+    let _alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
     if !serve_exists() {
         common::skip("this build has no `rtlab exec serve` (issue 18's serve part)");
         return;

@@ -232,44 +232,13 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    /// A stand-in for `rtlab exec serve`: a program taking the same
-    /// arguments that runs `body` (sh), its socket path in $4.
+    /// A stand-in for `rtlab exec serve` that runs `body` (sh). One that
+    /// listens is in tests/processes.rs.
     fn fake(dir: &Path, body: &str) -> PathBuf {
         let path = dir.join("fake-rtlab");
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path
-    }
-
-    /// Listens on $4 until SIGTERM, then removes it and exits 0.
-    const LISTENS: &str = r#"exec python3 -c '
-import os, signal, socket, sys
-path = sys.argv[1]
-s = socket.socket(socket.AF_UNIX)
-s.bind(path)
-s.listen()
-def bye(*_):
-    os.unlink(path)
-    sys.exit(0)
-signal.signal(signal.SIGTERM, bye)
-while True:
-    s.accept()[0].close()
-' "$4""#;
-
-    #[test]
-    fn an_executive_that_listens_is_ready_and_leaves_nothing_when_stopped() {
-        let tmp = tempfile::tempdir().unwrap();
-        let program = fake(tmp.path(), LISTENS);
-        let executive = start(&program, 0, 1_000_000_000).unwrap();
-        let socket = executive.socket.clone();
-        assert!(socket.exists());
-        let dir = socket.parent().unwrap().to_path_buf();
-        assert_eq!(
-            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-            0o700
-        );
-        assert_eq!(executive.stop(), Vec::<String>::new());
-        assert!(!dir.exists());
     }
 
     #[test]
@@ -290,31 +259,5 @@ while True:
             error.ends_with("it said: error: unexpected argument --cpus"),
             "{error}"
         );
-    }
-
-    #[test]
-    fn an_executive_that_dies_is_seen_and_its_socket_removed() {
-        let tmp = tempfile::tempdir().unwrap();
-        let program = fake(tmp.path(), LISTENS);
-        let mut executive = start(&program, 0, 1_000_000_000).unwrap();
-        let socket = executive.socket.clone();
-        assert_eq!(executive.died(), None);
-        executive.child.signal(libc::SIGKILL);
-        let give_up = Instant::now() + Duration::from_secs(10);
-        let why = loop {
-            if let Some(why) = executive.died() {
-                break why;
-            }
-            assert!(Instant::now() < give_up, "its death was not seen");
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        assert!(
-            why.contains("killed by signal 9 (SIGKILL) during the run"),
-            "{why}"
-        );
-        // Killed: its socket was left, and is removed without a note.
-        assert_eq!(executive.stop(), Vec::<String>::new());
-        assert!(!socket.exists());
-        assert!(!socket.parent().unwrap().exists());
     }
 }

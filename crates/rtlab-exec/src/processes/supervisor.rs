@@ -338,7 +338,9 @@ impl Supervisor {
         for w in &mut self.workers {
             w.child.kill_and_reap();
         }
-        if let Some(executive) = self.executive.take() {
+        if let Some(mut executive) = self.executive.take() {
+            // Dead after the last look: the processes were done with it.
+            self.warnings.extend(executive.died());
             self.warnings.extend(executive.stop());
         }
         SupervisorEnd {
