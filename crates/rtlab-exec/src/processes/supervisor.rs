@@ -27,6 +27,8 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
 const HANG_MARGIN_NS: u64 = 10_000_000_000;
 /// How long, beyond one period, a worker told to stop gets to leave.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How long a worker whose pipes closed gets to exit before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(1);
 /// Lines of a worker's stderr kept for the reason of a failure.
 const TAIL_LINES: usize = 4;
 /// A poll's longest wait: how soon a stop or a death is seen.
@@ -298,6 +300,10 @@ impl Supervisor {
                     w.child.kill_and_reap();
                 }
             }
+        }
+        // Gone (its pipes closed) is exited, or a moment from it.
+        for w in &mut self.workers {
+            w.child.reap(EXIT_GRACE);
         }
         self.judge_ended(planned);
         self.end()

@@ -85,9 +85,9 @@ pub fn worker_main(plan_arg: &str) -> i32 {
 /// Sets up, waits for the start, measures: the activations accounted for.
 fn measure(plan: &WorkerPlan, outbox: &mut Outbox) -> Result<u64, String> {
     if let Err(e) = sched::lock_memory() {
+        // The same words from every process: one warning in the result.
         eprintln!(
-            "warning: task{} could not lock its memory (mlockall: {e}): page faults may show up as latency; to allow it, {}",
-            plan.task,
+            "warning: a task process could not lock its memory (mlockall: {e}): page faults may show up as latency; to allow it, {}",
             sched::MEMLOCK_PRIVILEGE_HINT
         );
     }
