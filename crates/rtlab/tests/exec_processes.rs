@@ -154,6 +154,19 @@ struct Signalled {
 /// Runs `tasks` fifo processes for `duration`, sends `signal` to rtlab
 /// (`to_rtlab`) or to the second worker 500 ms in; checks nothing is left.
 fn signal_mid_run(tasks: usize, duration: &str, signal: i32, to_rtlab: bool) -> Signalled {
+    let (run, seen) = signal_mid_run_seen(tasks, duration, signal, to_rtlab);
+    assert_nothing_left(&seen);
+    run
+}
+
+/// [`signal_mid_run`], without the check: the processes seen, and the
+/// run's JSON (Null when it wrote none).
+fn signal_mid_run_seen(
+    tasks: usize,
+    duration: &str,
+    signal: i32,
+    to_rtlab: bool,
+) -> (Signalled, BTreeSet<u32>) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let task_set =
@@ -171,13 +184,17 @@ fn signal_mid_run(tasks: usize, duration: &str, signal: i32, to_rtlab: bool) -> 
         // SAFETY: plain syscall on a process this test started or watched start.
         unsafe { libc::kill(target as i32, signal) };
     });
-    assert_nothing_left(&seen);
-    Signalled {
-        status,
-        doc: common::read_json(&json).unwrap(),
-        target,
-        took: started.elapsed(),
-    }
+    let doc = common::read_json(&json).unwrap_or_default();
+    let took = started.elapsed();
+    (
+        Signalled {
+            status,
+            doc,
+            target,
+            took,
+        },
+        seen,
+    )
 }
 
 /// The run failed, and its warnings hold `reason`.
@@ -214,6 +231,20 @@ fn a_signal_stops_every_process_and_keeps_what_they_measured() {
     for s in lateness(&run.doc) {
         let accounted = s["samples"].as_u64().unwrap() + s["missed"].as_u64().unwrap();
         assert!(accounted > 0 && accounted < 6000, "{s}");
+    }
+}
+
+#[test]
+fn the_processes_end_with_a_sigkilled_rtlab() {
+    require_realtime!();
+    let (run, seen) = signal_mid_run_seen(3, "30s", libc::SIGKILL, true);
+    assert_eq!(run.status.code(), None);
+    assert_eq!(seen.len(), 3);
+    // Told by the kernel (their parent-death signal), at once.
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while seen.iter().any(|&p| still_ours(p)) {
+        assert!(Instant::now() < give_up, "{seen:?} outlived rtlab");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
