@@ -1,10 +1,12 @@
 //! rtlab's firm real-time executive (paper 002, KURT, in user space):
 //! plan files of events at exact offsets ([`plan`]), modules that handle
 //! them ([`module`]), the dispatcher that fires each event at its
-//! nanosecond ([`dispatch`]) and periodic tasks ([`periodic`]).
+//! nanosecond ([`dispatch`]), periodic tasks ([`periodic`]) and periodic
+//! tasks as separate processes ([`processes`]).
 
 pub mod dispatch;
 pub mod module;
 pub mod periodic;
 pub mod plan;
+pub mod processes;
 pub mod taskset;

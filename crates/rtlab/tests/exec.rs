@@ -5,42 +5,14 @@
 
 mod common;
 
-use common::{assert_refused, rtlab, run};
+use common::{assert_refused, last_cpu, lateness, rtlab, run};
 use serde_json::Value;
 use std::time::Duration;
 
-/// The CPU the tasks run on by default: the last online one.
-fn last_cpu() -> usize {
-    // SAFETY: sysconf has no memory side effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (n.max(1) - 1) as usize
-}
-
-fn lateness(run: &Value) -> Vec<&Value> {
-    run["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["metric"] == "activation_lateness")
-        .collect()
-}
-
-/// Every task of `run` has `activations` samples + missed, and a response
-/// series with as many samples.
+/// Every task of `run` (a periodic run of threads) has `activations`
+/// samples + missed, and a response series with as many samples.
 fn assert_accounted(run: &Value, tasks: usize, activations: u64) {
-    assert_eq!(run["probe"], "periodic");
-    assert_eq!(run["status"], "complete");
-    let series = run["series"].as_array().unwrap();
-    assert_eq!(series.len(), 2 * tasks);
-    for pair in series.chunks(2) {
-        let (late, resp) = (&pair[0], &pair[1]);
-        assert_eq!(late["metric"], "activation_lateness");
-        assert_eq!(resp["metric"], "response_time");
-        let samples = late["samples"].as_u64().unwrap();
-        let missed = late["missed"].as_u64().unwrap();
-        assert_eq!(samples + missed, activations, "{}", late["name"]);
-        assert_eq!(resp["samples"].as_u64().unwrap(), samples);
-    }
+    common::assert_periodic_accounted(run, "periodic", tasks, activations);
 }
 
 #[test]
@@ -149,14 +121,7 @@ fn an_injected_stall_shows_in_the_executive_lateness() {
     eprintln!("warnings: {}", doc["warnings"]);
     assert_eq!(out.status.code(), Some(0));
     assert_accounted(&doc, 4, 3000);
-    let late: u64 = lateness(&doc)
-        .iter()
-        .map(|s| common::samples_at_least(s, 1000))
-        .sum();
-    assert!(
-        late >= u64::from(stalls),
-        "{late} activations 1 ms late or more, {stalls} stalls of 3 ms injected"
-    );
+    common::assert_stalls_show(&doc, stalls);
 }
 
 #[test]

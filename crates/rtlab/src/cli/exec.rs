@@ -12,6 +12,9 @@ pub enum ExecCommand {
     Periodic(Box<ExecPeriodicArgs>),
     /// Paper 002's Tables 4.1/4.2: % of activations within 10-1000 µs, 1/10/20/30 tasks, SCHED_FIFO vs the executive, idle and loaded.
     KurtTable(Box<KurtTableArgs>),
+    /// Internal: one task of a run with --processes (its plan as JSON).
+    #[command(name = rtlab_exec::processes::WORKER_SUBCOMMAND, hide = true)]
+    ProcessWorker { plan: String },
 }
 
 /// `--mode`: the executive's own [`Mode`], each value with its help line.
@@ -70,6 +73,10 @@ pub struct PeriodicTaskArgs {
     /// SCHED_FIFO priority of the tasks (both modes).
     #[arg(long, default_value_t = rtlab_exec::periodic::TASK_PRIORITY, value_parser = clap::value_parser!(u32).range(1..=98))]
     pub task_priority: u32,
+
+    /// Every task a separate process: attached to `rtlab exec serve` (executive) or SCHED_FIFO timing itself (fifo).
+    #[arg(long)]
+    pub processes: bool,
 }
 
 #[derive(Args)]
@@ -77,6 +84,7 @@ pub struct PeriodicTaskArgs {
   rtlab exec periodic                                  # 10 tasks every 10 ms, 100 µs work, 10 s, executive
   rtlab exec periodic --tasks 30 --period 10ms --work 200us --baseline fifo
   rtlab exec periodic --tasks 20 --mode fifo --load io --json fifo.json
+  rtlab exec periodic --tasks 3 --processes --mode fifo  # each task a SCHED_FIFO process
 
 Every task and the executive run on one CPU (--cpu, default the last online one), as
 paper 002's uniprocessor. The executive (SCHED_FIFO 90) sleeps to each activation minus
@@ -117,11 +125,14 @@ pub struct ExecPeriodicArgs {
   rtlab exec kurt-table                        # 16 runs of 5 s: about 1.5 min
   rtlab exec kurt-table --duration 30s --json kurt.json
   rtlab exec kurt-table --tasks 1,30 --load vm  # the loaded table under vm instead of io
+  rtlab exec kurt-table --processes            # every task a process: under exec serve vs SCHED_FIFO
 
 Runs each task count (--tasks, default 1,10,20,30) at --period 10 ms with --work 100 us,
 as self-timed SCHED_FIFO threads and under rtlab's executive, idle (paper 002's Table 4.1)
 and under --load (default io: Table 4.2), and prints the % of activations that started
-within 10, 50, 100, 500 and 1000 µs of their instant. Every run is stored; --json writes
+within 10, 50, 100, 500 and 1000 µs of their instant. With --processes every task is a
+separate process: attached to `rtlab exec serve` (rtlab-client), against SCHED_FIFO
+processes timing themselves (paper 002's Program 4.7). Every run is stored; --json writes
 the table and every run, rewritten after each one. --budget checks every run (one JUnit
 testsuite each with --junit): exit code 1 when a run does not keep it.")]
 pub struct KurtTableArgs {

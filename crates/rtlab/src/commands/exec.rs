@@ -180,7 +180,8 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let mode = args.mode;
     let config = config_from(&args.task, args.tasks, args.duration, mode)?;
     let Some(baseline_mode) = args.baseline else {
-        return measure(Box::new(config), &args.run, &[])?.report(args.run.quiet);
+        let probe = super::exec_worker::probe(&args.task, config)?;
+        return measure(probe, &args.run, &[])?.report(args.run.quiet);
     };
     if mode != Mode::Executive {
         bad_input!(
@@ -201,7 +202,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     for config in [config, baseline] {
         let quiet = args.run.quiet || outputs.json_on_stdout();
         let measured = measure(
-            Box::new(config),
+            super::exec_worker::probe(&args.task, config)?,
             &inner_args(&args.run, args.run.load.clone(), quiet),
             &[],
         )?;
@@ -370,7 +371,8 @@ fn kurt_cells(args: &KurtTableArgs) -> anyhow::Result<(Vec<Cell>, Vec<Option<Str
     rtlab_load::parse_list(&loaded).map_err(|e| InputError(format!("--load: {e}")))?;
     let (cells, loads) = plan_cells(args, &loaded)?;
     for cell in &cells {
-        config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
+        let config = config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
+        super::exec_worker::probe(&args.task, config)?;
     }
     Ok((cells, loads))
 }
@@ -390,12 +392,17 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
     let total = cells.len();
     if !args.run.quiet {
         eprintln!(
-            "kurt-table: {total} runs of {} ({} in all): tasks {:?} every {}, work {}, SCHED_FIFO and executive, idle{}",
+            "kurt-table: {total} runs of {} ({} in all): tasks {:?} every {}, work {}, SCHED_FIFO and executive{}, idle{}",
             human_duration(args.duration),
             human_duration(args.duration.saturating_mul(total as u64)),
             args.tasks,
             human_duration(args.task.period),
             human_duration(args.task.work),
+            if args.task.processes {
+                " processes"
+            } else {
+                ""
+            },
             if args.idle_only {
                 String::new()
             } else {
@@ -442,7 +449,7 @@ fn run_cell(
         );
     }
     let measured = measure(
-        Box::new(config),
+        super::exec_worker::probe(&args.task, config)?,
         &inner_args(&args.run, cell.load.clone(), true),
         &[],
     )?;
@@ -500,14 +507,7 @@ fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunR
             human_duration(args.task.work),
             human_duration(args.duration),
         );
-        for (letter, mode, title) in [
-            ('a', Mode::Fifo, "SCHED_FIFO (self-timed, clock_nanosleep)"),
-            (
-                'b',
-                Mode::Executive,
-                "rtlab executive (wake early and spin)",
-            ),
-        ] {
+        for (letter, mode, title) in super::exec_worker::table_titles(args.task.processes) {
             out += &format!("({letter}) {title}\n");
             let rows: Vec<(String, Option<[f64; 5]>)> = args
                 .tasks
@@ -539,6 +539,7 @@ fn kurt_json(
         "schema": "rtlab.kurt-table/1",
         "period_ns": args.task.period,
         "work_ns": args.task.work,
+        "processes": args.task.processes,
         "duration_ns": args.duration,
         "tasks": args.tasks,
         "loads": loads.iter().map(|l| l.clone().unwrap_or_else(|| "idle".into())).collect::<Vec<_>>(),

@@ -3,6 +3,7 @@
 mod campaign;
 pub mod completions;
 mod exec;
+mod exec_worker;
 pub mod load;
 pub mod man;
 mod measure;
@@ -56,6 +57,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan(PlanCommand::Run(args)) => plan_run::run(*args),
         Command::Exec(ExecCommand::Periodic(args)) => exec::periodic(*args),
         Command::Exec(ExecCommand::KurtTable(args)) => exec::kurt_table(*args),
+        Command::Exec(ExecCommand::ProcessWorker { plan }) => Ok(exec_worker::run(&plan)),
         Command::Tune(command) => tune::run(command),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),

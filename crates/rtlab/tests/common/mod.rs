@@ -166,3 +166,59 @@ pub fn assert_refused(args: &[&str], must_mention: &[&str]) {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
 }
+
+/// The CPU periodic tasks run on by default: the last online one.
+pub fn last_cpu() -> usize {
+    // SAFETY: sysconf has no memory side effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n.max(1) - 1) as usize
+}
+
+/// The lateness series of a periodic run.
+pub fn lateness(run: &serde_json::Value) -> Vec<&serde_json::Value> {
+    run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["metric"] == "activation_lateness")
+        .collect()
+}
+
+/// `run` is a complete run of `probe` in which every one of its `tasks`
+/// has `activations` samples + missed, and a response series with as
+/// many samples; returns the series by task (lateness, response).
+pub fn assert_periodic_accounted<'a>(
+    run: &'a serde_json::Value,
+    probe: &str,
+    tasks: usize,
+    activations: u64,
+) -> Vec<&'a [serde_json::Value]> {
+    assert_eq!(run["probe"], probe);
+    assert_eq!(run["status"], "complete", "{}", run["warnings"]);
+    let series = run["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2 * tasks);
+    for pair in series.chunks(2) {
+        let (late, resp) = (&pair[0], &pair[1]);
+        assert_eq!(late["metric"], "activation_lateness");
+        assert_eq!(resp["metric"], "response_time");
+        let samples = late["samples"].as_u64().unwrap();
+        let missed = late["missed"].as_u64().unwrap();
+        assert_eq!(samples + missed, activations, "{}", late["name"]);
+        assert_eq!(resp["samples"].as_u64().unwrap(), samples);
+    }
+    series.chunks(2).collect()
+}
+
+/// `stalls` stalls of 3 ms injected on the CPU of a periodic run's tasks
+/// show in its lateness: each delays the activations of its first 2 ms by
+/// 1 ms at least, so one such sample per stall at least.
+pub fn assert_stalls_show(run: &serde_json::Value, stalls: u32) {
+    let late: u64 = lateness(run)
+        .iter()
+        .map(|s| samples_at_least(s, 1000))
+        .sum();
+    assert!(
+        late >= u64::from(stalls),
+        "{late} activations 1 ms late or more, {stalls} stalls of 3 ms injected"
+    );
+}

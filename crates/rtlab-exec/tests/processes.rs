@@ -1,0 +1,208 @@
+//! The run side of `--processes` with stand-in programs (python3) in the
+//! place of the rtlab binary: workers that speak the record format
+//! (settings, ready, samples, end) and an executive that listens on its
+//! socket. Every activation accounted for in both forms, the executive's
+//! socket and directory gone after the run, a worker that dies or says
+//! something unknown fails the run with the reason; every child reaped.
+//! The real workers are tested end to end in crates/rtlab/tests/exec_processes.rs.
+
+use rtlab_exec::periodic::{Mode, PeriodicConfig};
+use rtlab_exec::processes::{start, ProcessesConfig};
+use rtlab_probe::{ProbeOutcome, ProbeRun};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The stand-in for `rtlab`: `exec serve --socket PATH …` listens until
+/// SIGTERM; `exec process-worker PLAN` reports like a worker, its
+/// activation 3 missed; BEHAVIOUR changes what task 1 (or the executive)
+/// does. (rtlab's own connect() to see that it listens is the first of
+/// the 4 connections.)
+const FAKE: &str = r#"#!/usr/bin/env python3
+import json, os, signal, socket, struct, sys
+BEHAVIOUR = "@BEHAVIOUR@"
+args = sys.argv[1:]
+if args[:2] == ["exec", "serve"]:
+    path = args[args.index("--socket") + 1]
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(path)
+    s.listen()
+    def bye(*_):
+        os.unlink(path)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, bye)
+    attached = []
+    while True:
+        connection = s.accept()[0]
+        attached.append(connection)
+        if BEHAVIOUR == "loses its executive" and len(attached) == 4:
+            os._exit(1)
+plan = json.loads(args[2])
+def record(tag, small=0, words=(0, 0, 0, 0)):
+    os.write(1, struct.pack("<II4Q", tag, small, *words))
+record(2, 1, (os.getpid(), plan["cpu"], plan["priority"], 1))
+record(1)
+start = struct.unpack("<Q", sys.stdin.buffer.read(8))[0]
+if plan["executive_socket"]:
+    executive = socket.socket(socket.AF_UNIX)
+    executive.connect(plan["executive_socket"])
+    if BEHAVIOUR == "loses its executive" and executive.recv(1) == b"":
+        print(f"task{plan['task']}: wait_next after 0 of {plan['activations']} activations: the executive is gone", file=sys.stderr)
+        sys.exit(3)
+k, planned, period = 0, plan["activations"], plan["period_ns"]
+while k < planned:
+    if plan["task"] == 1 and k == 5 and BEHAVIOUR == "dies":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if plan["task"] == 1 and k == 5 and BEHAVIOUR == "babbles":
+        record(99)
+    missed = 1 if k == 3 else 0
+    activation = start + plan["offset_ns"] + k * period
+    record(3, 0, (activation, 1000 + k, missed, 5000 + k))
+    k += 1 + missed
+record(4, 0, (k, 0, 0, 0))
+"#;
+
+fn fake(dir: &Path, behaviour: &str) -> PathBuf {
+    let path = dir.join(format!("fake-rtlab-{}", behaviour.replace(' ', "-")));
+    std::fs::write(&path, FAKE.replace("@BEHAVIOUR@", behaviour)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Runs 3 tasks of 20 activations released as `release` by `program`.
+fn run(program: PathBuf, release: Mode) -> ProbeOutcome {
+    let periodic = PeriodicConfig::new(3, 1_000_000, 10_000, 20_000_000);
+    let config = ProcessesConfig::new(periodic, release, program);
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = start(&config, stop, None).unwrap();
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !run.is_finished() {
+        assert!(Instant::now() < give_up, "the run did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Box::new(run).finish().unwrap()
+}
+
+fn assert_accounted(outcome: &ProbeOutcome) {
+    assert_eq!(outcome.failure, None);
+    assert!(!outcome.stopped_early);
+    assert_eq!(outcome.series.len(), 6);
+    for pair in outcome.series.chunks(2) {
+        let (lateness, response) = (&pair[0].stats, &pair[1].stats);
+        assert_eq!(lateness.samples + lateness.missed, 20, "{}", pair[0].name);
+        assert_eq!(lateness.missed, 1);
+        assert_eq!(response.samples, lateness.samples);
+        // Each process's own settings, as it reported them.
+        assert!(pair[0].thread.tid > 0);
+        assert_eq!(pair[0].thread.actual.map(|a| a.priority), Some(80));
+    }
+    let names: Vec<&str> = outcome.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "task0.lateness",
+            "task0.response",
+            "task1.lateness",
+            "task1.response",
+            "task2.lateness",
+            "task2.response"
+        ]
+    );
+}
+
+/// Held by the tests of the executive form, which look at the private
+/// directories of every run's socket.
+static EXECUTIVE_FORM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The private directories of executive sockets now.
+fn socket_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rtlab-processes-"))
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn self_timed_processes_account_for_every_activation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outcome = run(fake(tmp.path(), "works"), Mode::Fifo);
+    assert_accounted(&outcome);
+}
+
+#[test]
+fn released_processes_account_for_every_activation_and_the_executive_leaves_nothing() {
+    let _alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let before = socket_dirs();
+    let outcome = run(fake(tmp.path(), "works"), Mode::Executive);
+    assert_accounted(&outcome);
+    // Other tests may make theirs meanwhile; ours is gone.
+    let after = socket_dirs();
+    assert!(
+        after.iter().all(|d| before.contains(d) || !d.exists()),
+        "{after:?}"
+    );
+    // Stopped with SIGTERM, it left with status 0 and took its socket.
+    let about_it: Vec<_> = outcome
+        .warnings
+        .iter()
+        .filter(|w| w.contains("executive"))
+        .collect();
+    assert!(about_it.is_empty(), "{about_it:?}");
+}
+
+#[test]
+fn a_worker_that_dies_fails_the_run_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outcome = run(fake(tmp.path(), "dies"), Mode::Fifo);
+    let failure = outcome.failure.unwrap();
+    assert!(failure.starts_with("task1's process (pid "), "{failure}");
+    assert!(
+        failure.contains(") killed by signal 9 (SIGKILL) after 5 of 20 activations"),
+        "{failure}"
+    );
+    // What the others measured is kept.
+    assert_eq!(
+        outcome.series[0].stats.samples + outcome.series[0].stats.missed,
+        20
+    );
+}
+
+#[test]
+fn a_worker_that_says_something_unknown_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outcome = run(fake(tmp.path(), "babbles"), Mode::Fifo);
+    let failure = outcome.failure.unwrap();
+    assert!(
+        failure.contains("sent a record this run does not understand"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn processes_that_lose_their_executive_fail_the_run_and_nothing_is_left() {
+    let _alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let before = socket_dirs();
+    let outcome = run(fake(tmp.path(), "loses its executive"), Mode::Executive);
+    let failure = outcome.failure.unwrap();
+    assert!(
+        failure.contains("the executive is gone")
+            || failure.contains("the executive (rtlab exec serve, pid "),
+        "{failure}"
+    );
+    let after = socket_dirs();
+    assert!(
+        after.iter().all(|d| before.contains(d) || !d.exists()),
+        "{after:?}"
+    );
+}
