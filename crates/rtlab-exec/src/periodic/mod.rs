@@ -38,7 +38,7 @@
 //! `config` holds the settings, `threads` the run; they import each other,
 //! never this file, which joins them as a [`Probe`] (no import circle).
 
-mod config;
+pub(crate) mod config;
 mod threads;
 
 use rtlab_probe::{Probe, ProbeRun, Start};

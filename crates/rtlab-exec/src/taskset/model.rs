@@ -41,3 +41,28 @@ pub enum Work {
     /// Uniform in `[min_ns, max_ns]`, drawn per activation.
     Uniform { min_ns: u64, max_ns: u64 },
 }
+
+impl Work {
+    /// The longest work of an activation.
+    pub fn max_ns(self) -> u64 {
+        match self {
+            Work::Fixed { ns } => ns,
+            Work::Uniform { max_ns, .. } => max_ns,
+        }
+    }
+
+    /// The mean work of an activation (for the utilization).
+    pub fn mean_ns(self) -> f64 {
+        match self {
+            Work::Fixed { ns } => ns as f64,
+            Work::Uniform { min_ns, max_ns } => (min_ns as f64 + max_ns as f64) / 2.0,
+        }
+    }
+}
+
+impl TaskSpec {
+    /// The share of its CPU the task asks for: mean work / period.
+    pub fn utilization(&self) -> f64 {
+        self.work.mean_ns() / self.period_ns.max(1) as f64
+    }
+}
