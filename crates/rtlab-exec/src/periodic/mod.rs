@@ -39,7 +39,10 @@
 //! never this file, which joins them as a [`Probe`] (no import circle).
 
 pub(crate) mod config;
+mod handoff;
+mod release;
 mod threads;
+mod timing;
 
 use rtlab_probe::{Probe, ProbeRun, Start};
 use threads::PeriodicRun;
