@@ -122,6 +122,9 @@ fn finish_runs(
 
 /// Activations planned by a run's config (every task together), if recorded.
 fn planned_activations(result: &RunResult) -> Option<u64> {
+    if let Some(per_task) = result.config["task_set"]["activations"].as_array() {
+        return per_task.iter().map(|n| n.as_u64()).sum();
+    }
     let per_task = result.config["activations"].as_u64()?;
     let tasks = result.config["tasks"].as_u64()?;
     Some(per_task.saturating_mul(tasks))
@@ -178,7 +181,10 @@ fn worse(a: Option<RunStatus>, b: RunStatus) -> Option<RunStatus> {
 /// `rtlab exec periodic`.
 pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let mode = args.mode;
-    let config = config_from(&args.task, args.tasks, args.duration, mode)?;
+    let config = match &args.taskset {
+        Some(path) => super::exec_taskset::config_from_set(path, &args.task, args.duration, mode)?,
+        None => config_from(&args.task, args.tasks, args.duration, mode)?,
+    };
     let Some(baseline_mode) = args.baseline else {
         return measure(Box::new(config), &args.run, &[])?.report(args.run.quiet);
     };
@@ -235,12 +241,18 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let first = &results[0];
     if !args.run.quiet {
+        let tasks = match &args.taskset {
+            Some(path) => format!("the task set {}", path.display()),
+            None => format!(
+                "{} tasks every {}, work {}",
+                args.tasks,
+                human_duration(args.task.period),
+                human_duration(args.task.work)
+            ),
+        };
         writeln!(
             human,
-            "\n% of activations within x µs of the expected time: {} tasks every {}, work {}{}",
-            args.tasks,
-            human_duration(args.task.period),
-            human_duration(args.task.work),
+            "\n% of activations within x µs of the expected time: {tasks}{}",
             first
                 .loads
                 .first()
