@@ -63,10 +63,18 @@ fn periodic_runs_a_task_set_each_task_on_its_own_grid_and_shows_a_stall() {
     let out = run(rtlab(&dir.path().join("state"))
         .args(["exec", "periodic", "--taskset"])
         .arg(&set)
-        .args(["--duration", "3s", "--quiet", "--no-store", "--json"])
+        .args(["--duration", "3s", "--no-store", "--json"])
         .arg(&json));
     assert_eq!(injector.join().unwrap(), stalls);
     assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "periodic (executive): 2 tasks of the task set",
+        "activations: 3600 planned",
+        "slow.execution",
+    ] {
+        assert!(stdout.contains(needle), "'{needle}' not in:\n{stdout}");
+    }
     let doc = common::read_json(&json).unwrap();
     assert_eq!(doc["probe"], "periodic");
     assert_eq!(doc["status"], "complete");

@@ -15,7 +15,9 @@ use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
 use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing, MAX_RUN_NS, MIN_PERIOD_NS};
-use rtlab_report::probe_summary::{within_percentages, within_table, WITHIN_US};
+use rtlab_report::probe_summary::{
+    planned_activations, within_percentages, within_table, WITHIN_US,
+};
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
@@ -120,16 +122,6 @@ fn finish_runs(
     Ok(ExitCode::from(exit_code(code, evaluations)))
 }
 
-/// Activations planned by a run's config (every task together), if recorded.
-fn planned_activations(result: &RunResult) -> Option<u64> {
-    if let Some(per_task) = result.config["task_set"]["activations"].as_array() {
-        return per_task.iter().map(|n| n.as_u64()).sum();
-    }
-    let per_task = result.config["activations"].as_u64()?;
-    let tasks = result.config["tasks"].as_u64()?;
-    Some(per_task.saturating_mul(tasks))
-}
-
 /// One run's figures for the tables and the JSON: `activations` is the
 /// plan (every task), `started` and `missed_activations` what became of
 /// it, `not_reached` what a stopped run never got to.
@@ -150,7 +142,7 @@ fn cell_json(result: &RunResult) -> serde_json::Value {
         .map(|s| s.stats.missed)
         .sum();
     let within = within_percentages(&result.series);
-    let planned = planned_activations(result).unwrap_or(samples + missed);
+    let planned = planned_activations(&result.config).unwrap_or(samples + missed);
     json!({
         "run_id": result.id,
         "status": result.status,
