@@ -9,13 +9,6 @@ use common::{assert_refused, rtlab, run};
 use serde_json::Value;
 use std::time::Duration;
 
-/// The CPU the tasks run on by default: the last online one.
-fn last_cpu() -> usize {
-    // SAFETY: sysconf has no memory side effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (n.max(1) - 1) as usize
-}
-
 fn lateness(run: &Value) -> Vec<&Value> {
     run["series"]
         .as_array()
@@ -107,20 +100,8 @@ fn an_injected_stall_shows_in_the_executive_lateness() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stall.json");
-    let cpu = last_cpu();
     let stalls = 5;
-    let injector = std::thread::spawn(move || {
-        // Once the run is set up (well within its first second).
-        std::thread::sleep(Duration::from_millis(600));
-        common::inject_stalls(
-            cpu,
-            Duration::from_millis(3),
-            Duration::from_millis(200),
-            stalls,
-        )
-        .join()
-        .unwrap()
-    });
+    let injector = common::stall_a_periodic_run(stalls);
     let out = run(rtlab(&dir.path().join("state"))
         .args([
             "exec",

@@ -8,14 +8,6 @@ mod common;
 use common::{assert_refused, rtlab, run};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// The CPU the tasks run on by default: the last online one.
-fn last_cpu() -> usize {
-    // SAFETY: sysconf has no memory side effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (n.max(1) - 1) as usize
-}
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -46,20 +38,9 @@ fn periodic_runs_a_task_set_each_task_on_its_own_grid_and_shows_a_stall() {
     let set = dir.path().join("set.toml");
     std::fs::write(&set, SET).unwrap();
     let json = dir.path().join("run.json");
-    let cpu = last_cpu();
+    let cpu = common::last_cpu();
     let stalls = 5;
-    let injector = std::thread::spawn(move || {
-        // Once the run is set up (well within its first second).
-        std::thread::sleep(Duration::from_millis(600));
-        common::inject_stalls(
-            cpu,
-            Duration::from_millis(3),
-            Duration::from_millis(200),
-            stalls,
-        )
-        .join()
-        .unwrap()
-    });
+    let injector = common::stall_a_periodic_run(stalls);
     let out = run(rtlab(&dir.path().join("state"))
         .args(["exec", "periodic", "--taskset"])
         .arg(&set)

@@ -1,7 +1,7 @@
 //! A periodic run's settings: the modes, the defaults, the limits and
 //! their check.
 
-use crate::taskset::model::TaskSet;
+use crate::taskset::model::{TaskSet, TaskSpec};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
@@ -120,6 +120,13 @@ pub struct SetPlan {
     pub activations: Vec<u64>,
 }
 
+impl SetPlan {
+    /// Each task with its planned activations.
+    pub fn planned(&self) -> impl Iterator<Item = (&TaskSpec, u64)> {
+        self.set.tasks.iter().zip(self.activations.iter().copied())
+    }
+}
+
 /// Most tasks in one run.
 pub const MAX_TASKS: usize = 1000;
 /// Shortest period: below it the release path (futex wake, spin) is most
@@ -193,11 +200,8 @@ impl PeriodicConfig {
     pub fn planned_ns(&self) -> u64 {
         match &self.task_set {
             Some(plan) => plan
-                .set
-                .tasks
-                .iter()
-                .zip(&plan.activations)
-                .map(|(t, &n)| n.saturating_mul(t.period_ns))
+                .planned()
+                .map(|(t, n)| n.saturating_mul(t.period_ns))
                 .max()
                 .unwrap_or(0),
             None => self.activations.saturating_mul(self.period_ns),

@@ -26,11 +26,8 @@ impl PeriodicConfig {
     pub(crate) fn timings(&self) -> Vec<TaskTiming> {
         match &self.task_set {
             Some(plan) => plan
-                .set
-                .tasks
-                .iter()
-                .zip(&plan.activations)
-                .map(|(task, &activations)| TaskTiming {
+                .planned()
+                .map(|(task, activations)| TaskTiming {
                     name: task.name.clone(),
                     cpu: task.cpu.unwrap_or(self.cpu),
                     priority: task.priority,

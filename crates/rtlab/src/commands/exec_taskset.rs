@@ -9,7 +9,7 @@ use rtlab_core::fsutil;
 use rtlab_core::result::terminal_text;
 use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
-use rtlab_exec::periodic::{default_cpu, Mode, PeriodicConfig, MAX_RUN_NS};
+use rtlab_exec::periodic::{default_cpu, Mode, PeriodicConfig};
 use rtlab_exec::taskset::{import_rt_app as import, TaskSet, Work};
 use serde_json::json;
 use std::path::Path;
@@ -29,13 +29,7 @@ pub fn config_from_set(
     duration_ns: u64,
     mode: Mode,
 ) -> anyhow::Result<PeriodicConfig> {
-    if duration_ns > MAX_RUN_NS {
-        bad_input!(
-            "--duration {}: longer than the longest run, {} days",
-            human_duration(duration_ns),
-            MAX_RUN_NS / 86_400_000_000_000
-        );
-    }
+    // A --duration beyond the longest run is the config's to refuse.
     let set = load(path)?;
     let mut config = PeriodicConfig::from_task_set(set, duration_ns);
     config.mode = mode;
