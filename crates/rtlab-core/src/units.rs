@@ -164,9 +164,10 @@ pub fn exact_duration(ns: u64) -> String {
     if fraction == 0 {
         return format!("{whole}{unit}");
     }
-    let digits = scale.ilog10() as usize;
-    let fraction = format!("{fraction:0digits$}");
-    format!("{whole}.{}{unit}", fraction.trim_end_matches('0'))
+    // scale + fraction is 1 followed by the fraction's digits, zeros
+    // before it included ("1007" for 7 µs of a ms).
+    let digits = (scale + fraction).to_string();
+    format!("{whole}.{}{unit}", digits[1..].trim_end_matches('0'))
 }
 
 #[cfg(test)]
