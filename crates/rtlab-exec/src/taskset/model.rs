@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// A task set: its tasks in the order of the file.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TaskSet {
     pub tasks: Vec<TaskSpec>,
     /// The file it was read from (errors and the result's config name it).
@@ -11,7 +11,7 @@ pub struct TaskSet {
 }
 
 /// One periodic task.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TaskSpec {
     /// Unique in its set: the series are `<name>.lateness` and
     /// `<name>.response`; a process attaches to `exec serve` by it.
@@ -33,7 +33,7 @@ pub struct TaskSpec {
 }
 
 /// Spinning work per activation (wall clock).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
     /// The same every activation.
