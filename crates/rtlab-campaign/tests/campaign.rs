@@ -1926,6 +1926,47 @@ fn an_exclude_keeps_a_periodic_probe_from_a_configuration_it_cannot_run() {
     assert!(err.contains("periodic tasks run SCHED_FIFO"), "{err}");
 }
 
+/// `taskset = "FILE"` in a periodic probe: the set is read relative to
+/// the campaign file and runs with its own timing, priorities and CPUs.
+#[test]
+fn a_periodic_probe_runs_a_task_set_beside_the_campaign_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/taskset.toml");
+    std::fs::copy(example, dir.path().join("set.toml")).unwrap();
+    let text = "name = \"set\"\nduration = \"1s\"\n\n[[probe]]\nname = \"tasks\"\nkind = \"periodic\"\ntaskset = \"set.toml\"\n\n[[load]]\nname = \"idle\"\nrun = []\n\n[[configuration]]\nname = \"rt\"\npolicy = \"fifo\"\n";
+    let path = dir.path().join("c.toml");
+    std::fs::write(&path, text).unwrap();
+    let campaign = read(path.to_str().unwrap(), &check_load).unwrap_or_else(|e| panic!("{e}"));
+    let settings = campaign.probes[0]
+        .settings_as::<PeriodicSettings>()
+        .unwrap();
+    let set = settings.taskset.as_ref().unwrap();
+    assert_eq!(set.tasks.len(), 3);
+    assert_eq!(settings.interval_ns(), Some(1_000_000));
+    assert!(
+        settings.describe().starts_with("task set"),
+        "{}",
+        settings.describe()
+    );
+    // The tasks keep their priorities (85 the highest); the executive 10 above.
+    let config = settings.config(1_000_000_000, 50);
+    assert_eq!(config.executive_priority, 95);
+    assert_eq!(config.planned_activations(), 1000 + 100 + 50);
+    assert_eq!(config.validate(), Ok(()));
+
+    // Not beside the keys of equal tasks; a missing file is named.
+    let both = text.replace("taskset = ", "tasks = 3\ntaskset = ");
+    std::fs::write(&path, &both).unwrap();
+    let err = read(path.to_str().unwrap(), &check_load).unwrap_err();
+    assert_eq!(err.line(), Some(line_of(&both, "taskset")));
+    assert!(err.to_string().contains("not with `tasks`"), "{err}");
+    std::fs::write(&path, text.replace("set.toml", "none.toml")).unwrap();
+    let err = read(path.to_str().unwrap(), &check_load)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("none.toml: cannot read it"), "{err}");
+}
+
 #[test]
 fn an_exclude_keeps_a_deadline_configuration_from_other_probes() {
     // A deadline configuration is for timer probes; with the noise probe

@@ -6,6 +6,7 @@ pub mod cpuset;
 pub mod env;
 pub mod fsutil;
 pub mod journal;
+pub mod json_position;
 pub mod pmqos;
 pub mod process;
 pub mod record;

@@ -151,9 +151,44 @@ pub fn human_duration(ns: u64) -> String {
     format!("{text}{unit}")
 }
 
+/// A duration written exactly, in the largest unit it reaches, with as
+/// many decimals as it needs (`10ms`, `2.5ms`, `1.000001ms`, `250ns`):
+/// what rtlab writes into files it reads back, where [`human_duration`]'s
+/// rounding would change the value ([`parse_duration_ns`] gives `ns` back).
+pub fn exact_duration(ns: u64) -> String {
+    const SCALES: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    let Some((scale, unit)) = SCALES.into_iter().find(|(scale, _)| ns >= *scale) else {
+        return format!("{ns}ns");
+    };
+    let (whole, fraction) = (ns / scale, ns % scale);
+    if fraction == 0 {
+        return format!("{whole}{unit}");
+    }
+    // scale + fraction is 1 followed by the fraction's digits, zeros
+    // before it included ("1007" for 7 µs of a ms).
+    let digits = (scale + fraction).to_string();
+    format!("{whole}.{}{unit}", digits[1..].trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_durations_read_back_to_the_same_ns() {
+        for (ns, text) in [
+            (0, "0ns"),
+            (250, "250ns"),
+            (300_000, "300us"),
+            (1_500_000, "1.5ms"),
+            (1_000_001, "1.000001ms"),
+            (10_000_000_000, "10s"),
+            (1_000_000_007, "1.000000007s"),
+        ] {
+            assert_eq!(exact_duration(ns), text);
+            assert_eq!(parse_duration_ns(text), Ok(ns), "{text}");
+        }
+    }
 
     #[test]
     fn rates_become_exact_periods() {

@@ -10,6 +10,7 @@
 use rtlab_core::result::Series;
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_exec::periodic::{self, Mode, PeriodicConfig, Phasing};
+use rtlab_exec::taskset::{TaskSet, TaskSpec, Work};
 use rtlab_probe::{ProbeOutcome, ProbeRun};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -322,4 +323,152 @@ fn absurd_periods_and_lengths_are_refused_without_overflow() {
     assert!(c.offset_of(999) < c.period_ns);
     c.phasing = Phasing::InPhase;
     assert_eq!(c.offset_of(999), 0);
+}
+
+/// A task set of `tasks` on the config's default CPU (and CPU 0 for the
+/// one named `other-cpu`).
+fn set_config(mode: Mode, tasks: Vec<TaskSpec>, duration_ns: u64) -> PeriodicConfig {
+    let set = TaskSet {
+        tasks,
+        source: None,
+    };
+    let mut config = PeriodicConfig::from_task_set(set, duration_ns);
+    config.mode = mode;
+    config
+}
+
+fn task(name: &str, period_ns: u64, work: Work) -> TaskSpec {
+    TaskSpec {
+        name: name.into(),
+        period_ns,
+        offset_ns: 0,
+        work,
+        deadline_ns: period_ns,
+        budget_ns: None,
+        priority: 80,
+        cpu: None,
+    }
+}
+
+fn series<'a>(outcome: &'a ProbeOutcome, name: &str) -> &'a Series {
+    outcome
+        .series
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no series {name}"))
+}
+
+/// Tasks of different periods, offsets, work, deadlines, budgets and
+/// priorities, on two CPUs: each task's activations are its own duration
+/// / period, every one accounted for; a work longer than the deadline is a
+/// deadline miss every time, one longer than the budget an overrun every
+/// time (counts, not timings: the work spins at least its length).
+#[test]
+fn a_task_set_runs_each_task_on_its_own_grid() {
+    let Some(_serial) = serial() else { return };
+    for mode in [Mode::Executive, Mode::Fifo] {
+        let mut fast = task("fast", 2_000_000, Work::Fixed { ns: 50_000 });
+        fast.offset_ns = 500_000;
+        fast.budget_ns = Some(40_000);
+        fast.priority = 85;
+        let mut slow = task(
+            "slow",
+            5_000_000,
+            Work::Uniform {
+                min_ns: 100_000,
+                max_ns: 300_000,
+            },
+        );
+        slow.deadline_ns = 90_000;
+        slow.budget_ns = Some(90_000);
+        let mut other = task("other-cpu", 3_000_000, Work::Fixed { ns: 20_000 });
+        other.cpu = Some(0);
+        let config = set_config(mode, vec![fast, slow, other], 600_000_000);
+        assert_eq!(config.planned_activations(), 300 + 120 + 200);
+        let outcome = run_with(&config, Arc::new(AtomicBool::new(false)));
+        let names: Vec<&str> = outcome.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "fast.lateness",
+                "fast.response",
+                "fast.execution",
+                "slow.lateness",
+                "slow.response",
+                "slow.execution",
+                "other-cpu.lateness",
+                "other-cpu.response",
+            ],
+            "{mode}"
+        );
+        for (name, planned) in [("fast", 300), ("slow", 120), ("other-cpu", 200)] {
+            let lateness = series(&outcome, &format!("{name}.lateness"));
+            let s = &lateness.stats;
+            assert_eq!(s.samples + s.missed, planned, "{mode}: {name}");
+            assert_eq!(s.dropped, 0, "{mode}: {name}");
+            let response = series(&outcome, &format!("{name}.response"));
+            assert_eq!(response.stats.samples, s.samples, "{mode}: {name}");
+        }
+        assert_eq!(series(&outcome, "other-cpu.lateness").cpu, Some(0));
+        assert_eq!(series(&outcome, "slow.lateness").interval_ns, 5_000_000);
+        // fast: 50 µs of work against a 40 µs budget, every time.
+        let fast = &series(&outcome, "fast.execution").stats;
+        assert_eq!(
+            fast.missed, fast.samples,
+            "{mode}: every fast activation overruns"
+        );
+        assert!(fast.min_ns >= 50_000, "{mode}");
+        // slow: 100-300 µs of work against a 90 µs deadline, every time;
+        // its 1 ms budget is kept as long as nothing preempts it for long.
+        let slow = &series(&outcome, "slow.response").stats;
+        assert_eq!(
+            slow.missed, slow.samples,
+            "{mode}: every slow response misses"
+        );
+        let slow_exec = &series(&outcome, "slow.execution").stats;
+        assert!(slow_exec.min_ns >= 100_000, "{mode}");
+        assert!(slow_exec.samples > 0);
+        assert!(!outcome.stopped_early, "{mode}");
+        assert!(
+            outcome
+                .warnings
+                .iter()
+                .any(|w| w.contains("budget overruns")),
+            "{mode}: {:?}",
+            outcome.warnings
+        );
+    }
+}
+
+#[test]
+fn a_task_set_s_config_is_recorded_and_checked() {
+    use rtlab_probe::Probe;
+    let mut a = task("a", 1_000_000, Work::Fixed { ns: 10_000 });
+    a.priority = 95;
+    let b = task("b", 4_000_000, Work::Fixed { ns: 10_000 });
+    let mut config = set_config(Mode::Executive, vec![a, b], 1_000_000_000);
+    // The executive (90) is not above task a (95).
+    let e = config.validate().unwrap_err();
+    assert_eq!(e.field, "priority");
+    assert!(e.message.contains("task `a`"), "{}", e.message);
+    config.executive_priority = 96;
+    assert_eq!(config.validate(), Ok(()));
+    assert_eq!(config.planned_activations(), 1000 + 250);
+    assert_eq!(Probe::planned_ns(&config), 1_000_000_000);
+    let json = config.config_json();
+    assert_eq!(
+        json["task_set"]["activations"],
+        serde_json::json!([1000, 250])
+    );
+    assert_eq!(json["task_set"]["set"]["tasks"][1]["name"], "b");
+    // A set the task-set rules refuse is refused by the config too.
+    config.task_set.as_mut().unwrap().set.tasks[1].offset_ns = 5_000_000;
+    let e = config.validate().unwrap_err();
+    assert_eq!(e.field, "taskset");
+    assert!(e.message.contains("task `b`: offset 5ms"), "{}", e.message);
+    // The equal-task form records no task set.
+    assert!(PeriodicConfig::new(2, 1_000_000, 0, 1_000_000_000)
+        .config_json()
+        .get("task_set")
+        .is_none());
 }

@@ -538,3 +538,67 @@ fn fuzz_units() {
         iterations: 5000,
     });
 }
+
+// ---------------------------------------------------------------------------
+// Task sets (crates/rtlab-exec/src/taskset): TOML files, rt-app imports
+// ---------------------------------------------------------------------------
+
+/// A set that was accepted is written by `to_toml` into a file that reads
+/// back to the same tasks.
+fn taskset_round_trip(set: &rtlab_exec::taskset::TaskSet) -> Outcome {
+    let text = set.to_toml();
+    let again = rtlab_exec::taskset::TaskSet::parse(&text, Path::new("again.toml"))
+        .map_err(|e| format!("to_toml does not read back: {e}\n{text}"))?;
+    if again.tasks != set.tasks {
+        return Err(format!("to_toml reads back other tasks:\n{text}"));
+    }
+    Ok(Verdict::Accepted)
+}
+
+fn taskset(input: &[u8]) -> Outcome {
+    let Some(text) = utf8(input) else {
+        return Ok(Verdict::Rejected);
+    };
+    match rtlab_exec::taskset::TaskSet::parse(text, Path::new("fuzz.toml")) {
+        Ok(set) => taskset_round_trip(&set),
+        Err(e) => {
+            let _ = e.to_string();
+            Ok(Verdict::Rejected)
+        }
+    }
+}
+
+#[test]
+fn fuzz_taskset() {
+    fuzz(&Target {
+        name: "taskset",
+        oracle: taskset,
+        derive: None,
+        fixup: None,
+        iterations: 3000,
+    });
+}
+
+fn rt_app(input: &[u8]) -> Outcome {
+    let Some(text) = utf8(input) else {
+        return Ok(Verdict::Rejected);
+    };
+    match rtlab_exec::taskset::parse_rt_app(text, Path::new("fuzz.json")) {
+        Ok(imported) => taskset_round_trip(&imported.set),
+        Err(e) => {
+            let _ = e.to_string();
+            Ok(Verdict::Rejected)
+        }
+    }
+}
+
+#[test]
+fn fuzz_rt_app() {
+    fuzz(&Target {
+        name: "rt_app",
+        oracle: rt_app,
+        derive: None,
+        fixup: None,
+        iterations: 3000,
+    });
+}

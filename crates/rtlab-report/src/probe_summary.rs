@@ -255,6 +255,20 @@ pub fn within_table(first_header: &str, rows: &[(String, Option<[f64; 5]>)]) -> 
     align(&table, |col, _| col == 0, true)
 }
 
+/// The activations a periodic run's config plans, every task together:
+/// each task's own with a task set (`task_set.activations`), else
+/// `activations` per task × `tasks`. None when the config does not say.
+pub fn planned_activations(config: &serde_json::Value) -> Option<u64> {
+    if let Some(per_task) = config["task_set"]["activations"].as_array() {
+        return per_task
+            .iter()
+            .try_fold(0u64, |sum, n| Some(sum.saturating_add(n.as_u64()?)));
+    }
+    let per_task = config["activations"].as_u64()?;
+    let tasks = config["tasks"].as_u64()?;
+    Some(per_task.saturating_mul(tasks))
+}
+
 /// A periodic run (rtlab's executive or the SCHED_FIFO baseline): the
 /// activation accounting and paper 002's % within row.
 pub fn periodic_table(result: &RunResult) -> String {
@@ -269,27 +283,34 @@ pub fn periodic_table(result: &RunResult) -> String {
         .iter()
         .filter(|s| s.metric == "response_time")
         .collect();
-    let mut out = format!(
-        "\nperiodic ({}): {} tasks every {}, work {}{}\n",
-        config["mode"].as_str().unwrap_or("?"),
-        lateness.len(),
-        human_duration(config["period_ns"].as_u64().unwrap_or(0)),
-        human_duration(config["work_ns"].as_u64().unwrap_or(0)),
-        config["cpu"]
-            .as_u64()
-            .map_or_else(String::new, |c| format!(", on CPU {c}")),
-    );
+    let mode = config["mode"].as_str().unwrap_or("?");
+    let mut out = if config["task_set"].is_object() {
+        format!(
+            "\nperiodic ({mode}): {} tasks of the task set {}\n",
+            lateness.len(),
+            config["task_set"]["set"]["source"]
+                .as_str()
+                .unwrap_or("(no file)"),
+        )
+    } else {
+        format!(
+            "\nperiodic ({mode}): {} tasks every {}, work {}{}\n",
+            lateness.len(),
+            human_duration(config["period_ns"].as_u64().unwrap_or(0)),
+            human_duration(config["work_ns"].as_u64().unwrap_or(0)),
+            config["cpu"]
+                .as_u64()
+                .map_or_else(String::new, |c| format!(", on CPU {c}")),
+        )
+    };
     let samples: u64 = lateness.iter().map(|s| s.stats.samples).sum();
     let missed: u64 = lateness.iter().map(|s| s.stats.missed).sum();
     let misses: u64 = response.iter().map(|s| s.stats.missed).sum();
     let max_late = lateness.iter().map(|s| s.stats.max_ns).max().unwrap_or(0);
     let max_response = response.iter().map(|s| s.stats.max_ns).max().unwrap_or(0);
-    // The plan is the config's (activations per task × tasks): a stopped
-    // run shows what it never reached, not a plan shrunk to what was done.
-    let planned = match (config["activations"].as_u64(), config["tasks"].as_u64()) {
-        (Some(per_task), Some(tasks)) => per_task.saturating_mul(tasks),
-        _ => samples + missed,
-    };
+    // The plan is the config's: a stopped run shows what it never
+    // reached, not a plan shrunk to what was done.
+    let planned = planned_activations(config).unwrap_or(samples + missed);
     let not_reached = planned.saturating_sub(samples + missed);
     let _ = writeln!(
         out,
@@ -311,6 +332,18 @@ pub fn periodic_table(result: &RunResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plan_of_a_task_set_is_each_task_s_own() {
+        let set = serde_json::json!({
+            "tasks": 2, "activations": 1000,
+            "task_set": {"activations": [1000, 250]},
+        });
+        assert_eq!(planned_activations(&set), Some(1250));
+        let equal = serde_json::json!({"tasks": 3, "activations": 200});
+        assert_eq!(planned_activations(&equal), Some(600));
+        assert_eq!(planned_activations(&serde_json::json!({})), None);
+    }
     use rtlab_core::result::{NoiseCpu, NoiseSource, SeriesStats, ThreadSettings};
     use rtlab_core::sched::{Policy, SchedParams};
 

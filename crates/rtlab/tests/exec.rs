@@ -79,20 +79,8 @@ fn an_injected_stall_shows_in_the_executive_lateness() {
     require_realtime!();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stall.json");
-    let cpu = last_cpu();
     let stalls = 5;
-    let injector = std::thread::spawn(move || {
-        // Once the run is set up (well within its first second).
-        std::thread::sleep(Duration::from_millis(600));
-        common::inject_stalls(
-            cpu,
-            Duration::from_millis(3),
-            Duration::from_millis(200),
-            stalls,
-        )
-        .join()
-        .unwrap()
-    });
+    let injector = common::stall_a_periodic_run(stalls);
     let out = run(rtlab(&dir.path().join("state"))
         .args([
             "exec",

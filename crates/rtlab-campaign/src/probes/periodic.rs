@@ -11,12 +11,14 @@ use rtlab_core::sched::Policy;
 use rtlab_core::units::human_duration;
 pub use rtlab_exec::periodic::Mode as PeriodicMode;
 use rtlab_exec::periodic::PeriodicConfig;
+use rtlab_exec::taskset::TaskSet;
 use rtlab_probe::Probe;
 use serde::Serialize;
+use std::path::Path;
 
 pub(crate) const KIND: KindDef = KindDef {
     name: "periodic",
-    keys: &["tasks", "period", "work", "mode", "cpu"],
+    keys: &["tasks", "period", "work", "mode", "cpu", "taskset"],
     read: |r, s| Ok(Box::new(read(r, s)?)),
 };
 
@@ -30,6 +32,10 @@ pub struct PeriodicSettings {
     pub mode: PeriodicMode,
     /// The CPU of every task (and the executive); None: the last online CPU.
     pub cpu: Option<usize>,
+    /// A task set (`taskset = "FILE"`, relative to the campaign file) run
+    /// instead of `tasks` equal tasks (docs/taskset.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taskset: Option<TaskSet>,
 }
 
 impl Default for PeriodicSettings {
@@ -41,6 +47,7 @@ impl Default for PeriodicSettings {
             work_ns: rtlab_exec::periodic::DEFAULT_WORK_NS,
             mode: PeriodicMode::Executive,
             cpu: None,
+            taskset: None,
         }
     }
 }
@@ -50,13 +57,23 @@ impl PeriodicSettings {
     /// configuration's `priority` (1-98) and the executive 10 above (at
     /// most 99), on the last online CPU unless `cpu` is given (not checked
     /// here: see [`KindSettings::probe`] and [`PeriodicConfig::validate`]).
+    ///
+    /// With a task set, the tasks keep their own priorities and the
+    /// executive runs 10 above the highest (at most 99).
     pub fn config(&self, duration_ns: u64, priority: u32) -> PeriodicConfig {
-        let mut config = PeriodicConfig::new(self.tasks, self.period_ns, self.work_ns, duration_ns);
+        let mut config = match &self.taskset {
+            Some(set) => PeriodicConfig::from_task_set(set.clone(), duration_ns),
+            None => {
+                let mut config =
+                    PeriodicConfig::new(self.tasks, self.period_ns, self.work_ns, duration_ns);
+                config.task_priority = priority.clamp(1, 98);
+                config
+            }
+        };
         config.mode = self.mode;
         if let Some(cpu) = self.cpu {
             config.cpu = cpu;
         }
-        config.task_priority = priority.clamp(1, 98);
         config.executive_priority = (config.task_priority + 10).min(99);
         config
     }
@@ -99,18 +116,58 @@ fn read(r: &Reader, s: &Section) -> Result<PeriodicSettings, CampaignError> {
         };
     }
     p.cpu = cpu_number(r, s, "cpu")?;
+    p.taskset = taskset(r, s)?;
     p.config(STAND_IN_NS, STAND_IN_SCHED.priority)
         .validate()
         .map_err(|e| at_setting(r, s, &e))?;
     Ok(p)
 }
 
+/// `taskset = "FILE"`: the set read and checked, relative to the
+/// campaign file; not beside the keys of equal tasks.
+fn taskset(r: &Reader, s: &Section) -> Result<Option<TaskSet>, CampaignError> {
+    let Some(v) = s.get("taskset") else {
+        return Ok(None);
+    };
+    let field = s.field("taskset");
+    let (file, span) = r.string(v, &field)?;
+    if let Some(key) = ["tasks", "period", "work"]
+        .into_iter()
+        .find(|k| s.get(k).is_some())
+    {
+        return Err(r.error(
+            span,
+            &field,
+            format!("a task set gives each task its own timing: not with `{key}`"),
+        ));
+    }
+    let campaign_dir = Path::new(r.origin).parent().unwrap_or(Path::new(""));
+    let set = TaskSet::load(&campaign_dir.join(&file))
+        .map_err(|e| r.error(span, &field, e.to_string()))?;
+    Ok(Some(set))
+}
+
 impl KindSettings for PeriodicSettings {
     fn interval_ns(&self) -> Option<u64> {
-        Some(self.period_ns)
+        match &self.taskset {
+            Some(set) => set.tasks.iter().map(|t| t.period_ns).min(),
+            None => Some(self.period_ns),
+        }
     }
 
     fn describe(&self) -> String {
+        if let Some(set) = &self.taskset {
+            let file = set
+                .source
+                .as_ref()
+                .map_or_else(String::new, |p| format!(" {}", p.display()));
+            return format!(
+                "task set{file}: {} tasks, {} (tasks without a cpu on {})",
+                set.tasks.len(),
+                self.mode,
+                cpu_or(self.cpu, "the last CPU"),
+            );
+        }
         format!(
             "{} task{} every {}, {} work, {} on {}",
             self.tasks,

@@ -3,12 +3,12 @@
 //! All times are nanoseconds; keys are snake_case identifiers.
 
 mod effective;
-mod json_position;
 mod probe_reports;
 mod run_id;
 mod safe_text;
 
 use crate::env::Environment;
+use crate::json_position;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,6 +1,7 @@
 //! A periodic run's settings: the modes, the defaults, the limits and
 //! their check.
 
+use crate::taskset::model::{TaskSet, TaskSpec};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
@@ -98,6 +99,32 @@ pub struct PeriodicConfig {
     pub guard_ns: u64,
     /// Executive: how early a task is released; it spins to its instant.
     pub release_early_ns: u64,
+    /// A task set run instead of `tasks` equal tasks (`--taskset`): its
+    /// tasks' own periods, offsets, work, deadlines, budgets, priorities
+    /// and CPUs replace `period_ns` (then the shortest period), `work_ns`
+    /// (0), `activations` (the most of a task), `phasing` and
+    /// `task_priority` (the highest of the set); `cpu` is the CPU of a task
+    /// that names none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_set: Option<SetPlan>,
+}
+
+/// A task set planned for a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetPlan {
+    pub set: TaskSet,
+    /// How long the run lasts.
+    pub duration_ns: u64,
+    /// Activations planned per task, in the order of the set: the
+    /// duration / the task's period, at least 1.
+    pub activations: Vec<u64>,
+}
+
+impl SetPlan {
+    /// Each task with its planned activations.
+    pub fn planned(&self) -> impl Iterator<Item = (&TaskSpec, u64)> {
+        self.set.tasks.iter().zip(self.activations.iter().copied())
+    }
 }
 
 /// Most tasks in one run.
@@ -133,7 +160,28 @@ impl PeriodicConfig {
             task_priority: TASK_PRIORITY,
             guard_ns: GUARD_NS,
             release_early_ns: RELEASE_EARLY_NS,
+            task_set: None,
         }
+    }
+
+    /// A config that runs `set` for `duration_ns` (every default otherwise:
+    /// executive mode, tasks without a CPU on the last online one).
+    pub fn from_task_set(set: TaskSet, duration_ns: u64) -> PeriodicConfig {
+        let activations: Vec<u64> = set
+            .tasks
+            .iter()
+            .map(|t| activations_in(duration_ns, t.period_ns))
+            .collect();
+        let shortest = set.tasks.iter().map(|t| t.period_ns).min().unwrap_or(0);
+        let mut config = PeriodicConfig::new(set.tasks.len(), shortest, 0, duration_ns);
+        config.activations = activations.iter().copied().max().unwrap_or(0);
+        config.task_priority = set.tasks.iter().map(|t| t.priority).max().unwrap_or(0);
+        config.task_set = Some(SetPlan {
+            set,
+            duration_ns,
+            activations,
+        });
+        config
     }
 
     /// Activation instant `k` of task `task`, ns after the run's start.
@@ -150,12 +198,25 @@ impl PeriodicConfig {
     /// Planned length of the run, ns (saturating: [`Self::validate`]
     /// refuses a plan longer than [`MAX_RUN_NS`]).
     pub fn planned_ns(&self) -> u64 {
-        self.activations.saturating_mul(self.period_ns)
+        match &self.task_set {
+            Some(plan) => plan
+                .planned()
+                .map(|(t, n)| n.saturating_mul(t.period_ns))
+                .max()
+                .unwrap_or(0),
+            None => self.activations.saturating_mul(self.period_ns),
+        }
     }
 
     /// Activations planned for every task together (saturating).
     pub fn planned_activations(&self) -> u64 {
-        self.activations.saturating_mul(self.tasks as u64)
+        match &self.task_set {
+            Some(plan) => plan
+                .activations
+                .iter()
+                .fold(0u64, |sum, &n| sum.saturating_add(n)),
+            None => self.activations.saturating_mul(self.tasks as u64),
+        }
     }
 
     /// Checks the settings together; the error names the setting by its
@@ -163,6 +224,9 @@ impl PeriodicConfig {
     /// the executive's (`--priority`).
     pub fn validate(&self) -> Result<(), FieldError> {
         let fail = |field, message: String| Err(FieldError::new(field, message));
+        if let Some(plan) = &self.task_set {
+            self.validate_set(plan)?;
+        }
         if !(1..=MAX_TASKS).contains(&self.tasks) {
             return fail(
                 "tasks",
@@ -241,6 +305,54 @@ impl PeriodicConfig {
                     self.executive_priority, self.task_priority
                 ),
             );
+        }
+        Ok(())
+    }
+
+    /// A task set's own rules ([`TaskSet::validate`]), its run's length and
+    /// the executive above each of its tasks.
+    fn validate_set(&self, plan: &SetPlan) -> Result<(), FieldError> {
+        let set = &plan.set;
+        let file = set
+            .source
+            .as_ref()
+            .map_or_else(|| "the task set".to_string(), |p| p.display().to_string());
+        if let Err(refusal) = set.validate() {
+            return Err(FieldError::new(
+                "taskset",
+                format!("{file}: {}", refusal.describe(set)),
+            ));
+        }
+        if plan.activations.len() != set.tasks.len() {
+            return Err(FieldError::new(
+                "taskset",
+                format!("{file}: the activations planned are not one per task"),
+            ));
+        }
+        if plan.duration_ns > MAX_RUN_NS {
+            return Err(FieldError::new(
+                "duration",
+                format!(
+                    "{{duration}} {} is longer than the longest run ({} days)",
+                    human_duration(plan.duration_ns),
+                    MAX_RUN_NS / 86_400_000_000_000
+                ),
+            ));
+        }
+        if self.mode == Mode::Executive {
+            if let Some(task) = set
+                .tasks
+                .iter()
+                .find(|t| t.priority >= self.executive_priority)
+            {
+                return Err(FieldError::new(
+                    "priority",
+                    format!(
+                        "the executive's {{priority}} {} must be above the priority {} of task `{}` ({file})",
+                        self.executive_priority, task.priority, task.name
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -33,21 +33,34 @@
 //! more late (fifo: every activation that passed meanwhile). The `missed`
 //! count of a response series is the number of deadline misses: a response
 //! later than the next activation (deadline = period).
-
 //!
-//! `config` holds the settings, `threads` the run; they import each other,
-//! never this file, which joins them as a [`Probe`] (no import circle).
+//! A task set ([`PeriodicConfig::from_task_set`], `exec periodic
+//! --taskset`) gives each task its own period, offset, work (fixed, or
+//! uniform and drawn per activation), deadline, budget, priority and CPU,
+//! with one executive per CPU in use. Its series are `<name>.lateness` and
+//! `<name>.response` (a deadline miss is a response later than the task's
+//! deadline), and `<name>.execution` for a task with a budget (metric
+//! `execution_time`, the end of the work minus its start; `missed`: budget
+//! overruns).
+//!
+//! `config` holds the settings, `timing` each task as the threads see it,
+//! `handoff` what the threads share, `release` the hot loops, `threads`
+//! the run; they import each other, never this file, which joins them as a
+//! [`Probe`] (no import circle).
 
-mod config;
+pub(crate) mod config;
+mod handoff;
+mod release;
 mod threads;
+mod timing;
 
 use rtlab_probe::{Probe, ProbeRun, Start};
 use threads::PeriodicRun;
 
 pub use config::{
-    activations_in, default_cpu, Mode, PeriodicConfig, Phasing, DEFAULT_PERIOD_NS, DEFAULT_WORK_NS,
-    EXECUTIVE_PRIORITY, GUARD_NS, MAX_RUN_NS, MAX_TASKS, MIN_PERIOD_NS, RELEASE_EARLY_NS,
-    TASK_PRIORITY,
+    activations_in, default_cpu, Mode, PeriodicConfig, Phasing, SetPlan, DEFAULT_PERIOD_NS,
+    DEFAULT_WORK_NS, EXECUTIVE_PRIORITY, GUARD_NS, MAX_RUN_NS, MAX_TASKS, MIN_PERIOD_NS,
+    RELEASE_EARLY_NS, TASK_PRIORITY,
 };
 pub use threads::start;
 

@@ -1,5 +1,6 @@
 //! `rtlab exec periodic|kurt-table`.
 
+use super::exec_taskset::{CheckTasksetArgs, ImportRtAppArgs};
 use super::shared::RunArgs;
 use crate::input;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -15,6 +16,10 @@ pub enum ExecCommand {
     /// Internal: one task of a run with --processes (its plan as JSON).
     #[command(name = rtlab_exec::processes::WORKER_SUBCOMMAND, hide = true)]
     ProcessWorker { plan: String },
+    /// Import the periodic tasks of an rt-app JSON file as a task set (TOML) for --taskset.
+    ImportRtApp(ImportRtAppArgs),
+    /// Check a task-set file and print its tasks and utilization per CPU.
+    CheckTaskset(CheckTasksetArgs),
 }
 
 /// `--mode`: the executive's own [`Mode`], each value with its help line.
@@ -85,6 +90,7 @@ pub struct PeriodicTaskArgs {
   rtlab exec periodic --tasks 30 --period 10ms --work 200us --baseline fifo
   rtlab exec periodic --tasks 20 --mode fifo --load io --json fifo.json
   rtlab exec periodic --tasks 3 --processes --mode fifo  # each task a SCHED_FIFO process
+  rtlab exec periodic --taskset examples/taskset.toml --duration 5s   # tasks of their own timing
 
 Every task and the executive run on one CPU (--cpu, default the last online one), as
 paper 002's uniprocessor. The executive (SCHED_FIFO 90) sleeps to each activation minus
@@ -93,10 +99,17 @@ before its instant; the task spins to the instant, stamps its lateness, works --
 stamps its response. With --mode fifo each task sleeps to its own activations instead (the
 paper's SCHED_FIFO). --baseline fifo runs the executive, then the same tasks self-timed, and
 prints both with the % of activations within 10/50/100/500/1000 µs (two stored runs).
+With --taskset FILE (docs/taskset.md) each task has its own period, offset, work, deadline,
+budget, priority and CPU, with one executive per CPU in use; its series are <name>.lateness
+and <name>.response, and <name>.execution for a task with a budget (missed = overruns).
 Missed activations and deadline misses are counted, never skipped. --budget checks every run,
 e.g. --budget '*.response:missed=0,*.lateness:p99<100us' (deadline misses are the response
 series' missed): exit code 1 when one is not kept (docs/budgets.md).")]
 pub struct ExecPeriodicArgs {
+    /// A task-set file (docs/taskset.md): each task with its own period, offset, work, deadline, budget, priority and CPU, instead of --tasks equal tasks.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tasks", "period", "work", "in_phase", "cpu", "task_priority"])]
+    pub taskset: Option<std::path::PathBuf>,
+
     /// Number of periodic tasks.
     #[arg(long, default_value = "10", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub tasks: u64,

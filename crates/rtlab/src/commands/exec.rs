@@ -15,7 +15,9 @@ use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
 use rtlab_exec::periodic::{Mode, PeriodicConfig, Phasing, MAX_RUN_NS, MIN_PERIOD_NS};
-use rtlab_report::probe_summary::{within_percentages, within_table, WITHIN_US};
+use rtlab_report::probe_summary::{
+    planned_activations, within_percentages, within_table, WITHIN_US,
+};
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
@@ -120,13 +122,6 @@ fn finish_runs(
     Ok(ExitCode::from(exit_code(code, evaluations)))
 }
 
-/// Activations planned by a run's config (every task together), if recorded.
-fn planned_activations(result: &RunResult) -> Option<u64> {
-    let per_task = result.config["activations"].as_u64()?;
-    let tasks = result.config["tasks"].as_u64()?;
-    Some(per_task.saturating_mul(tasks))
-}
-
 /// One run's figures for the tables and the JSON: `activations` is the
 /// plan (every task), `started` and `missed_activations` what became of
 /// it, `not_reached` what a stopped run never got to.
@@ -147,7 +142,7 @@ fn cell_json(result: &RunResult) -> serde_json::Value {
         .map(|s| s.stats.missed)
         .sum();
     let within = within_percentages(&result.series);
-    let planned = planned_activations(result).unwrap_or(samples + missed);
+    let planned = planned_activations(&result.config).unwrap_or(samples + missed);
     json!({
         "run_id": result.id,
         "status": result.status,
@@ -178,7 +173,10 @@ fn worse(a: Option<RunStatus>, b: RunStatus) -> Option<RunStatus> {
 /// `rtlab exec periodic`.
 pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     let mode = args.mode;
-    let config = config_from(&args.task, args.tasks, args.duration, mode)?;
+    let config = match &args.taskset {
+        Some(path) => super::exec_taskset::config_from_set(path, &args.task, args.duration, mode)?,
+        None => config_from(&args.task, args.tasks, args.duration, mode)?,
+    };
     let Some(baseline_mode) = args.baseline else {
         let probe = super::exec_worker::probe(&args.task, config)?;
         return measure(probe, &args.run, &[])?.report(args.run.quiet);
@@ -236,12 +234,18 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let first = &results[0];
     if !args.run.quiet {
+        let tasks = match &args.taskset {
+            Some(path) => format!("the task set {}", path.display()),
+            None => format!(
+                "{} tasks every {}, work {}",
+                args.tasks,
+                human_duration(args.task.period),
+                human_duration(args.task.work)
+            ),
+        };
         writeln!(
             human,
-            "\n% of activations within x µs of the expected time: {} tasks every {}, work {}{}",
-            args.tasks,
-            human_duration(args.task.period),
-            human_duration(args.task.work),
+            "\n% of activations within x µs of the expected time: {tasks}{}",
             first
                 .loads
                 .first()

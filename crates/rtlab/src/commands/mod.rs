@@ -4,6 +4,7 @@ mod campaign;
 pub mod completions;
 mod exec;
 mod exec_worker;
+mod exec_taskset;
 pub mod load;
 pub mod man;
 mod measure;
@@ -58,6 +59,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::Periodic(args)) => exec::periodic(*args),
         Command::Exec(ExecCommand::KurtTable(args)) => exec::kurt_table(*args),
         Command::Exec(ExecCommand::ProcessWorker { plan }) => Ok(exec_worker::run(&plan)),
+        Command::Exec(ExecCommand::ImportRtApp(args)) => exec_taskset::import_rt_app(args),
+        Command::Exec(ExecCommand::CheckTaskset(args)) => exec_taskset::check_taskset(args),
         Command::Tune(command) => tune::run(command),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),

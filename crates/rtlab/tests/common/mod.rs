@@ -125,6 +125,31 @@ pub fn inject_stalls(
     })
 }
 
+/// The CPU `exec periodic`'s tasks run on by default: the last online one.
+pub fn last_cpu() -> usize {
+    // SAFETY: sysconf has no memory side effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n.max(1) - 1) as usize
+}
+
+/// `count` stalls of 3 ms every 200 ms on the last online CPU, from
+/// 600 ms on (once a periodic run started beside it is set up, well
+/// within its first second); the thread returns the stalls it made.
+pub fn stall_a_periodic_run(count: u32) -> std::thread::JoinHandle<u32> {
+    let cpu = last_cpu();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(600));
+        inject_stalls(
+            cpu,
+            Duration::from_millis(3),
+            Duration::from_millis(200),
+            count,
+        )
+        .join()
+        .unwrap()
+    })
+}
+
 /// Counts samples of a series at or above `at_least_us`.
 pub fn samples_at_least(series: &serde_json::Value, at_least_us: u64) -> u64 {
     series["histogram_us"]
@@ -165,13 +190,6 @@ pub fn assert_refused(args: &[&str], must_mention: &[&str]) {
     }
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
-}
-
-/// The CPU periodic tasks run on by default: the last online one.
-pub fn last_cpu() -> usize {
-    // SAFETY: sysconf has no memory side effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (n.max(1) - 1) as usize
 }
 
 /// The lateness series of a periodic run.

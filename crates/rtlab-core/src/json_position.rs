@@ -1,5 +1,7 @@
 //! Where a value is in well-formed JSON text: enough of a scanner to walk
-//! objects and arrays along a path, skipping everything else.
+//! objects and arrays along a path, skipping everything else; and the line
+//! and column of a byte offset, for any text file rtlab reads (a result's
+//! JSON, a task set's TOML, an rt-app JSON file).
 
 pub enum Step {
     Key(String),
