@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_refused, last_cpu, lateness, rtlab, run};
+use common::{assert_refused, lateness, rtlab, run};
 use serde_json::Value;
 use std::time::Duration;
 

@@ -43,6 +43,14 @@ impl ProcessesConfig {
     /// process count. Errors name the setting by its campaign key.
     pub fn validate(&self) -> Result<(), FieldError> {
         self.periodic.validate()?;
+        if self.periodic.task_set.is_some() {
+            // A worker is told one period, work and priority: the N equal
+            // tasks. A set's own timings per process is `exec serve`'s job.
+            return Err(FieldError::new(
+                "taskset",
+                "{taskset} and --processes do not go together: a task set runs as threads (a set's own programs attach to `rtlab exec serve --taskset`)".to_string(),
+            ));
+        }
         if self.periodic.tasks > MAX_PROCESSES {
             return Err(FieldError::new(
                 "tasks",
