@@ -5,6 +5,7 @@
 //! what the C library, the examples and `kurt-table --processes` build on.
 //! Keep them; the bodies are the server helper's to write.
 
+use crate::session::Session;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -132,6 +133,7 @@ impl std::error::Error for Error {}
 /// The calling thread's attachment to the executive. Not `Send`: the
 /// executive releases the thread that attached.
 pub struct Periodic {
+    session: Session,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -141,8 +143,10 @@ impl Periodic {
     /// priority by the executive; its first activation is the first
     /// instant of its grid at least a few ms away.
     pub fn attach(params: &Params) -> Result<Periodic, Error> {
-        let _ = params;
-        todo!("issue 18: the server helper")
+        Ok(Periodic {
+            session: Session::attach(params)?,
+            _not_send: std::marker::PhantomData,
+        })
     }
 
     /// Ends the current activation (if any) and returns at the next one
@@ -151,20 +155,26 @@ impl Periodic {
     /// (CLOCK_MONOTONIC, ns). Never blocks forever: an error once the
     /// executive is gone or has dropped this process.
     pub fn wait_next(&mut self) -> Result<u64, Error> {
-        todo!("issue 18: the server helper")
+        self.session.wait_next()
     }
 
     /// The statistics so far (paper 002's `get_rtstats`); works after the
     /// executive is gone too.
     pub fn stats(&self) -> Stats {
-        todo!("issue 18: the server helper")
+        self.session.stats()
     }
 
     /// Ends the current activation, tells the executive (which stores the
     /// process's statistics as a run), and puts the thread back to the
     /// scheduling and CPUs it had before attaching. Returns the final
     /// statistics.
-    pub fn detach(self) -> Result<Stats, Error> {
-        todo!("issue 18: the server helper")
+    pub fn detach(mut self) -> Result<Stats, Error> {
+        self.session.detach()
+    }
+
+    /// The registration as the executive granted it: name, CPU, priority,
+    /// deadline, first activation (an addition to the issue 18 contract).
+    pub fn granted(&self) -> &crate::protocol::Attached {
+        &self.session.granted
     }
 }
