@@ -7,4 +7,5 @@ pub mod dispatch;
 pub mod module;
 pub mod periodic;
 pub mod plan;
+pub mod serve;
 pub mod taskset;
