@@ -33,4 +33,4 @@ pub mod stats;
 pub use api::{Error, Params, Periodic, Stats, DEFAULT_SOCKET, SOCKET_ENV};
 #[doc(hidden)]
 pub use own_sched::current_policy;
-pub use session::WATCH_NS;
+pub use session::{executive_status, WATCH_NS};

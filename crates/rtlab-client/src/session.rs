@@ -128,6 +128,25 @@ fn reply_error(reply: Reply) -> Error {
     }
 }
 
+/// Asks the executive at `socket` (None: as [`Params::socket`] None) for
+/// its attached processes (`rtlab exec status`).
+pub fn executive_status(socket: Option<&Path>) -> Result<protocol::StatusReply, Error> {
+    let params = Params {
+        socket: socket.map(Path::to_path_buf),
+        ..Params::default()
+    };
+    let connection = connect(&socket_path(&params))?;
+    let request = Request::Status(protocol::StatusRequest {
+        version: protocol::VERSION,
+    });
+    protocol::send(connection.as_fd(), &request, None)
+        .map_err(|e| Error::Connect(format!("sending the request: {e}")))?;
+    match read_reply(&connection)?.0 {
+        Reply::Status(status) => Ok(status),
+        other => Err(reply_error(other)),
+    }
+}
+
 /// The calling thread's attachment.
 pub struct Session {
     socket: OwnedFd,

@@ -12,6 +12,10 @@ pub enum ExecCommand {
     Periodic(Box<ExecPeriodicArgs>),
     /// Paper 002's Tables 4.1/4.2: % of activations within 10-1000 µs, 1/10/20/30 tasks, SCHED_FIFO vs the executive, idle and loaded.
     KurtTable(Box<KurtTableArgs>),
+    /// The executive as a service: processes attach over a Unix socket and are released at their instants.
+    Serve(Box<super::exec_serve::ExecServeArgs>),
+    /// The processes attached to a running `exec serve`, with their statistics.
+    Status(super::exec_serve::ExecStatusArgs),
 }
 
 /// `--mode`: the executive's own [`Mode`], each value with its help line.

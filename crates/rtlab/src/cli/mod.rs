@@ -10,6 +10,7 @@
 
 mod campaign;
 mod exec;
+mod exec_serve;
 mod install;
 mod load;
 mod measure;
@@ -23,6 +24,7 @@ mod tune;
 
 pub use campaign::*;
 pub use exec::*;
+pub use exec_serve::*;
 pub use install::*;
 pub use load::*;
 pub use measure::*;

@@ -3,6 +3,7 @@
 mod campaign;
 pub mod completions;
 mod exec;
+mod exec_serve;
 pub mod load;
 pub mod man;
 mod measure;
@@ -56,6 +57,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan(PlanCommand::Run(args)) => plan_run::run(*args),
         Command::Exec(ExecCommand::Periodic(args)) => exec::periodic(*args),
         Command::Exec(ExecCommand::KurtTable(args)) => exec::kurt_table(*args),
+        Command::Exec(ExecCommand::Serve(args)) => exec_serve::serve(*args),
+        Command::Exec(ExecCommand::Status(args)) => exec_serve::status(&args),
         Command::Tune(command) => tune::run(command),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),
