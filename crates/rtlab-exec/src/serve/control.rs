@@ -219,6 +219,9 @@ impl Control {
                 }
                 continue;
             }
+            // Read before any answer: a socket closed with a request
+            // unread would reset the connection, and the reply be lost.
+            let received = receive(&p.connection);
             if !self.access.allows(&p.peer) {
                 let why = format!(
                     "uid {} may not register with this executive (root only, and --allow-user/--allow-group)",
@@ -228,7 +231,7 @@ impl Control {
                 error_reply(&p.connection, "refused", why);
                 continue;
             }
-            match receive(&p.connection) {
+            match received {
                 Received::Closed => {}
                 Received::Garbage(why) => {
                     self.say(format!("refused pid {}: {why}", p.peer.pid), None);
