@@ -133,6 +133,17 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     for event in handle.stop() {
         keeper.take(event)?;
     }
+    // Each entry went with its attachment; anything left goes now.
+    for restored in context
+        .journal
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .restore()
+    {
+        if !restored.ok() {
+            eprintln!("error: {restored}");
+        }
+    }
     keeper.outputs.measured();
     keeper.outputs.write_json(&keeper.document())?;
     eprintln!("rtlab exec serve: stopped, {} runs", keeper.runs.len());
