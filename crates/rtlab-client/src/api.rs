@@ -1,11 +1,12 @@
-//! The Rust API: [`Periodic::attach`], [`Periodic::wait_next`],
-//! [`Periodic::stats`], [`Periodic::detach`].
+//! The Rust API: [`Params`], [`Stats`], [`Error`] here, and
+//! [`crate::Periodic`] (`attach`, `wait_next`, `stats`, `detach`) in
+//! `periodic.rs` (moved there from this file, signatures unchanged, so that
+//! the client's internals can use these types without an import circle).
 //!
 //! CONTRACT (issue 18, lead): the public types and signatures below are
 //! what the C library, the examples and `kurt-table --processes` build on.
 //! Keep them; the bodies are the server helper's to write.
 
-use crate::session::Session;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -49,7 +50,7 @@ impl Params {
 
 /// A process's statistics (paper 002's `rtstats`), all times in ns.
 /// Lateness: the start of the work (the return of
-/// [`Periodic::wait_next`]) minus the activation instant. Response: the
+/// [`crate::Periodic::wait_next`]) minus the activation instant. Response: the
 /// end of the work (the next call of `wait_next` or `detach`) minus the
 /// activation instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -129,52 +130,3 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-/// The calling thread's attachment to the executive. Not `Send`: the
-/// executive releases the thread that attached.
-pub struct Periodic {
-    session: Session,
-    _not_send: std::marker::PhantomData<*const ()>,
-}
-
-impl Periodic {
-    /// Registers the calling thread with the executive (paper 002's
-    /// `set_rtparams`): it is pinned to its CPU and given its SCHED_FIFO
-    /// priority by the executive; its first activation is the first
-    /// instant of its grid at least a few ms away.
-    pub fn attach(params: &Params) -> Result<Periodic, Error> {
-        Ok(Periodic {
-            session: Session::attach(params)?,
-            _not_send: std::marker::PhantomData,
-        })
-    }
-
-    /// Ends the current activation (if any) and returns at the next one
-    /// (paper 002's `rt_suspend`): the executive wakes the thread a little
-    /// early and it spins to the instant. Returns the activation instant
-    /// (CLOCK_MONOTONIC, ns). Never blocks forever: an error once the
-    /// executive is gone or has dropped this process.
-    pub fn wait_next(&mut self) -> Result<u64, Error> {
-        self.session.wait_next()
-    }
-
-    /// The statistics so far (paper 002's `get_rtstats`); works after the
-    /// executive is gone too.
-    pub fn stats(&self) -> Stats {
-        self.session.stats()
-    }
-
-    /// Ends the current activation, tells the executive (which stores the
-    /// process's statistics as a run), and puts the thread back to the
-    /// scheduling and CPUs it had before attaching. Returns the final
-    /// statistics.
-    pub fn detach(mut self) -> Result<Stats, Error> {
-        self.session.detach()
-    }
-
-    /// The registration as the executive granted it: name, CPU, priority,
-    /// deadline, first activation (an addition to the issue 18 contract).
-    pub fn granted(&self) -> &crate::protocol::Attached {
-        &self.session.granted
-    }
-}

@@ -23,6 +23,7 @@
 mod api;
 pub mod futex;
 mod own_sched;
+mod periodic;
 #[doc(hidden)]
 pub mod protocol;
 mod session;
@@ -30,7 +31,8 @@ mod session;
 pub mod shm;
 pub mod stats;
 
-pub use api::{Error, Params, Periodic, Stats, DEFAULT_SOCKET, SOCKET_ENV};
+pub use api::{Error, Params, Stats, DEFAULT_SOCKET, SOCKET_ENV};
 #[doc(hidden)]
 pub use own_sched::current_policy;
+pub use periodic::Periodic;
 pub use session::{executive_status, WATCH_NS};

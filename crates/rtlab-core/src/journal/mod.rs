@@ -13,6 +13,7 @@ mod conflict;
 mod entry;
 mod error;
 mod file;
+mod notes;
 mod owner;
 mod panic;
 mod record;

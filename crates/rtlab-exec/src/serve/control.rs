@@ -8,13 +8,13 @@ use super::access::{Access, Peer};
 use super::attachment::{Attachment, End, Placement};
 use super::config::{grant, ServeConfig};
 use super::executive::Executive;
-use super::Event;
 use rtlab_client::protocol::{
     self, Attached, Empty, ErrorReply, Reason, Reply, Request, StatusReply, MAX_MESSAGE,
 };
 use rtlab_core::env::Environment;
 use rtlab_core::journal::{ForeignThread, Journal};
 use rtlab_core::process::Stat;
+use rtlab_core::result::RunResult;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -26,6 +26,14 @@ pub const TICK_MS: i32 = 10;
 const FIRST_REQUEST_NS: u64 = 5_000_000_000;
 /// Most connections that have not said what they want yet.
 const MAX_PENDING: usize = 32;
+
+/// Something that happened: a line for the log, and for an attachment
+/// that ended, its run.
+#[derive(Debug)]
+pub struct Event {
+    pub line: String,
+    pub run: Option<Box<RunResult>>,
+}
 
 /// A connection that has not said what it wants yet.
 struct Pending {
@@ -118,7 +126,7 @@ impl Control {
         }
     }
 
-    fn say(&self, line: String, run: Option<RunResultBox>) {
+    fn say(&self, line: String, run: Option<Box<RunResult>>) {
         let _ = self.events.send(Event { line, run });
     }
 
@@ -451,5 +459,3 @@ impl Control {
         self.say(line, Some(Box::new(run)));
     }
 }
-
-type RunResultBox = Box<rtlab_core::result::RunResult>;

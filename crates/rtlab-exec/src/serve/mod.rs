@@ -14,7 +14,7 @@
 //!
 //! Usable in-process: [`Server::start`] gives a [`Handle`] whose events
 //! say what happened (one line each) and carry each ended attachment's
-//! [`RunResult`]; [`Handle::stop`] ends it.
+//! [`RunResult`](rtlab_core::result::RunResult); [`Handle::stop`] ends it.
 
 pub mod access;
 pub mod attachment;
@@ -28,22 +28,14 @@ pub use config::{ServeConfig, DEFAULT_MAX_PRIORITY, DEFAULT_MAX_TASKS, DEFAULT_P
 
 use anyhow::Context;
 use control::Control;
+pub use control::Event;
 use executive::Executive;
 use rtlab_core::journal::Journal;
-use rtlab_core::result::RunResult;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// Something that happened: a line for the log, and for an attachment
-/// that ended, its run.
-#[derive(Debug)]
-pub struct Event {
-    pub line: String,
-    pub run: Option<Box<RunResult>>,
-}
 
 /// The server.
 pub struct Server;
@@ -124,10 +116,7 @@ fn lock(journal: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
 impl Handle {
     /// The next event, waiting up to `timeout`.
     pub fn next_event(&self, timeout: Duration) -> Option<Event> {
-        match self.events.recv_timeout(timeout) {
-            Ok(event) => Some(event),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.events.recv_timeout(timeout).ok()
     }
 
     /// Whether the control thread still serves.
