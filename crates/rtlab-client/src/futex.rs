@@ -23,7 +23,24 @@ fn timespec(ns: u64) -> libc::timespec {
     }
 }
 
-fn outcome(rc: libc::c_long) -> Woken {
+/// One FUTEX_WAIT-family call on `word` while it holds `expected`, until
+/// the timeout (relative for FUTEX_WAIT, absolute for FUTEX_WAIT_BITSET).
+#[inline]
+fn wait(word: &AtomicU32, op: libc::c_int, expected: u32, timeout_ns: u64) -> Woken {
+    let ts = timespec(timeout_ns);
+    // SAFETY: word is a valid, aligned u32 for the call; ts lives for it;
+    // the unused uaddr2 is null; the bitset is ignored by FUTEX_WAIT.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            libc::FUTEX_BITSET_MATCH_ANY,
+        )
+    };
     // SAFETY: __errno_location always returns the calling thread's errno.
     if rc < 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT {
         Woken::TimedOut
@@ -35,18 +52,7 @@ fn outcome(rc: libc::c_long) -> Woken {
 /// Waits while `word` holds `expected`, at most `timeout_ns` (relative).
 #[inline]
 pub fn wait_for(word: &AtomicU32, expected: u32, timeout_ns: u64) -> Woken {
-    let ts = timespec(timeout_ns);
-    // SAFETY: word is a valid, aligned u32 for the call; ts lives for it.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-        )
-    };
-    outcome(rc)
+    wait(word, libc::FUTEX_WAIT, expected, timeout_ns)
 }
 
 /// Waits while `word` holds `expected`, at most until the absolute
@@ -54,21 +60,7 @@ pub fn wait_for(word: &AtomicU32, expected: u32, timeout_ns: u64) -> Woken {
 /// wait with an absolute timeout, so a late wake-up never drifts).
 #[inline]
 pub fn wait_until(word: &AtomicU32, expected: u32, deadline_ns: u64) -> Woken {
-    let ts = timespec(deadline_ns);
-    // SAFETY: word is a valid, aligned u32 for the call; ts lives for it;
-    // the unused uaddr2 is null.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT_BITSET,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            libc::FUTEX_BITSET_MATCH_ANY,
-        )
-    };
-    outcome(rc)
+    wait(word, libc::FUTEX_WAIT_BITSET, expected, deadline_ns)
 }
 
 /// Wakes every waiter of `word`.

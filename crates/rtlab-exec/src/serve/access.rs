@@ -119,32 +119,33 @@ impl Access {
 
 /// A user given by name or number (`--allow-user`).
 pub fn user_id(text: &str) -> Result<u32, String> {
-    if let Ok(uid) = text.parse::<u32>() {
-        return Ok(uid);
-    }
-    let name = CString::new(text).map_err(|_| format!("{text:?}: not a user name"))?;
-    // SAFETY: getpwnam returns a pointer into static storage or null; read at once.
-    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
-    if entry.is_null() {
-        return Err(format!("no user named {text:?}"));
-    }
-    // SAFETY: non-null entry from getpwnam.
-    Ok(unsafe { (*entry).pw_uid })
+    // SAFETY: getpwnam's entry is read at once, before any other lookup.
+    id_of(text, "user", |name| unsafe {
+        let entry = libc::getpwnam(name);
+        (!entry.is_null()).then(|| (*entry).pw_uid)
+    })
 }
 
 /// A group given by name or number (`--allow-group`).
 pub fn group_id(text: &str) -> Result<u32, String> {
-    if let Ok(gid) = text.parse::<u32>() {
-        return Ok(gid);
+    // SAFETY: getgrnam's entry is read at once, before any other lookup.
+    id_of(text, "group", |name| unsafe {
+        let entry = libc::getgrnam(name);
+        (!entry.is_null()).then(|| (*entry).gr_gid)
+    })
+}
+
+/// `text` as a number, else looked up by name with `lookup`.
+fn id_of(
+    text: &str,
+    what: &str,
+    lookup: impl FnOnce(*const libc::c_char) -> Option<u32>,
+) -> Result<u32, String> {
+    if let Ok(id) = text.parse::<u32>() {
+        return Ok(id);
     }
-    let name = CString::new(text).map_err(|_| format!("{text:?}: not a group name"))?;
-    // SAFETY: getgrnam returns a pointer into static storage or null; read at once.
-    let entry = unsafe { libc::getgrnam(name.as_ptr()) };
-    if entry.is_null() {
-        return Err(format!("no group named {text:?}"));
-    }
-    // SAFETY: non-null entry from getgrnam.
-    Ok(unsafe { (*entry).gr_gid })
+    let name = CString::new(text).map_err(|_| format!("{text:?}: not a {what} name"))?;
+    lookup(name.as_ptr()).ok_or_else(|| format!("no {what} named {text:?}"))
 }
 
 #[cfg(test)]
