@@ -49,11 +49,12 @@ impl Params {
 }
 
 /// A process's statistics (paper 002's `rtstats`), all times in ns.
+/// (Serializable: an addition to the contract, for `exec status`.)
 /// Lateness: the start of the work (the return of
 /// [`crate::Periodic::wait_next`]) minus the activation instant. Response: the
 /// end of the work (the next call of `wait_next` or `detach`) minus the
 /// activation instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Activations the process was released for and worked.
     pub activations: u64,

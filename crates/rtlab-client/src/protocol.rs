@@ -131,13 +131,8 @@ pub struct TaskStatus {
     pub cpu: u32,
     pub priority: u32,
     pub period_ns: u64,
-    pub activations: u64,
-    pub missed_activations: u64,
-    pub deadline_misses: u64,
-    pub budget_overruns: u64,
-    pub lateness_p50_ns: u64,
-    pub lateness_p99_ns: u64,
-    pub lateness_max_ns: u64,
+    /// As the server counts them (from the samples it drained).
+    pub stats: crate::api::Stats,
 }
 
 /// Sends `message` as one datagram, with `fd` attached when given.

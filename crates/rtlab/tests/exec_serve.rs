@@ -178,7 +178,7 @@ impl Serve {
             .tasks
             .iter()
             .find(|t| t.name == name)
-            .map(|t| t.activations)
+            .map(|t| t.stats.activations)
     }
 
     fn db(&self) -> PathBuf {

@@ -9,6 +9,7 @@ use super::executive::Table;
 use super::watch::Watch;
 use rtlab_client::protocol::TaskStatus;
 use rtlab_client::shm::{Mapping, STATE_DROPPED, STATE_STOPPED};
+use rtlab_client::Stats;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::{ForeignThread, Journal};
@@ -231,7 +232,7 @@ impl Attachment {
     /// The process's figures now (`exec status`).
     pub fn status(&self) -> TaskStatus {
         let late = self.lateness.stats();
-        let resp = self.response.live();
+        let resp = self.response.stats();
         TaskStatus {
             pid: self.peer.pid,
             tid: self.thread.tid,
@@ -240,13 +241,20 @@ impl Attachment {
             cpu: self.grant.cpu as u32,
             priority: self.grant.priority,
             period_ns: self.grant.period_ns,
-            activations: late.samples,
-            missed_activations: self.table.slot(self.slot).missed(),
-            deadline_misses: resp.missed,
-            budget_overruns: self.budget_overruns,
-            lateness_p50_ns: late.percentiles_ns.p50,
-            lateness_p99_ns: late.percentiles_ns.p99,
-            lateness_max_ns: late.max_ns,
+            stats: Stats {
+                activations: late.samples,
+                missed_activations: self.table.slot(self.slot).missed(),
+                deadline_misses: resp.missed,
+                budget_overruns: self.budget_overruns,
+                lateness_p50_ns: late.percentiles_ns.p50,
+                lateness_p99_ns: late.percentiles_ns.p99,
+                lateness_p999_ns: late.percentiles_ns.p99_9,
+                lateness_max_ns: late.max_ns,
+                response_p50_ns: resp.percentiles_ns.p50,
+                response_p99_ns: resp.percentiles_ns.p99,
+                response_p999_ns: resp.percentiles_ns.p99_9,
+                response_max_ns: resp.max_ns,
+            },
         }
     }
 

@@ -192,13 +192,13 @@ pub fn status(args: &ExecStatusArgs) -> anyhow::Result<ExitCode> {
             t.cpu,
             t.priority,
             human_duration(t.period_ns),
-            t.activations,
-            t.missed_activations,
-            t.deadline_misses,
-            t.budget_overruns,
-            human_duration(t.lateness_p50_ns),
-            human_duration(t.lateness_p99_ns),
-            human_duration(t.lateness_max_ns)
+            t.stats.activations,
+            t.stats.missed_activations,
+            t.stats.deadline_misses,
+            t.stats.budget_overruns,
+            human_duration(t.stats.lateness_p50_ns),
+            human_duration(t.stats.lateness_p99_ns),
+            human_duration(t.stats.lateness_max_ns)
         );
     }
     Ok(ExitCode::SUCCESS)
