@@ -4,7 +4,7 @@
 //! yields, and the [`RunResult`] it becomes.
 
 use super::access::Peer;
-use super::config::{first_activation, Grant};
+use super::config::{first_activation, Grant, ServeConfig};
 use super::executive::Table;
 use super::watch::Watch;
 use rtlab_client::protocol::TaskStatus;
@@ -14,9 +14,7 @@ use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::{ForeignThread, Journal};
 use rtlab_core::record::SeriesRecorder;
-use rtlab_core::result::{
-    timestamp_now, Effective, RunResult, RunStatus, Series, ThreadSettings, RUN_SCHEMA,
-};
+use rtlab_core::result::{timestamp_now, RunResult, RunStatus, Series, ThreadSettings, RUN_SCHEMA};
 use rtlab_core::sched::{self, Policy, SchedParams, ThreadSched};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
@@ -267,7 +265,7 @@ impl Attachment {
         executive_running: bool,
         journal: &Mutex<Journal>,
         environment: &Environment,
-        command: &[String],
+        config: &ServeConfig,
     ) -> RunResult {
         if let Some(mapping) = &self.mapping {
             let state = match end {
@@ -301,7 +299,7 @@ impl Attachment {
                 warnings.push("the executive did not let go of the page: it is kept mapped".into());
             }
         }
-        self.into_run(end, warnings, environment, command)
+        self.into_run(end, warnings, environment, config)
     }
 
     fn into_run(
@@ -309,7 +307,7 @@ impl Attachment {
         end: &End,
         mut warnings: Vec<String>,
         environment: &Environment,
-        command: &[String],
+        config: &ServeConfig,
     ) -> RunResult {
         let missed = self.table.slot(self.slot).missed();
         self.lateness.add_missed(missed);
@@ -349,7 +347,7 @@ impl Attachment {
             started_at: self.started_at.clone(),
             ended_at: Some(timestamp_now()),
             elapsed_ns: now.saturating_sub(self.first_ns),
-            command: command.to_vec(),
+            command: config.command.clone(),
             config: serde_json::json!({
                 "name": self.grant.name,
                 "pid": self.peer.pid,
@@ -365,7 +363,7 @@ impl Attachment {
                 "budget_overruns": self.budget_overruns,
                 "end": end.describe(),
             }),
-            effective: Effective::default(),
+            effective: config.effective.clone(),
             environment: environment.clone(),
             series,
             break_event: None,

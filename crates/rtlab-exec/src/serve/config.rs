@@ -9,6 +9,7 @@ use crate::periodic::{
 use crate::taskset::TaskSet;
 use rtlab_client::protocol::{AttachRequest, MAX_NAME};
 use rtlab_core::cpuset::CpuSet;
+use rtlab_core::result::Effective;
 use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
 use std::path::PathBuf;
@@ -60,6 +61,9 @@ pub struct ServeConfig {
     pub taskset: Option<TaskSet>,
     /// The command line, for the runs' records.
     pub command: Vec<String>,
+    /// What the server process holds (memory locked, PM QoS), for the
+    /// runs' records.
+    pub effective: Effective,
 }
 
 impl ServeConfig {
@@ -78,6 +82,7 @@ impl ServeConfig {
             release_early_ns: RELEASE_EARLY_NS,
             taskset: None,
             command: Vec::new(),
+            effective: Effective::default(),
         }
     }
 

@@ -443,7 +443,7 @@ impl Control {
             running,
             &self.journal,
             &self.environment,
-            &self.config.command,
+            &self.config,
         );
         let lateness = &run.series[0].stats;
         let line = format!(

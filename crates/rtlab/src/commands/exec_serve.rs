@@ -14,6 +14,7 @@ use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
 use rtlab_exec::serve::access::{group_id, user_id};
 use rtlab_exec::serve::{Event, ServeConfig, Server};
+use rtlab_probe::setup::{PreparedProcess, ProcessOptions};
 use rtlab_store::Store;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -99,10 +100,18 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         ..Requested::default()
     })?;
     let store = open_run_store(args.no_store, args.store.db.as_deref())?;
+    let mut config = config;
     let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
-    if let Err(e) = rtlab_core::sched::lock_memory() {
-        eprintln!("warning: mlockall failed ({e}): the executive's memory may be paged");
+    // Memory locked and /dev/cpu_dma_latency held at 0 while serving, as
+    // every measurement; what is refused is a warning.
+    let prepared = PreparedProcess::prepare(
+        &ProcessOptions::default(),
+        &mut context.journal.lock().unwrap_or_else(|p| p.into_inner()),
+    );
+    for warning in &prepared.warnings {
+        eprintln!("warning: {warning}");
     }
+    config.effective = prepared.effective.clone();
     let cpus = config.cpus.clone();
     let handle = Server::start(config, std::sync::Arc::clone(&context.journal))
         .map_err(|e| InputError(format!("--socket {}: {e:#}", args.socket.display())))?;
@@ -144,6 +153,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: {restored}");
         }
     }
+    drop(prepared);
     keeper.outputs.measured();
     keeper.outputs.write_json(&keeper.document())?;
     eprintln!("rtlab exec serve: stopped, {} runs", keeper.runs.len());
