@@ -76,7 +76,13 @@ fn a_thread_attaches_is_released_and_its_run_accounts_for_every_activation() {
     let socket = setup.socket.clone();
     let worker = std::thread::spawn(move || {
         let before = rtlab_client::current_policy();
-        let mut task = Periodic::attach(&params(&socket, 1_000_000)).unwrap();
+        // A budget of 1 ns: every activation overruns it.
+        let with_budget = Params {
+            budget_ns: Some(1),
+            ..params(&socket, 1_000_000)
+        };
+        let mut task = Periodic::attach(&with_budget).unwrap();
+        assert_eq!(task.granted().budget_ns, Some(1));
         assert_eq!(rtlab_client::current_policy() & 0xff, libc::SCHED_FIFO);
         let mut last = 0;
         for _ in 0..200 {
@@ -95,6 +101,7 @@ fn a_thread_attaches_is_released_and_its_run_accounts_for_every_activation() {
     let stats = worker.join().unwrap();
     // Every wait_next but the first ended an activation; detach the last.
     assert_eq!(stats.activations, 200);
+    assert_eq!(stats.budget_overruns, 200);
     assert!(stats.lateness_max_ns >= stats.lateness_p50_ns);
     let event = wait_run(&handle, 10);
     let run = event.run.unwrap();
@@ -111,6 +118,7 @@ fn a_thread_attaches_is_released_and_its_run_accounts_for_every_activation() {
     assert_eq!(run.series[0].stats.missed, stats.missed_activations);
     assert_eq!(run.series[1].stats.missed, stats.deadline_misses);
     assert_eq!(run.config["name"], "worker");
+    assert_eq!(run.config["budget_overruns"], 200);
     handle.stop();
     assert!(!setup.socket.exists(), "the socket is removed");
 }

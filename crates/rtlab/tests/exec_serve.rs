@@ -494,3 +494,65 @@ fn only_root_and_the_allowed_may_attach() {
     let runs = serve.stop();
     assert_eq!(run_named(&runs, "nobody")["config"]["uid"], 65534);
 }
+
+#[test]
+fn bad_settings_are_refused_before_anything_changes() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let socket = dir.path().join("x.sock");
+    let socket = socket.to_str().unwrap();
+    common::assert_refused(
+        &["exec", "serve", "--socket", socket, "--cpus", "4000"],
+        &["--cpus", "4000"],
+    );
+    common::assert_refused(
+        &[
+            "exec",
+            "serve",
+            "--socket",
+            socket,
+            "--priority",
+            "50",
+            "--max-priority",
+            "60",
+        ],
+        &["--max-priority 60", "below the executive's --priority 50"],
+    );
+    common::assert_refused(
+        &[
+            "exec",
+            "serve",
+            "--socket",
+            socket,
+            "--allow-user",
+            "no-such-user-rtlab",
+        ],
+        &["--allow-user", "no user named"],
+    );
+    common::assert_refused(
+        &["exec", "status", "--socket", socket],
+        &["exec status", "no executive", "x.sock"],
+    );
+}
+
+#[test]
+fn a_live_executive_is_not_replaced() {
+    require_root!();
+    let mut serve = Serve::start(&[]);
+    let out = run(rtlab(&serve.state())
+        .args([
+            "exec",
+            "serve",
+            "--no-store",
+            "--duration",
+            "1s",
+            "--socket",
+        ])
+        .arg(serve.socket()));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another executive listens at"));
+    assert!(
+        serve.status().tasks.is_empty(),
+        "the first one still answers"
+    );
+    serve.stop();
+}
