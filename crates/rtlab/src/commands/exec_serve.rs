@@ -137,6 +137,11 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     while !context.stop.load(Ordering::Acquire) && until.is_none_or(|t| Instant::now() < t) {
         if let Some(event) = handle.next_event(Duration::from_millis(100)) {
             keeper.take(event)?;
+        } else if !handle.is_running() {
+            // The control thread died (a panic, reported above it): the
+            // panic hook restored the journal; stop with an error.
+            eprintln!("error: rtlab exec serve: the control thread ended unexpectedly");
+            break;
         }
     }
     for event in handle.stop() {
