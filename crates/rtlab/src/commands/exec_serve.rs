@@ -140,7 +140,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         } else if !handle.is_running() {
             // The control thread died (a panic, reported above it): the
             // panic hook restored the journal; stop with an error.
-            eprintln!("error: rtlab exec serve: the control thread ended unexpectedly");
+            died = true;
             break;
         }
     }
@@ -162,6 +162,9 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     keeper.outputs.measured();
     keeper.outputs.write_json(&keeper.document())?;
     eprintln!("rtlab exec serve: stopped, {} runs", keeper.runs.len());
+    if died {
+        anyhow::bail!("the control thread of exec serve ended unexpectedly");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
