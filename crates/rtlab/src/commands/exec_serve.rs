@@ -131,6 +131,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         runs: Vec::new(),
         socket: args.socket.display().to_string(),
     };
+    let mut died = false;
     let until = args
         .duration
         .map(|ns| Instant::now() + Duration::from_nanos(ns));
