@@ -343,12 +343,17 @@ fn a_process_that_never_yields_is_dropped_and_demoted() {
 #[test]
 fn a_killed_executive_ends_wait_next_and_restore_leaves_nothing() {
     require_root!();
-    let mut serve = Serve::start(&[]);
+    // The spinner (on one CPU) never comes back to its client library:
+    // only the journal can put it back. The other (on the other CPU) does.
+    let mut serve = Serve::start(&["--cpus", "all", "--hang-timeout", "60s"]);
+    let spinner = Worker::start(&serve.socket(), "spin", "stuck");
+    let stuck = spinner.attached();
     let worker = Worker::start(&serve.socket(), "forever", "orphan");
     worker.attached();
     wait_for("released", 20, || {
         serve.activations("orphan").unwrap_or(0) > 3
     });
+    assert_eq!(policy_of(stuck), libc::SCHED_FIFO);
     serve.child.kill().unwrap();
     serve.child.wait().unwrap();
     // Returns (never blocks forever), with the scheduling put back.
@@ -360,9 +365,19 @@ fn a_killed_executive_ends_wait_next_and_restore_leaves_nothing() {
         serve.socket().exists(),
         "a SIGKILLed server leaves its socket"
     );
+    assert_eq!(
+        policy_of(stuck),
+        libc::SCHED_FIFO,
+        "nobody put the spinner back yet"
+    );
     let out = run(rtlab(&serve.state()).arg("restore"));
     assert!(out.status.success());
     assert!(!serve.socket().exists(), "rtlab restore removes it");
+    assert_eq!(
+        policy_of(stuck),
+        libc::SCHED_OTHER,
+        "and puts the spinner back"
+    );
 }
 
 /// Sends `bytes` as one datagram on a new connection; the reply's text.
