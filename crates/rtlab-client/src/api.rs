@@ -1,5 +1,7 @@
-//! The Rust API: [`Periodic::attach`], [`Periodic::wait_next`],
-//! [`Periodic::stats`], [`Periodic::detach`].
+//! The Rust API: [`Params`], [`Stats`], [`Error`] here, and
+//! [`crate::Periodic`] (`attach`, `wait_next`, `stats`, `detach`) in
+//! `periodic.rs` (moved there from this file, signatures unchanged, so that
+//! the client's internals can use these types without an import circle).
 //!
 //! CONTRACT (issue 18, lead): the public types and signatures below are
 //! what the C library, the examples and `kurt-table --processes` build on.
@@ -47,11 +49,12 @@ impl Params {
 }
 
 /// A process's statistics (paper 002's `rtstats`), all times in ns.
+/// (Serializable: an addition to the contract, for `exec status`.)
 /// Lateness: the start of the work (the return of
-/// [`Periodic::wait_next`]) minus the activation instant. Response: the
+/// [`crate::Periodic::wait_next`]) minus the activation instant. Response: the
 /// end of the work (the next call of `wait_next` or `detach`) minus the
 /// activation instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Activations the process was released for and worked.
     pub activations: u64,
@@ -128,43 +131,3 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-/// The calling thread's attachment to the executive. Not `Send`: the
-/// executive releases the thread that attached.
-pub struct Periodic {
-    _not_send: std::marker::PhantomData<*const ()>,
-}
-
-impl Periodic {
-    /// Registers the calling thread with the executive (paper 002's
-    /// `set_rtparams`): it is pinned to its CPU and given its SCHED_FIFO
-    /// priority by the executive; its first activation is the first
-    /// instant of its grid at least a few ms away.
-    pub fn attach(params: &Params) -> Result<Periodic, Error> {
-        let _ = params;
-        todo!("issue 18: the server helper")
-    }
-
-    /// Ends the current activation (if any) and returns at the next one
-    /// (paper 002's `rt_suspend`): the executive wakes the thread a little
-    /// early and it spins to the instant. Returns the activation instant
-    /// (CLOCK_MONOTONIC, ns). Never blocks forever: an error once the
-    /// executive is gone or has dropped this process.
-    pub fn wait_next(&mut self) -> Result<u64, Error> {
-        todo!("issue 18: the server helper")
-    }
-
-    /// The statistics so far (paper 002's `get_rtstats`); works after the
-    /// executive is gone too.
-    pub fn stats(&self) -> Stats {
-        todo!("issue 18: the server helper")
-    }
-
-    /// Ends the current activation, tells the executive (which stores the
-    /// process's statistics as a run), and puts the thread back to the
-    /// scheduling and CPUs it had before attaching. Returns the final
-    /// statistics.
-    pub fn detach(self) -> Result<Stats, Error> {
-        todo!("issue 18: the server helper")
-    }
-}

@@ -21,5 +21,18 @@
 //! wraps it for C.
 
 mod api;
+pub mod futex;
+mod own_sched;
+mod periodic;
+#[doc(hidden)]
+pub mod protocol;
+mod session;
+#[doc(hidden)]
+pub mod shm;
+pub mod stats;
 
-pub use api::{Error, Params, Periodic, Stats, DEFAULT_SOCKET, SOCKET_ENV};
+pub use api::{Error, Params, Stats, DEFAULT_SOCKET, SOCKET_ENV};
+#[doc(hidden)]
+pub use own_sched::current_policy;
+pub use periodic::Periodic;
+pub use session::{executive_status, WATCH_NS};

@@ -9,4 +9,5 @@ pub mod module;
 pub mod periodic;
 pub mod plan;
 pub mod processes;
+pub mod serve;
 pub mod taskset;

@@ -276,6 +276,47 @@ fn rules(input: &[u8]) -> Outcome {
     Ok(verdict(&parsed))
 }
 
+// ---------------------------------------------------------------------------
+// exec serve's requests (crates/rtlab-client/src/protocol.rs), judged by
+// the server (crates/rtlab-exec/src/serve/config.rs): what any process
+// that can connect to the socket sends a root daemon
+// ---------------------------------------------------------------------------
+
+fn serve_request(input: &[u8]) -> Outcome {
+    if input.len() > rtlab_client::protocol::MAX_MESSAGE {
+        return Ok(Verdict::Rejected);
+    }
+    let parsed: Result<rtlab_client::protocol::Request, _> = serde_json::from_slice(input);
+    if let Ok(rtlab_client::protocol::Request::Attach(request)) = &parsed {
+        let config = rtlab_exec::serve::ServeConfig {
+            cpus: vec![0, 1],
+            ..rtlab_exec::serve::ServeConfig::new("/run/rtlab/exec.sock".into())
+        };
+        if let Ok(granted) = rtlab_exec::serve::config::grant(&config, request, b"fuzz", |_| 0) {
+            let in_range = granted.priority <= config.max_priority
+                && granted.offset_ns < granted.period_ns
+                && granted.deadline_ns <= granted.period_ns
+                && config.cpus.contains(&granted.cpu)
+                && rtlab_exec::serve::config::valid_name(&granted.name);
+            if !in_range {
+                return Err(format!("granted out of its limits: {granted:?}"));
+            }
+        }
+    }
+    Ok(verdict(&parsed))
+}
+
+#[test]
+fn fuzz_serve_request() {
+    fuzz(&Target {
+        name: "serve_request",
+        oracle: serve_request,
+        derive: None,
+        fixup: None,
+        iterations: 3000,
+    });
+}
+
 #[test]
 fn fuzz_rules() {
     fuzz(&Target {

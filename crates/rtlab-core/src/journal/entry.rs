@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::owner::Owner;
+use crate::sched::ThreadSched;
 
 /// One recorded change. Tagged by `kind` in the journal file; new kinds
 /// (e.g. the scheduling policy of another pid+starttime) are new variants.
@@ -38,6 +39,27 @@ pub enum Entry {
         cuid: u32,
         note: String,
     },
+    /// The scheduling and CPUs of thread `tid` of process `pid`, changed
+    /// by rtlab (`exec serve` promotes the threads that attach). Restoring
+    /// puts `old` and `affinity` back, but only while the thread still has
+    /// the recorded start time: a reused id is left alone.
+    ThreadSched {
+        pid: i32,
+        tid: i32,
+        starttime: u64,
+        old: ThreadSched,
+        /// CPU list in the kernel's notation.
+        affinity: String,
+        note: String,
+    },
+    /// A socket file rtlab bound. Restoring removes it, but only while the
+    /// path is still that socket (device and inode).
+    Socket {
+        path: PathBuf,
+        dev: u64,
+        ino: u64,
+        note: String,
+    },
 }
 
 impl Entry {
@@ -46,7 +68,10 @@ impl Entry {
     pub(super) fn changed_file(&self) -> Option<&Path> {
         match self {
             Entry::File { path, .. } => Some(path),
-            Entry::Held { .. } | Entry::SysvSem { .. } => None,
+            Entry::Held { .. }
+            | Entry::SysvSem { .. }
+            | Entry::ThreadSched { .. }
+            | Entry::Socket { .. } => None,
         }
     }
 }
@@ -73,6 +98,21 @@ impl fmt::Display for Entry {
                 "SysV semaphore set {semid} created at {} ({note})",
                 unix_time(*ctime)
             ),
+            Entry::ThreadSched {
+                pid,
+                tid,
+                old,
+                affinity,
+                note,
+                ..
+            } => write!(
+                f,
+                "thread {tid} of process {pid} changed from {} on CPUs {affinity} ({note})",
+                old.params
+            ),
+            Entry::Socket { path, note, .. } => {
+                write!(f, "socket {} ({note})", path.display())
+            }
         }
     }
 }

@@ -72,6 +72,13 @@ pub enum JournalError {
 
     #[error("cannot look at SysV semaphore set {semid} (semctl IPC_STAT): {source}; it is not used and is removed again")]
     SysvSem { semid: i32, source: io::Error },
+
+    #[error("cannot read the scheduling of thread {tid} of process {pid}: {source}; nothing was changed")]
+    Thread {
+        pid: i32,
+        tid: i32,
+        source: io::Error,
+    },
 }
 
 fn read_hint(e: &io::Error) -> &'static str {

@@ -13,14 +13,17 @@ mod conflict;
 mod entry;
 mod error;
 mod file;
+mod notes;
 mod owner;
 mod panic;
 mod record;
 mod recover;
+mod socket;
 mod state_dir;
 mod sysv;
 #[cfg(test)]
 mod testutil;
+mod thread;
 mod value;
 
 // This file only declares and re-exports: the files import what they share
@@ -35,4 +38,5 @@ pub use record::Journal;
 pub use recover::{recover_stale, recover_stale_in_state_dir};
 pub use state_dir::state_dir;
 pub use sysv::{remove_sysv_sem_set, SysvSemSet};
+pub use thread::ForeignThread;
 pub use value::parse_sysctl;

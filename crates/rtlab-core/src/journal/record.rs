@@ -155,16 +155,20 @@ impl Journal {
     /// `None` when the journal holds no entry for it (already restored);
     /// a removal that fails keeps the entry for `rtlab restore`.
     pub fn remove_sysv_sem(&mut self, semid: i32) -> Option<Restored> {
-        let index = self
-            .entries
-            .iter()
-            .position(|e| matches!(e, Entry::SysvSem { semid: id, .. } if *id == semid))?;
+        self.undo_first(|e| matches!(e, Entry::SysvSem { semid: id, .. } if *id == semid))
+    }
+
+    /// Undoes the first entry `which` picks and drops it from the journal
+    /// (the normal end of one change while others stay); `None` when there
+    /// is none. An undo that fails keeps the entry for `rtlab restore`.
+    pub(super) fn undo_first(&mut self, which: impl Fn(&Entry) -> bool) -> Option<Restored> {
+        let index = self.entries.iter().position(which)?;
         let entry = self.entries[index].clone();
         let outcome = restore_entry(&entry);
         if !matches!(outcome, Outcome::Failed { .. }) {
             self.entries.remove(index);
             // If this rewrite fails the stale entry only makes a later
-            // restore find the set gone.
+            // restore find the change already undone.
             let _ = self.persist();
         }
         Some(Restored { entry, outcome })
@@ -199,7 +203,7 @@ impl Journal {
 
     /// Creates the state directory, locks it and settles the journal's
     /// file name.
-    fn prepare(&mut self) -> Result<DirLock, JournalError> {
+    pub(super) fn prepare(&mut self) -> Result<DirLock, JournalError> {
         ensure_state_dir(&self.state_dir)?;
         let lock = lock_dir(&self.state_dir).map_err(|e| JournalError::StateDir {
             path: self.state_dir.clone(),
@@ -225,7 +229,7 @@ impl Journal {
 
     /// Appends an entry and puts it on disk; on failure the entry is gone
     /// again and nothing may be changed.
-    fn record(&mut self, entry: Entry) -> Result<(), JournalError> {
+    pub(super) fn record(&mut self, entry: Entry) -> Result<(), JournalError> {
         self.entries.push(entry);
         if let Err(e) = self.persist() {
             self.entries.pop();

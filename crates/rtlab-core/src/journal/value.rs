@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::entry::{Entry, Outcome};
 use super::error::{io_message, JournalError};
+use super::socket::remove_socket_file;
 use super::sysv::{remove_sysv_sem_set, SysvSemSet};
+use super::thread::{restore_thread, ForeignThread};
 
 /// Upper bound for a value read from a sysfs/procfs file: a journal is not
 /// the place for `/dev/zero`.
@@ -112,6 +114,23 @@ pub(super) fn restore_entry(entry: &Entry) -> Outcome {
             ctime: *ctime,
             cuid: *cuid,
         }),
+        Entry::ThreadSched {
+            pid,
+            tid,
+            starttime,
+            old,
+            affinity,
+            ..
+        } => restore_thread(
+            ForeignThread {
+                pid: *pid,
+                tid: *tid,
+                starttime: *starttime,
+            },
+            old,
+            affinity,
+        ),
+        Entry::Socket { path, dev, ino, .. } => remove_socket_file(path, *dev, *ino),
     }
 }
 

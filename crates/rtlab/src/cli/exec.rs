@@ -20,6 +20,10 @@ pub enum ExecCommand {
     ImportRtApp(ImportRtAppArgs),
     /// Check a task-set file and print its tasks and utilization per CPU.
     CheckTaskset(CheckTasksetArgs),
+    /// The executive as a service: processes attach over a Unix socket and are released at their instants.
+    Serve(Box<super::exec_serve::ExecServeArgs>),
+    /// The processes attached to a running `exec serve`, with their statistics.
+    Status(super::exec_serve::ExecStatusArgs),
 }
 
 /// `--mode`: the executive's own [`Mode`], each value with its help line.

@@ -11,6 +11,7 @@
 mod campaign;
 mod exec;
 mod exec_taskset;
+mod exec_serve;
 mod install;
 mod load;
 mod measure;
@@ -25,6 +26,7 @@ mod tune;
 pub use campaign::*;
 pub use exec::*;
 pub use exec_taskset::*;
+pub use exec_serve::*;
 pub use install::*;
 pub use load::*;
 pub use measure::*;

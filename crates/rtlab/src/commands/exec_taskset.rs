@@ -16,7 +16,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Reads a task set; a file that does not read or check is bad input.
-fn load(path: &Path) -> anyhow::Result<TaskSet> {
+/// Reads a task-set file; a bad one is bad input (exit 2, FILE:LINE).
+pub(super) fn load(path: &Path) -> anyhow::Result<TaskSet> {
     TaskSet::load(path).map_err(|e| anyhow::Error::new(InputError(e.to_string())))
 }
 

@@ -133,7 +133,11 @@ pub fn measure(
 /// default one could not be opened, warned about at the start) the run is
 /// kept as a file unless `no_file` (--no-store asked for none, or --json
 /// has the run: without either it would be nowhere).
-fn save(store: &mut Option<Store>, result: &RunResult, no_file: bool) -> anyhow::Result<()> {
+pub(super) fn save(
+    store: &mut Option<Store>,
+    result: &RunResult,
+    no_file: bool,
+) -> anyhow::Result<()> {
     match store {
         Some(store) => store.save_or_keep(result)?,
         None if !no_file => {
@@ -155,7 +159,17 @@ fn save(store: &mut Option<Store>, result: &RunResult, no_file: bool) -> anyhow:
 /// An explicit --db that cannot be opened is bad input; the default store
 /// being unusable (no writable home) only costs the stored copy.
 fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
-    Ok(match (args.no_store, args.store.db.as_deref()) {
+    open_run_store(args.no_store, args.store.db.as_deref())
+}
+
+/// The store runs are saved to: none with `--no-store`, the one `--db`
+/// names (bad input when it cannot be opened), else the default one (a
+/// warning when it cannot be: the runs are then kept as files).
+pub(super) fn open_run_store(
+    no_store: bool,
+    db: Option<&std::path::Path>,
+) -> anyhow::Result<Option<Store>> {
+    Ok(match (no_store, db) {
         (true, _) => None,
         (false, Some(db)) => Some(session::open_store(Some(db))?),
         (false, None) => match session::open_store(None) {

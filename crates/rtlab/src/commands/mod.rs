@@ -5,6 +5,7 @@ pub mod completions;
 mod exec;
 mod exec_worker;
 mod exec_taskset;
+mod exec_serve;
 pub mod load;
 pub mod man;
 mod measure;
@@ -61,6 +62,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::ProcessWorker { plan }) => Ok(exec_worker::run(&plan)),
         Command::Exec(ExecCommand::ImportRtApp(args)) => exec_taskset::import_rt_app(args),
         Command::Exec(ExecCommand::CheckTaskset(args)) => exec_taskset::check_taskset(args),
+        Command::Exec(ExecCommand::Serve(args)) => exec_serve::serve(*args),
+        Command::Exec(ExecCommand::Status(args)) => exec_serve::status(&args),
         Command::Tune(command) => tune::run(command),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),

@@ -1,0 +1,148 @@
+//! `exec serve` in-process: a thread attaches through the Rust client, is
+//! released N times, detaches; its statistics and its run account for
+//! every activation. Hostile requests get an error reply and the server
+//! serves on. Never asserts a timing (the VM has multi-ms spikes).
+//!
+//! These tests need real-time scheduling (CI is root) and skip with a
+//! printed reason without it; they run one at a time.
+
+use rtlab_client::{Error, Params, Periodic};
+use rtlab_core::journal::Journal;
+use rtlab_exec::serve::{Event, Handle, ServeConfig, Server};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> Option<MutexGuard<'static, ()>> {
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: exec serve promotes other threads, which needs root");
+        return None;
+    }
+    Some(guard)
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    journal: Arc<Mutex<Journal>>,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::TempDir::new().unwrap();
+    let socket = dir.path().join("exec.sock");
+    let journal = Arc::new(Mutex::new(Journal::new(dir.path().join("state"))));
+    Setup {
+        _dir: dir,
+        socket,
+        journal,
+    }
+}
+
+fn start(setup: &Setup) -> Handle {
+    let mut config = ServeConfig::new(setup.socket.clone());
+    config.cpus = vec![rtlab_exec::periodic::default_cpu()];
+    Server::start(config, Arc::clone(&setup.journal)).unwrap()
+}
+
+fn params(socket: &Path, period_ns: u64) -> Params {
+    Params {
+        socket: Some(socket.to_path_buf()),
+        name: Some("worker".into()),
+        ..Params::every(period_ns)
+    }
+}
+
+/// The events until one carries a run (at most `secs`).
+fn wait_run(handle: &Handle, secs: u64) -> Event {
+    let give_up = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < give_up {
+        if let Some(event) = handle.next_event(Duration::from_millis(100)) {
+            if event.run.is_some() {
+                return event;
+            }
+        }
+    }
+    panic!("no run within {secs} s");
+}
+
+#[test]
+fn a_thread_attaches_is_released_and_its_run_accounts_for_every_activation() {
+    let Some(_serial) = serial() else { return };
+    let setup = setup();
+    let handle = start(&setup);
+    let socket = setup.socket.clone();
+    let worker = std::thread::spawn(move || {
+        let before = rtlab_client::current_policy();
+        // A budget of 1 ns: every activation overruns it.
+        let with_budget = Params {
+            budget_ns: Some(1),
+            ..params(&socket, 1_000_000)
+        };
+        let mut task = Periodic::attach(&with_budget).unwrap();
+        assert_eq!(task.granted().budget_ns, Some(1));
+        assert_eq!(rtlab_client::current_policy() & 0xff, libc::SCHED_FIFO);
+        let mut last = 0;
+        for _ in 0..200 {
+            let activation = task.wait_next().unwrap();
+            assert!(activation > last, "activations move forward");
+            last = activation;
+        }
+        let stats = task.detach().unwrap();
+        assert_eq!(
+            rtlab_client::current_policy(),
+            before,
+            "the scheduling is put back"
+        );
+        stats
+    });
+    let stats = worker.join().unwrap();
+    // Every wait_next but the first ended an activation; detach the last.
+    assert_eq!(stats.activations, 200);
+    assert_eq!(stats.budget_overruns, 200);
+    assert!(stats.lateness_max_ns >= stats.lateness_p50_ns);
+    let event = wait_run(&handle, 10);
+    let run = event.run.unwrap();
+    assert_eq!(run.probe, "serve");
+    assert_eq!(
+        run.status,
+        rtlab_core::result::RunStatus::Complete,
+        "{:?}",
+        run.warnings
+    );
+    assert_eq!(run.series[0].name, "worker.lateness");
+    assert_eq!(run.series[1].name, "worker.response");
+    assert_eq!(run.series[0].stats.samples, 200);
+    assert_eq!(run.series[0].stats.missed, stats.missed_activations);
+    assert_eq!(run.series[1].stats.missed, stats.deadline_misses);
+    assert_eq!(run.config["name"], "worker");
+    assert_eq!(run.config["budget_overruns"], 200);
+    handle.stop();
+    assert!(!setup.socket.exists(), "the socket is removed");
+}
+
+#[test]
+fn a_stopped_executive_ends_wait_next_with_an_error() {
+    let Some(_serial) = serial() else { return };
+    let setup = setup();
+    let handle = start(&setup);
+    let socket = setup.socket.clone();
+    let worker = std::thread::spawn(move || {
+        let mut task = Periodic::attach(&params(&socket, 2_000_000)).unwrap();
+        loop {
+            if let Err(e) = task.wait_next() {
+                return (e, rtlab_client::current_policy());
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let events = handle.stop();
+    let (error, policy) = worker.join().unwrap();
+    assert_eq!(error, Error::ExecutiveGone);
+    assert_eq!(policy, libc::SCHED_OTHER);
+    let run = events.into_iter().find_map(|e| e.run).unwrap();
+    assert_eq!(run.status, rtlab_core::result::RunStatus::Partial);
+    assert!(run.series[0].stats.samples > 0);
+}

@@ -1,0 +1,99 @@
+//! `rtlab exec serve|status`.
+
+use super::shared::StoreArgs;
+use crate::input;
+use crate::outputs::OutputTarget;
+use clap::Args;
+use rtlab_core::cpuset::CpuSelection;
+use std::path::PathBuf;
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab exec serve --duration 2s --no-store        # the executive on the last CPU, /run/rtlab/exec.sock
+  rtlab exec serve --cpus 1 --allow-group rtusers --json serve.json
+  RTLAB_SOCKET=/run/rtlab/exec.sock my-periodic-program &   # attaches with librtlab
+  rtlab exec serve --taskset examples/taskset.toml --cpus all --duration 2s --no-store
+  rtlab exec status                                # the attached processes and their figures
+
+Processes attach over the Unix socket (librtlab's rtlab_attach, or rtlab_client::Periodic
+in Rust) with their period, offset, deadline, budget, CPU and priority. Root may attach;
+other users only when --allow-user or --allow-group names them (the kernel's peer
+credentials decide, supplementary groups count). Each attached thread is journaled, then
+pinned and made SCHED_FIFO (at most --max-priority, below the executive's --priority);
+one executive thread per CPU of --cpus releases it at every activation through a futex
+in a page they share, waking early and letting it spin to the instant. A process that
+dies is dropped at once, one busy on one activation past --hang-timeout or never yielding
+is dropped and demoted; the others go on. Each attachment is stored as a run (series
+NAME.lateness and NAME.response) when it ends. Runs until SIGINT/SIGTERM or --duration;
+the socket is removed and every thread put back. docs/exec-serve.md.")]
+pub struct ExecServeArgs {
+    /// The socket processes attach at.
+    #[arg(long, default_value = rtlab_client::DEFAULT_SOCKET, value_name = "PATH")]
+    pub socket: PathBuf,
+
+    /// A task set (docs/taskset.md): a process attaches to one of its tasks by name and gets that task's period, offset, deadline, budget, priority and CPU; other names are refused.
+    #[arg(long, value_name = "FILE")]
+    pub taskset: Option<PathBuf>,
+
+    /// CPUs processes run on, one executive thread each: `all` or a list like 1,3 [default: the last online CPU].
+    #[arg(long, value_parser = input::cpus, value_name = "all|LIST")]
+    pub cpus: Option<CpuSelection>,
+
+    /// A user besides root who may attach (name or uid; repeatable).
+    #[arg(long, value_name = "NAME|UID")]
+    pub allow_user: Vec<String>,
+
+    /// A group whose members may attach, supplementary groups included (name or gid; repeatable).
+    #[arg(long, value_name = "NAME|GID")]
+    pub allow_group: Vec<String>,
+
+    /// Highest SCHED_FIFO priority a process may ask (and what it gets when it asks none).
+    #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_MAX_PRIORITY, value_parser = clap::value_parser!(u32).range(1..=98))]
+    pub max_priority: u32,
+
+    /// SCHED_FIFO priority of the executive threads (above every process's).
+    #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_PRIORITY, value_parser = clap::value_parser!(u32).range(2..=99))]
+    pub priority: u32,
+
+    /// Most processes attached at once.
+    #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_MAX_TASKS as u64, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub max_tasks: u64,
+
+    /// Drop a process busy on one activation this long [default: max(1s, 10 periods)].
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub hang_timeout: Option<u64>,
+
+    /// Stop after this long instead of at SIGINT/SIGTERM.
+    #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
+    pub duration: Option<u64>,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Keep no runs (neither in the store nor as files).
+    #[arg(long)]
+    pub no_store: bool,
+
+    /// Write every ended attachment's run as JSON (schema rtlab.serve/1) to PATH, rewritten after each.
+    #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
+    pub json: Option<OutputTarget>,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  rtlab exec status
+  rtlab exec status --socket /tmp/rtlab-test/exec.sock --json
+
+Asks the executive at --socket (default $RTLAB_SOCKET, else /run/rtlab/exec.sock) for its
+attached processes: pid, name, CPU, priority, period, activations, missed activations,
+deadline misses, budget overruns and lateness p50/p99/max. Exit code 2 when no executive
+answers there.")]
+pub struct ExecStatusArgs {
+    /// The executive's socket [default: $RTLAB_SOCKET, else /run/rtlab/exec.sock].
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// Print the answer as JSON (schema rtlab.exec-status/1).
+    #[arg(long)]
+    pub json: bool,
+}
