@@ -16,16 +16,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Whether this build has the executive as a service (`exec serve`).
-fn serve_exists() -> bool {
-    Command::new(env!("CARGO_BIN_EXE_rtlab"))
-        .args(["exec", "serve", "--help"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The children of `parent` whose command line holds `needle`.
 fn children_running(parent: u32, needle: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -323,18 +313,56 @@ fn processes_under_the_executive_account_every_activation_and_leave_nothing() {
     );
 }
 
+#[test]
+fn a_killed_executive_fails_the_run_and_leaves_nothing() {
+    require_realtime!();
+    let Some(_alone) = executive_form() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = periodic_processes(&json, "--tasks 2 --period 5ms --work 50us --duration 20s");
+    let before = private_dirs();
+    let started = Instant::now();
+    let (status, seen) = run_watching(&dir.path().join("state"), &args, 2, |workers| {
+        // The workers run: their executive (rtlab exec serve, a child of
+        // the same rtlab) is killed under them.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", workers[0])).unwrap();
+        let after_name = stat.rsplit_once(')').unwrap().1;
+        let rtlab: u32 = after_name
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let executive = children_running(rtlab, "serve");
+        assert_eq!(executive.len(), 1, "{executive:?}");
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(executive[0] as i32, libc::SIGKILL) };
+    });
+    // Told at once (their wait_next returns an error), not after 20 s.
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_ne!(status.code(), Some(0));
+    assert_nothing_left(&seen);
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "failed", "{}", doc["warnings"]);
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains("executive"), "{warnings}");
+    let after = private_dirs();
+    assert!(
+        after.iter().all(|d| before.contains(d) || !d.exists()),
+        "{after:?}"
+    );
+}
+
 /// Held by the tests that run the executive form, one of which looks at
 /// the private directories of every run's socket.
 static EXECUTIVE_FORM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The executive form to oneself (None, said, when this build cannot run it).
+/// The executive form to oneself: its tests look at the private
+/// directories of every run's socket.
 fn executive_form() -> Option<std::sync::MutexGuard<'static, ()>> {
-    let alone = EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner());
-    if serve_exists() {
-        return Some(alone);
-    }
-    common::skip("this build has no `rtlab exec serve` (issue 18's serve part)");
-    None
+    Some(EXECUTIVE_FORM.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The private directories of the executive's sockets now.

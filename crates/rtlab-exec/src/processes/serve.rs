@@ -1,5 +1,5 @@
 //! The executive of the executive form: `rtlab exec serve` started as a
-//! child on a socket in a private directory, ready once a connect()
+//! child on a socket in a private directory, ready once a status request
 //! succeeds, stopped with SIGTERM (it exits 0 and removes its socket),
 //! killed with its group if it does not.
 
@@ -134,11 +134,12 @@ impl Executive {
         }
     }
 
-    /// Waits until a connect() to the socket succeeds.
+    /// Waits until the executive answers a status request on the socket
+    /// (a SOCK_SEQPACKET socket: a stream connect() is refused there).
     fn wait_listening(&mut self) -> anyhow::Result<()> {
         let give_up = Instant::now() + LISTEN_TIMEOUT;
         loop {
-            if std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
+            if rtlab_client::executive_status(Some(&self.socket)).is_ok() {
                 return Ok(());
             }
             if let Some(exit) = self.child.exit() {

@@ -10,8 +10,8 @@
 
 mod campaign;
 mod exec;
-mod exec_taskset;
 mod exec_serve;
+mod exec_taskset;
 mod install;
 mod load;
 mod measure;
@@ -25,8 +25,8 @@ mod tune;
 
 pub use campaign::*;
 pub use exec::*;
-pub use exec_taskset::*;
 pub use exec_serve::*;
+pub use exec_taskset::*;
 pub use install::*;
 pub use load::*;
 pub use measure::*;

@@ -3,9 +3,9 @@
 mod campaign;
 pub mod completions;
 mod exec;
-mod exec_worker;
-mod exec_taskset;
 mod exec_serve;
+mod exec_taskset;
+mod exec_worker;
 pub mod load;
 pub mod man;
 mod measure;
