@@ -571,3 +571,34 @@ fn a_live_executive_is_not_replaced() {
     );
     serve.stop();
 }
+
+#[test]
+fn a_task_set_gives_each_named_process_its_task_s_timing() {
+    require_root!();
+    let dir = tempfile::TempDir::new().unwrap();
+    let set = dir.path().join("set.toml");
+    std::fs::write(
+        &set,
+        "[[task]]\nname = \"video\"\nperiod = \"5ms\"\noffset = \"1ms\"\ndeadline = \"4ms\"\npriority = 70\n",
+    )
+    .unwrap();
+    let mut serve = Serve::start(&["--taskset", set.to_str().unwrap()]);
+    // The worker asks for 2 ms: the set's task says 5 ms, and wins.
+    let video = Worker::start(&serve.socket(), "count:20", "video");
+    video.attached();
+    assert_eq!(video.result(60)["code"], 0);
+    // A name the set does not have is refused (code -3, Refused).
+    let stranger = Worker::start(&serve.socket(), "count:20", "stranger");
+    let refused = stranger.result(20);
+    assert_eq!(refused["code"], -3, "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("stranger"),
+        "{refused}"
+    );
+    let runs = serve.stop();
+    let config = &run_named(&runs, "video")["config"];
+    assert_eq!(config["period_ns"], 5_000_000, "{config}");
+    assert_eq!(config["offset_ns"], 1_000_000, "{config}");
+    assert_eq!(config["deadline_ns"], 4_000_000, "{config}");
+    assert_eq!(config["priority"], 70, "{config}");
+}

@@ -12,7 +12,7 @@ use std::path::PathBuf;
   rtlab exec serve --duration 2s --no-store        # the executive on the last CPU, /run/rtlab/exec.sock
   rtlab exec serve --cpus 1 --allow-group rtusers --json serve.json
   RTLAB_SOCKET=/run/rtlab/exec.sock my-periodic-program &   # attaches with librtlab
-  rtlab exec serve --taskset examples/taskset.toml --cpus all --duration 2s --no-store
+  rtlab exec serve --taskset examples/taskset.toml --max-priority 85 --cpus all --duration 2s --no-store
   rtlab exec status                                # the attached processes and their figures
 
 Processes attach over the Unix socket (librtlab's rtlab_attach, or rtlab_client::Periodic
