@@ -336,7 +336,8 @@ fn the_doc_page_shows_the_examples_as_they_are() {
 
 // ---- With the executive (`rtlab exec serve`) ----
 
-/// `rtlab exec serve` on `socket`, once it listens.
+/// `rtlab exec serve` on `socket`, once it answers (the socket file
+/// exists from its bind, a moment before it listens).
 fn start_serve(state: &Path, socket: &Path) -> Child {
     let mut child = rtlab(state)
         .args(["exec", "serve", "--socket"])
@@ -347,7 +348,7 @@ fn start_serve(state: &Path, socket: &Path) -> Child {
         .spawn()
         .expect("rtlab starts");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !socket.exists() {
+    while rtlab_client::executive_status(Some(socket)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("rtlab exec serve exited with {status} before listening");
         }
