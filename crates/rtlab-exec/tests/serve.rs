@@ -146,3 +146,108 @@ fn a_stopped_executive_ends_wait_next_with_an_error() {
     assert_eq!(run.status, rtlab_core::result::RunStatus::Partial);
     assert!(run.series[0].stats.samples > 0);
 }
+
+/// A raw connection to the server at `socket` (no client library).
+fn raw_connect(socket: &Path) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain syscalls on our own socket; addr is valid for connect.
+    unsafe {
+        let raw = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        assert!(raw >= 0);
+        let fd = std::os::fd::OwnedFd::from_raw_fd(raw);
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let path = socket.as_os_str().as_encoded_bytes();
+        for (d, s) in addr.sun_path.iter_mut().zip(path) {
+            *d = *s as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        assert_eq!(
+            libc::connect(raw, (&addr as *const libc::sockaddr_un).cast(), len),
+            0
+        );
+        fd
+    }
+}
+
+#[test]
+fn a_client_lying_in_its_page_harms_only_its_own_statistics() {
+    use rtlab_client::protocol::{self, AttachRequest, Empty, Reply, Request};
+    use rtlab_client::shm::{Activation, Mapping};
+    use std::os::fd::AsFd;
+    use std::sync::atomic::Ordering;
+    let Some(_serial) = serial() else { return };
+    let setup = setup();
+    let handle = start(&setup);
+    let socket = setup.socket.clone();
+    let liar = std::thread::spawn(move || {
+        let connection = raw_connect(&socket);
+        let attach = Request::Attach(AttachRequest {
+            version: protocol::VERSION,
+            tid: rtlab_core::sched::gettid(),
+            period_ns: 1_000_000,
+            offset_ns: 0,
+            deadline_ns: None,
+            budget_ns: None,
+            cpu: None,
+            priority: None,
+            name: Some("liar".into()),
+        });
+        protocol::send(connection.as_fd(), &attach, None).unwrap();
+        let mut buf = vec![0u8; protocol::MAX_MESSAGE];
+        let got = protocol::recv(connection.as_fd(), &mut buf, 0).unwrap();
+        let reply: Reply = serde_json::from_slice(&buf[..got.len]).unwrap();
+        assert!(matches!(reply, Reply::Attached(_)), "{reply:?}");
+        let mapping = Mapping::open(&got.fd.unwrap()).unwrap();
+        let page = mapping.page();
+        // Never waits, yet says it is done; pushes far more samples than
+        // it was released: half of them look real (the latest activation,
+        // ended now), half claim ~2^63 ns of lateness.
+        for _ in 0..100 {
+            let seq = page.server.release_seq.load(Ordering::Acquire);
+            page.client.done_seq.store(seq, Ordering::Release);
+            for k in 0..100 {
+                let activation_ns = page.server.activation_ns.load(Ordering::Acquire);
+                let now = rtlab_core::clock::now_ns();
+                let (start_ns, end_ns) = if k % 2 == 0 {
+                    (now, now)
+                } else {
+                    (u64::MAX / 2, u64::MAX)
+                };
+                page.push(Activation {
+                    activation_ns,
+                    start_ns,
+                    end_ns,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        protocol::send(connection.as_fd(), &Request::Detach(Empty {}), None).unwrap();
+        let got = protocol::recv(connection.as_fd(), &mut buf, 0).unwrap();
+        serde_json::from_slice::<Reply>(&buf[..got.len]).unwrap()
+    });
+    let reply = liar.join().unwrap();
+    assert!(matches!(reply, Reply::Detached(_)), "{reply:?}");
+    let run = wait_run(&handle, 10).run.unwrap();
+    assert!(handle.is_running(), "the executive serves on");
+    let lateness = &run.series[0].stats;
+    // At most one sample per release: one per period since the first.
+    let releases = run.elapsed_ns / 1_000_000 + 1;
+    assert!(
+        lateness.samples > 0 && lateness.samples <= releases,
+        "{} samples taken for at most {releases} releases",
+        lateness.samples
+    );
+    assert!(
+        lateness.max_ns <= run.elapsed_ns,
+        "a lateness of {} ns in a run of {} ns",
+        lateness.max_ns,
+        run.elapsed_ns
+    );
+    assert!(
+        run.warnings.iter().any(|w| w.contains("impossible times")),
+        "{:?}",
+        run.warnings
+    );
+    handle.stop();
+}
