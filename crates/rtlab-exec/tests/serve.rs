@@ -251,3 +251,60 @@ fn a_client_lying_in_its_page_harms_only_its_own_statistics() {
     );
     handle.stop();
 }
+
+#[test]
+fn silent_connections_of_one_user_do_not_lock_out_the_others() {
+    let Some(_serial) = serial() else { return };
+    let setup = setup();
+    let mut config = ServeConfig::new(setup.socket.clone());
+    config.cpus = vec![rtlab_exec::periodic::default_cpu()];
+    // Others may connect (mode 0666); nobody is not among the allowed.
+    config.allow_users = vec![4242];
+    let handle = Server::start(config, Arc::clone(&setup.journal)).unwrap();
+    let (mut ready, mut go) = ([0; 2], [0; 2]);
+    // SAFETY: two pipes for the child's word and its end.
+    unsafe {
+        assert_eq!(libc::pipe(ready.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe(go.as_mut_ptr()), 0);
+    }
+    // SAFETY: the child only makes syscalls and _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: dropping privileges in the child only; plain syscalls.
+        unsafe {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                libc::_exit(100);
+            }
+            // Forty connections that never say anything, held open.
+            let held: Vec<_> = (0..40).map(|_| raw_connect(&setup.socket)).collect();
+            libc::write(ready[1], b"x".as_ptr().cast(), 1);
+            let mut byte = 0u8;
+            libc::read(go[0], (&mut byte as *mut u8).cast(), 1);
+            drop(held);
+            libc::_exit(0);
+        }
+    }
+    let mut byte = 0u8;
+    // SAFETY: reading the child's word.
+    unsafe { libc::read(ready[0], (&mut byte as *mut u8).cast(), 1) };
+    std::thread::sleep(Duration::from_millis(100));
+    let socket = setup.socket.clone();
+    let attached = std::thread::spawn(move || {
+        let mut task = Periodic::attach(&params(&socket, 2_000_000))?;
+        task.wait_next()?;
+        task.detach()
+    })
+    .join()
+    .unwrap();
+    // SAFETY: releasing and reaping our own child.
+    unsafe {
+        libc::write(go[1], b"x".as_ptr().cast(), 1);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    assert!(attached.is_ok(), "{attached:?}");
+    handle.stop();
+}

@@ -26,6 +26,10 @@ pub const TICK_MS: i32 = 10;
 const FIRST_REQUEST_NS: u64 = 5_000_000_000;
 /// Most connections that have not said what they want yet.
 const MAX_PENDING: usize = 32;
+/// Most of them from one user other than root: a user may not crowd out
+/// the others (whoever may connect, allowed or not, holds a slot until
+/// its first request or [`FIRST_REQUEST_NS`]).
+const MAX_PENDING_PER_USER: usize = 4;
 
 /// Something that happened: a line for the log, and for an attachment
 /// that ended, its run.
@@ -202,6 +206,21 @@ impl Control {
                 continue;
             }
             match Peer::of(connection.as_fd()) {
+                Ok(peer)
+                    if peer.uid != 0
+                        && self
+                            .pending
+                            .iter()
+                            .filter(|p| p.peer.uid == peer.uid)
+                            .count()
+                            >= MAX_PENDING_PER_USER =>
+                {
+                    error_reply(
+                        &connection,
+                        "refused",
+                        format!("too many connections of uid {} waiting", peer.uid),
+                    );
+                }
                 Ok(peer) => self.pending.push(Pending {
                     connection,
                     peer,
