@@ -9,6 +9,7 @@
 use rtlab_client::{Error, Params, Periodic};
 use rtlab_core::journal::Journal;
 use rtlab_exec::serve::{Event, Handle, ServeConfig, Server};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -306,5 +307,38 @@ fn silent_connections_of_one_user_do_not_lock_out_the_others() {
         libc::waitpid(pid, std::ptr::null_mut(), 0);
     }
     assert!(attached.is_ok(), "{attached:?}");
+    handle.stop();
+}
+
+#[test]
+fn a_request_with_control_characters_reaches_no_terminal() {
+    use std::os::fd::AsFd;
+    let Some(_serial) = serial() else { return };
+    let setup = setup();
+    let handle = start(&setup);
+    let connection = raw_connect(&setup.socket);
+    let hostile = r#"{"op":"attach","\u001b[2J\u001b]0;owned\u0007\n":1}"#;
+    // SAFETY: a valid buffer on our socket.
+    unsafe {
+        libc::send(
+            connection.as_raw_fd(),
+            hostile.as_ptr().cast(),
+            hostile.len(),
+            0,
+        )
+    };
+    let mut buf = vec![0u8; rtlab_client::protocol::MAX_MESSAGE];
+    let got = rtlab_client::protocol::recv(connection.as_fd(), &mut buf, 0).unwrap();
+    let reply = String::from_utf8_lossy(&buf[..got.len]).into_owned();
+    assert!(reply.contains("unknown field"), "{reply}");
+    let line = (0..50)
+        .find_map(|_| handle.next_event(Duration::from_millis(100)))
+        .expect("a line about the refusal")
+        .line;
+    assert!(line.contains("not a request"), "{line}");
+    assert!(
+        !line.chars().any(|c| c.is_control()),
+        "a control character reached the server's line: {line:?}"
+    );
     handle.stop();
 }

@@ -99,7 +99,12 @@ fn receive(connection: &OwnedFd) -> Received {
     }
     match serde_json::from_slice(&buf[..got.len]) {
         Ok(request) => Received::Request(request),
-        Err(e) => Received::Garbage(format!("not a request: {e}")),
+        // serde quotes the peer's own keys and values: escaped, as they
+        // reach the server's terminal and the peer's error message.
+        Err(e) => Received::Garbage(format!(
+            "not a request: {}",
+            rtlab_core::result::printable(&e.to_string(), 200)
+        )),
     }
 }
 
