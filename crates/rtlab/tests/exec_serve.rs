@@ -571,3 +571,27 @@ fn a_live_executive_is_not_replaced() {
     );
     serve.stop();
 }
+
+#[test]
+fn an_injected_stall_shows_in_the_stored_lateness() {
+    require_root!();
+    let mut serve = Serve::start(&[]);
+    let worker = Worker::start(&serve.socket(), "count:1500", "stalled");
+    worker.attached();
+    // 3 ms at FIFO 99 on the executive's CPU, every 200 ms, from 600 ms on.
+    let stalls = 5;
+    let injector = common::stall_a_periodic_run(stalls);
+    assert_eq!(injector.join().unwrap(), stalls);
+    assert_eq!(worker.result(60)["code"], 0);
+    let runs = serve.stop();
+    let lateness = &run_named(&runs, "stalled")["series"][0];
+    eprintln!(
+        "{} samples, {} missed",
+        lateness["samples"], lateness["missed"]
+    );
+    let late = common::samples_at_least(lateness, 1000);
+    assert!(
+        late >= u64::from(stalls),
+        "{late} activations 1 ms late or more in the stored run, {stalls} stalls of 3 ms injected"
+    );
+}
