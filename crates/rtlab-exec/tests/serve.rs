@@ -342,3 +342,41 @@ fn a_request_with_control_characters_reaches_no_terminal() {
     );
     handle.stop();
 }
+
+#[test]
+fn a_thread_that_moves_itself_off_its_cpu_is_dropped() {
+    let Some(_serial) = serial() else { return };
+    let online = rtlab_core::cpuset::CpuSet::online();
+    let cpu = rtlab_exec::periodic::default_cpu();
+    let Some(elsewhere) = online.iter().find(|&c| c != cpu) else {
+        eprintln!("skipped: one CPU only");
+        return;
+    };
+    let setup = setup();
+    let handle = start(&setup);
+    let socket = setup.socket.clone();
+    let worker = std::thread::spawn(move || {
+        let mut task = Periodic::attach(&params(&socket, 2_000_000)).unwrap();
+        task.wait_next().unwrap();
+        // Any thread may move itself: at its granted FIFO priority.
+        let tid = rtlab_core::sched::gettid();
+        let away = rtlab_core::cpuset::CpuSet::from_cpus(vec![elsewhere]);
+        rtlab_core::sched::set_thread_affinity(tid, &away).unwrap();
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Err(e) = task.wait_next() {
+                return (e, rtlab_client::current_policy());
+            }
+            assert!(std::time::Instant::now() < give_up, "never dropped");
+        }
+    });
+    let (error, policy) = worker.join().unwrap();
+    assert!(
+        matches!(&error, Error::Dropped(why) if why.contains("moved its thread off CPU")),
+        "{error:?}"
+    );
+    assert_eq!(policy, libc::SCHED_OTHER, "demoted");
+    let run = wait_run(&handle, 10).run.unwrap();
+    assert_eq!(run.status, rtlab_core::result::RunStatus::Failed);
+    handle.stop();
+}

@@ -232,10 +232,21 @@ impl Attachment {
         });
     }
 
-    /// Why the process must be dropped now, if it must: busy on one
-    /// activation past the hang timeout (its page says so), or on the CPU
-    /// a whole window without once waiting (the kernel says so).
+    /// Why the process must be dropped now, if it must: it moved its
+    /// thread off its CPU (any thread may set its own affinity, and would
+    /// run at its granted priority where the executive does not plan),
+    /// busy on one activation past the hang timeout (its page says so),
+    /// or on the CPU a whole window without once waiting (the kernel says
+    /// so).
     pub fn misbehaves(&mut self, now_ns: u64) -> Option<String> {
+        if let Ok(cpus) = sched::thread_affinity(self.thread.tid) {
+            if cpus.len() != 1 || !cpus.contains(self.grant.cpu) {
+                return Some(format!(
+                    "it moved its thread off CPU {} (its CPUs now: {cpus})",
+                    self.grant.cpu
+                ));
+            }
+        }
         let slot = self.table.slot(self.slot);
         let page = self.mapping.as_ref()?.page();
         let activation = slot.activation_ns();
