@@ -14,7 +14,7 @@ use rtlab_core::journal::Journal;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -80,11 +80,21 @@ fn check_directory(dir: &Path, others_may_attach: bool) -> anyhow::Result<()> {
             .create(dir)
             .with_context(|| format!("creating {}", dir.display()))?;
     }
-    let meta = std::fs::symlink_metadata(dir)
+    // Judged and opened to others through one descriptor (never a
+    // symlink): a chmod by path could follow a link swapped in meanwhile.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir);
+    let handle = match opened {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            bail!("{} is not a directory", dir.display())
+        }
+        other => other.with_context(|| format!("the socket's directory {}", dir.display()))?,
+    };
+    let meta = handle
+        .metadata()
         .with_context(|| format!("the socket's directory {}", dir.display()))?;
-    if !meta.is_dir() {
-        bail!("{} is not a directory", dir.display());
-    }
     // The owner of a sticky directory may still remove anyone's file in
     // it: sticky helps only in a directory of root's (or ours).
     let foreign_owner = meta.uid() != 0 && meta.uid() != euid();
@@ -101,7 +111,8 @@ fn check_directory(dir: &Path, others_may_attach: bool) -> anyhow::Result<()> {
     if others_may_attach && meta.uid() == euid() && meta.mode() & 0o001 == 0 {
         // Our own directory (/run/rtlab is 0700 when the journal made it):
         // others must be able to reach the socket in it.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        handle
+            .set_permissions(std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("opening {} to other users (mode 0755)", dir.display()))?;
     }
     Ok(())
@@ -241,6 +252,11 @@ mod tests {
         listen(&open.join("y.sock"), true, &journal).unwrap();
         let mode = std::fs::metadata(open.join("y.sock")).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o666);
+        // A symlink as the directory is never followed (nor chmodded through).
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&open, &link).unwrap();
+        let e = listen(&link.join("z.sock"), true, &journal).unwrap_err();
+        assert!(format!("{e:#}").contains("is not a directory"), "{e:#}");
         let file = open.join("plain");
         std::fs::write(&file, "x").unwrap();
         let e = listen(&file, false, &journal).unwrap_err();
