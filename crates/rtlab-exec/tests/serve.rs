@@ -150,25 +150,7 @@ fn a_stopped_executive_ends_wait_next_with_an_error() {
 
 /// A raw connection to the server at `socket` (no client library).
 fn raw_connect(socket: &Path) -> std::os::fd::OwnedFd {
-    use std::os::fd::FromRawFd;
-    // SAFETY: plain syscalls on our own socket; addr is valid for connect.
-    unsafe {
-        let raw = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
-        assert!(raw >= 0);
-        let fd = std::os::fd::OwnedFd::from_raw_fd(raw);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        let path = socket.as_os_str().as_encoded_bytes();
-        for (d, s) in addr.sun_path.iter_mut().zip(path) {
-            *d = *s as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        assert_eq!(
-            libc::connect(raw, (&addr as *const libc::sockaddr_un).cast(), len),
-            0
-        );
-        fd
-    }
+    rtlab_client::connect(socket).unwrap()
 }
 
 #[test]

@@ -11,7 +11,7 @@ mod common;
 use common::{rtlab, run};
 use rtlab_client::{Error, Params, Periodic};
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -382,25 +382,9 @@ fn a_killed_executive_ends_wait_next_and_restore_leaves_nothing() {
 
 /// Sends `bytes` as one datagram on a new connection; the reply's text.
 fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
-    // SAFETY: plain syscalls on our own socket; addr is valid for connect.
-    let fd = unsafe {
-        let raw = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
-        assert!(raw >= 0);
-        let fd = OwnedFd::from_raw_fd(raw);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        let path = socket.as_os_str().as_encoded_bytes();
-        for (d, s) in addr.sun_path.iter_mut().zip(path) {
-            *d = *s as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        assert_eq!(
-            libc::connect(raw, (&addr as *const libc::sockaddr_un).cast(), len),
-            0
-        );
-        libc::send(raw, bytes.as_ptr().cast(), bytes.len(), 0);
-        fd
-    };
+    let fd = rtlab_client::connect(socket).unwrap();
+    // SAFETY: a valid buffer on our own socket.
+    unsafe { libc::send(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), 0) };
     let mut buf = vec![0u8; 65536];
     let got = rtlab_client::protocol::recv(fd.as_fd(), &mut buf, 0).unwrap();
     let _ = fd.as_raw_fd();
