@@ -97,6 +97,10 @@ pub fn read_reply(socket: &OwnedFd) -> Result<(Reply, Option<OwnedFd>), Error> {
             Error::Protocol(format!(
                 "no reply from the executive within {REPLY_TIMEOUT_S} s"
             ))
+        } else if matches!(e.raw_os_error(), Some(libc::ECONNRESET)) {
+            // It closed with our request unread: it died (or was killed)
+            // between our connect and its reply.
+            Error::ExecutiveGone
         } else {
             Error::System(format!("recvmsg: {e}"))
         }
@@ -358,5 +362,33 @@ impl Drop for Session {
             let _ = protocol::send(self.socket.as_fd(), &Request::Detach(Empty {}), None);
         }
         self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_executive_that_dies_before_replying_is_gone() {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid out-array of two ints.
+        let rc = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, 0);
+        // SAFETY: two new descriptors nobody else owns.
+        let (client, server) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let request = Request::Detach(Empty {});
+        protocol::send(client.as_fd(), &request, None).unwrap();
+        // Killed with the request unread: the kernel resets the connection.
+        drop(server);
+        assert_eq!(read_reply(&client).err(), Some(Error::ExecutiveGone));
     }
 }
