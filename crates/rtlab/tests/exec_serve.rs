@@ -579,3 +579,29 @@ fn an_injected_stall_shows_in_the_stored_lateness() {
         "{late} activations 1 ms late or more in the stored run, {stalls} stalls of 3 ms injected"
     );
 }
+
+#[test]
+fn the_socket_accepts_connections_as_soon_as_it_appears() {
+    require_root!();
+    for _ in 0..3 {
+        let dir = tempfile::TempDir::new().unwrap();
+        let socket = dir.path().join("exec.sock");
+        let mut child = rtlab(&dir.path().join("state"))
+            .args(["exec", "serve", "--no-store", "--socket"])
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(Instant::now() < give_up, "no socket within 20 s");
+            std::hint::spin_loop();
+        }
+        // A user's script waits for the socket, then starts its program.
+        let connected = rtlab_client::connect(&socket);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(connected.is_ok(), "{connected:?}");
+    }
+}

@@ -350,17 +350,21 @@ impl Drop for Serve {
 
 /// `rtlab exec serve` on `socket`, once it listens.
 fn start_serve(state: &Path, socket: &Path) -> Serve {
-    let mut child = rtlab(state)
-        .args(["exec", "serve", "--socket"])
-        .arg(socket)
-        .args(["--duration", "5m"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("rtlab starts");
+    let mut serve = Serve(
+        rtlab(state)
+            .args(["exec", "serve", "--socket"])
+            .arg(socket)
+            .args(["--duration", "5m"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("rtlab starts"),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !socket.exists() {
-        if let Ok(Some(status)) = child.try_wait() {
+    // Ready when it answers: its socket exists from bind(2), but refuses
+    // connections until listen(2), after the journal is written.
+    while rtlab_client::executive_status(Some(socket)).is_err() {
+        if let Ok(Some(status)) = serve.0.try_wait() {
             panic!("rtlab exec serve exited with {status} before listening");
         }
         assert!(
@@ -369,7 +373,7 @@ fn start_serve(state: &Path, socket: &Path) -> Serve {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    Serve(child)
+    serve
 }
 
 /// Waits for `child` to end within `cap`; kills it and fails otherwise.

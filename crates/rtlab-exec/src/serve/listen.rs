@@ -182,6 +182,15 @@ pub fn listen(
     if bound != 0 {
         return Err(bind_error).with_context(|| format!("binding {}", path.display()));
     }
+    // Listening at once: the path exists from bind(2) on, and a client
+    // that saw it was refused until listen(2), for as long as the journal
+    // took to reach the disk (milliseconds).
+    // SAFETY: plain syscall on our socket.
+    if unsafe { libc::listen(socket.as_raw_fd(), 64) } != 0 {
+        let e = io::Error::last_os_error();
+        let _ = std::fs::remove_file(path);
+        return Err(e).context("listen");
+    }
     let noted = journal
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -189,10 +198,6 @@ pub fn listen(
     if let Err(e) = noted {
         let _ = std::fs::remove_file(path);
         return Err(e.into());
-    }
-    // SAFETY: plain syscall on our socket.
-    if unsafe { libc::listen(socket.as_raw_fd(), 64) } != 0 {
-        return Err(io::Error::last_os_error()).context("listen");
     }
     Ok(socket)
 }
