@@ -18,8 +18,10 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The protocol's version; a request of another version is refused.
 pub const VERSION: u32 = 1;
-/// Largest message either side sends or accepts, bytes.
-pub const MAX_MESSAGE: usize = 16 * 1024;
+/// Largest message either side sends or accepts, bytes: a status reply
+/// of the most processes an executive takes (`exec serve --max-tasks`,
+/// at most 80, each up to ~670 bytes) fits (tested in rtlab-exec).
+pub const MAX_MESSAGE: usize = 64 * 1024;
 /// Longest task name, bytes.
 pub const MAX_NAME: usize = 64;
 

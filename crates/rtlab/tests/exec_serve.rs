@@ -404,7 +404,7 @@ fn hostile_requests_get_an_error_and_the_server_serves_on() {
     };
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (b"{not json".to_vec(), "not a request"),
-        (vec![b' '; 60_000], "longer than"),
+        (vec![b' '; 70_000], "longer than"),
         (
             br#"{"op":"attach","version":1,"tid":1,"period_ns":1000000}"#.to_vec(),
             "not a thread",
