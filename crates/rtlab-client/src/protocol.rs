@@ -231,11 +231,12 @@ pub fn recv(socket: BorrowedFd<'_>, buf: &mut [u8], flags: i32) -> io::Result<Re
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
-    fn pair() -> (OwnedFd, OwnedFd) {
+    /// A connected SOCK_SEQPACKET pair (the other tests of the crate use it).
+    pub(crate) fn pair() -> (OwnedFd, OwnedFd) {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid out-array of two ints.
         let rc = unsafe {

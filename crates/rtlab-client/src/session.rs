@@ -371,20 +371,7 @@ mod tests {
 
     #[test]
     fn an_executive_that_dies_before_replying_is_gone() {
-        let mut fds = [0; 2];
-        // SAFETY: fds is a valid out-array of two ints.
-        let rc = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        assert_eq!(rc, 0);
-        // SAFETY: two new descriptors nobody else owns.
-        let (client, server) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (client, server) = crate::protocol::tests::pair();
         let request = Request::Detach(Empty {});
         protocol::send(client.as_fd(), &request, None).unwrap();
         // Killed with the request unread: the kernel resets the connection.
