@@ -35,4 +35,7 @@ pub use api::{Error, Params, Stats, DEFAULT_SOCKET, SOCKET_ENV};
 #[doc(hidden)]
 pub use own_sched::current_policy;
 pub use periodic::Periodic;
+/// A raw connection to the executive (tests speak the protocol with it).
+#[doc(hidden)]
+pub use session::connect;
 pub use session::{executive_status, WATCH_NS};

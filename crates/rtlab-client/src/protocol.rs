@@ -18,8 +18,10 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The protocol's version; a request of another version is refused.
 pub const VERSION: u32 = 1;
-/// Largest message either side sends or accepts, bytes.
-pub const MAX_MESSAGE: usize = 16 * 1024;
+/// Largest message either side sends or accepts, bytes: a status reply
+/// of the most processes an executive takes (`exec serve --max-tasks`,
+/// at most 80, each up to ~670 bytes) fits (tested in rtlab-exec).
+pub const MAX_MESSAGE: usize = 64 * 1024;
 /// Longest task name, bytes.
 pub const MAX_NAME: usize = 64;
 
@@ -229,11 +231,12 @@ pub fn recv(socket: BorrowedFd<'_>, buf: &mut [u8], flags: i32) -> io::Result<Re
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
-    fn pair() -> (OwnedFd, OwnedFd) {
+    /// A connected SOCK_SEQPACKET pair (the other tests of the crate use it).
+    pub(crate) fn pair() -> (OwnedFd, OwnedFd) {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid out-array of two ints.
         let rc = unsafe {

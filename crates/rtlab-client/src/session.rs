@@ -97,6 +97,10 @@ pub fn read_reply(socket: &OwnedFd) -> Result<(Reply, Option<OwnedFd>), Error> {
             Error::Protocol(format!(
                 "no reply from the executive within {REPLY_TIMEOUT_S} s"
             ))
+        } else if matches!(e.raw_os_error(), Some(libc::ECONNRESET)) {
+            // It closed with our request unread: it died (or was killed)
+            // between our connect and its reply.
+            Error::ExecutiveGone
         } else {
             Error::System(format!("recvmsg: {e}"))
         }
@@ -358,5 +362,20 @@ impl Drop for Session {
             let _ = protocol::send(self.socket.as_fd(), &Request::Detach(Empty {}), None);
         }
         self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_executive_that_dies_before_replying_is_gone() {
+        let (client, server) = crate::protocol::tests::pair();
+        let request = Request::Detach(Empty {});
+        protocol::send(client.as_fd(), &request, None).unwrap();
+        // Killed with the request unread: the kernel resets the connection.
+        drop(server);
+        assert_eq!(read_reply(&client).err(), Some(Error::ExecutiveGone));
     }
 }

@@ -117,17 +117,17 @@ impl Page {
             .store(head.wrapping_add(1), Ordering::Release);
     }
 
-    /// Server: takes every sample pushed since `tail` (the server's own
-    /// count, kept in its memory) and returns the new tail. A head the
-    /// client moved backwards or more than a ring ahead is not believed:
-    /// at most one ring is read, and what was overwritten is lost to the
+    /// Server: takes the samples pushed since `tail` (the server's own
+    /// count, kept in its memory), at most `most` of them (the releases
+    /// not accounted for yet: an honest client pushes one per release),
+    /// and returns the new tail. A head the client moved backwards or
+    /// ahead of its releases is not believed: only the newest `most` (at
+    /// most one ring) are read, and what was skipped is lost to the
     /// client's own statistics only.
-    pub fn drain(&self, mut tail: u64, mut each: impl FnMut(Activation)) -> u64 {
+    pub fn drain(&self, tail: u64, most: u64, mut each: impl FnMut(Activation)) -> u64 {
         let head = self.client.ring_head.load(Ordering::Acquire);
-        let pending = head.wrapping_sub(tail);
-        if pending > RING_CAPACITY as u64 {
-            tail = head.wrapping_sub(RING_CAPACITY as u64);
-        }
+        let pending = head.wrapping_sub(tail).min(RING_CAPACITY as u64).min(most);
+        let mut tail = head.wrapping_sub(pending);
         while tail != head {
             let slot = &self.ring[(tail % RING_CAPACITY as u64) as usize];
             each(Activation {
@@ -294,7 +294,7 @@ mod tests {
         }
         assert_eq!(client.page().client.dropped.load(Ordering::Relaxed), 5);
         let mut seen = 0;
-        let tail = server.page().drain(0, |_| seen += 1);
+        let tail = server.page().drain(0, u64::MAX, |_| seen += 1);
         assert_eq!((seen, tail), (RING_CAPACITY, RING_CAPACITY as u64));
         // A hostile head far ahead: at most one ring is read.
         client
@@ -303,7 +303,26 @@ mod tests {
             .ring_head
             .store(u64::MAX - 3, Ordering::Release);
         let mut seen = 0;
-        server.page().drain(tail, |_| seen += 1);
+        server.page().drain(tail, u64::MAX, |_| seen += 1);
         assert_eq!(seen, RING_CAPACITY);
+    }
+
+    #[test]
+    fn the_server_never_takes_more_samples_than_it_released() {
+        let (server, fd) = Mapping::create().unwrap();
+        let client = Mapping::open(&fd).unwrap();
+        for k in 0..10 {
+            client.page().push(Activation {
+                activation_ns: k,
+                ..Activation::default()
+            });
+        }
+        // Three releases: a head 10 ahead is a lie; the newest 3 are read.
+        let mut seen = Vec::new();
+        let tail = server.page().drain(0, 3, |s| seen.push(s.activation_ns));
+        assert_eq!((seen, tail), (vec![7, 8, 9], 10));
+        let mut again = 0;
+        assert_eq!(server.page().drain(tail, 5, |_| again += 1), 10);
+        assert_eq!(again, 0, "nothing new pushed");
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::result::{BlockMaxima, Overflows, Percentiles, SeriesStats, Spike};
 use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
 
 /// How many of the largest samples a series keeps with their times.
 pub const TOP_SPIKES: usize = 16;
@@ -24,7 +25,10 @@ pub struct LiveStats {
 
 pub struct SeriesRecorder {
     hdr: Histogram<u64>,
-    us_bins: Vec<u64>,
+    /// Counts per 1 µs bin, only the bins that occurred: a single wild
+    /// value (a clock gone wrong, a hostile `exec serve` client's sample)
+    /// must not allocate a bin for every microsecond below it.
+    us_bins: BTreeMap<u64, u64>,
     samples: u64,
     missed: u64,
     dropped: u64,
@@ -94,7 +98,7 @@ impl SeriesRecorder {
         SeriesRecorder {
             // 3 significant digits, auto-resizing: no value is ever refused.
             hdr: Histogram::new(3).expect("3 significant digits is a valid HDR setting"),
-            us_bins: Vec::new(),
+            us_bins: BTreeMap::new(),
             samples: 0,
             missed: 0,
             dropped: 0,
@@ -127,11 +131,7 @@ impl SeriesRecorder {
         let _ = self.hdr.record(latency_ns);
         self.blocks.record(latency_ns);
 
-        let bin = (latency_ns / 1000) as usize;
-        if bin >= self.us_bins.len() {
-            self.us_bins.resize(bin + 1, 0);
-        }
-        self.us_bins[bin] += 1;
+        *self.us_bins.entry(latency_ns / 1000).or_insert(0) += 1;
 
         if let Some(over) = &mut self.overflows {
             if latency_ns / 1000 >= over.limit_us {
@@ -245,9 +245,7 @@ impl SeriesRecorder {
             histogram_us: self
                 .us_bins
                 .iter()
-                .enumerate()
-                .filter(|(_, count)| **count > 0)
-                .map(|(bin, count)| [bin as u64, *count])
+                .map(|(&bin, &count)| [bin, count])
                 .collect(),
             overflows: self.overflows.clone(),
             block_maxima: self.blocks.stats(),
@@ -287,6 +285,17 @@ mod tests {
         ] {
             assert!((got as f64 - want).abs() / want < 0.001, "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn a_wild_value_costs_one_bin() {
+        // A bin per µs below it would be 2^63 / 1000 bins: an abort.
+        let mut rec = SeriesRecorder::new(None);
+        rec.record(3_000, 0, 0);
+        rec.record(u64::MAX / 2, 1, 0);
+        rec.record(3_400, 2, 0);
+        let s = rec.stats();
+        assert_eq!(s.histogram_us, vec![[3, 2], [u64::MAX / 2 / 1000, 1]]);
     }
 
     #[test]

@@ -315,3 +315,20 @@ fn a_missing_file_is_named() {
         "{error}"
     );
 }
+
+#[test]
+fn a_fifo_nobody_writes_to_is_refused_not_waited_for() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let fifo = dir.path().join("set.toml");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path for mkfifo.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || tx.send(TaskSet::load(&path).map(|_| ())));
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("reading a FIFO without a writer hung");
+    let error = result.unwrap_err().to_string();
+    assert!(error.starts_with(&fifo.display().to_string()), "{error}");
+}

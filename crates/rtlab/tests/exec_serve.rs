@@ -11,7 +11,7 @@ mod common;
 use common::{rtlab, run};
 use rtlab_client::{Error, Params, Periodic};
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -382,25 +382,9 @@ fn a_killed_executive_ends_wait_next_and_restore_leaves_nothing() {
 
 /// Sends `bytes` as one datagram on a new connection; the reply's text.
 fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
-    // SAFETY: plain syscalls on our own socket; addr is valid for connect.
-    let fd = unsafe {
-        let raw = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
-        assert!(raw >= 0);
-        let fd = OwnedFd::from_raw_fd(raw);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        let path = socket.as_os_str().as_encoded_bytes();
-        for (d, s) in addr.sun_path.iter_mut().zip(path) {
-            *d = *s as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        assert_eq!(
-            libc::connect(raw, (&addr as *const libc::sockaddr_un).cast(), len),
-            0
-        );
-        libc::send(raw, bytes.as_ptr().cast(), bytes.len(), 0);
-        fd
-    };
+    let fd = rtlab_client::connect(socket).unwrap();
+    // SAFETY: a valid buffer on our own socket.
+    unsafe { libc::send(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), 0) };
     let mut buf = vec![0u8; 65536];
     let got = rtlab_client::protocol::recv(fd.as_fd(), &mut buf, 0).unwrap();
     let _ = fd.as_raw_fd();
@@ -420,7 +404,7 @@ fn hostile_requests_get_an_error_and_the_server_serves_on() {
     };
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (b"{not json".to_vec(), "not a request"),
-        (vec![b' '; 60_000], "longer than"),
+        (vec![b' '; 70_000], "longer than"),
         (
             br#"{"op":"attach","version":1,"tid":1,"period_ns":1000000}"#.to_vec(),
             "not a thread",
@@ -601,4 +585,54 @@ fn a_task_set_gives_each_named_process_its_task_s_timing() {
     assert_eq!(config["offset_ns"], 1_000_000, "{config}");
     assert_eq!(config["deadline_ns"], 4_000_000, "{config}");
     assert_eq!(config["priority"], 70, "{config}");
+}
+
+#[test]
+fn an_injected_stall_shows_in_the_stored_lateness() {
+    require_root!();
+    let mut serve = Serve::start(&[]);
+    let worker = Worker::start(&serve.socket(), "count:1500", "stalled");
+    worker.attached();
+    // 3 ms at FIFO 99 on the executive's CPU, every 200 ms, from 600 ms on.
+    let stalls = 5;
+    let injector = common::stall_a_periodic_run(stalls);
+    assert_eq!(injector.join().unwrap(), stalls);
+    assert_eq!(worker.result(60)["code"], 0);
+    let runs = serve.stop();
+    let lateness = &run_named(&runs, "stalled")["series"][0];
+    eprintln!(
+        "{} samples, {} missed",
+        lateness["samples"], lateness["missed"]
+    );
+    let late = common::samples_at_least(lateness, 1000);
+    assert!(
+        late >= u64::from(stalls),
+        "{late} activations 1 ms late or more in the stored run, {stalls} stalls of 3 ms injected"
+    );
+}
+
+#[test]
+fn the_socket_accepts_connections_as_soon_as_it_appears() {
+    require_root!();
+    for _ in 0..3 {
+        let dir = tempfile::TempDir::new().unwrap();
+        let socket = dir.path().join("exec.sock");
+        let mut child = rtlab(&dir.path().join("state"))
+            .args(["exec", "serve", "--no-store", "--socket"])
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(Instant::now() < give_up, "no socket within 20 s");
+            std::hint::spin_loop();
+        }
+        // A user's script waits for the socket, then starts its program.
+        let connected = rtlab_client::connect(&socket);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(connected.is_ok(), "{connected:?}");
+    }
 }

@@ -336,20 +336,35 @@ fn the_doc_page_shows_the_examples_as_they_are() {
 
 // ---- With the executive (`rtlab exec serve`) ----
 
-/// `rtlab exec serve` on `socket`, once it answers (the socket file
-/// exists from its bind, a moment before it listens).
-fn start_serve(state: &Path, socket: &Path) -> Child {
-    let mut child = rtlab(state)
-        .args(["exec", "serve", "--socket"])
-        .arg(socket)
-        .args(["--duration", "5m"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("rtlab starts");
+/// `rtlab exec serve` as a test holds it: killed when the test ends
+/// early (a failed assertion), so that no executive outlives its test for
+/// its 5 minutes, spinning at SCHED_FIFO on a CPU the other tests use.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `rtlab exec serve` on `socket`, once it listens.
+fn start_serve(state: &Path, socket: &Path) -> Serve {
+    let mut serve = Serve(
+        rtlab(state)
+            .args(["exec", "serve", "--socket"])
+            .arg(socket)
+            .args(["--duration", "5m"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("rtlab starts"),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
+    // Ready when it answers: its socket exists from bind(2), but refuses
+    // connections until listen(2), after the journal is written.
     while rtlab_client::executive_status(Some(socket)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = serve.0.try_wait() {
             panic!("rtlab exec serve exited with {status} before listening");
         }
         assert!(
@@ -358,7 +373,7 @@ fn start_serve(state: &Path, socket: &Path) -> Child {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
+    serve
 }
 
 /// Waits for `child` to end within `cap`; kills it and fails otherwise.
@@ -379,9 +394,9 @@ fn wait_within(child: &mut Child, cap: Duration, what: &str) -> std::process::Ex
 
 /// Stops the executive as a user would (SIGTERM): it ends and leaves no
 /// socket behind.
-fn stop_serve(mut serve: Child, socket: &Path) {
-    signal(&serve, libc::SIGTERM);
-    wait_within(&mut serve, Duration::from_secs(30), "rtlab exec serve");
+fn stop_serve(mut serve: Serve, socket: &Path) {
+    signal(&serve.0, libc::SIGTERM);
+    wait_within(&mut serve.0, Duration::from_secs(30), "rtlab exec serve");
     assert!(!socket.exists(), "the socket {} is left", socket.display());
 }
 
@@ -518,8 +533,8 @@ fn a_killed_executive_gives_the_running_program_an_error() {
     assert!(first.starts_with("periodic: attached"), "{first:?}");
     // A few activations, then the executive dies.
     std::thread::sleep(Duration::from_millis(300));
-    serve.kill().unwrap();
-    serve.wait().unwrap();
+    serve.0.kill().unwrap();
+    serve.0.wait().unwrap();
 
     let status = wait_within(&mut program, Duration::from_secs(30), "the C example");
     let mut stderr = String::new();

@@ -75,9 +75,14 @@ pub fn start(program: &Path, cpu: usize, duration_ns: u64) -> anyhow::Result<Exe
     Ok(executive)
 }
 
+/// What the private directories are called: `PREFIX` and 6 characters.
+const PREFIX: &str = "rtlab-processes-";
+
 /// A new directory only root (or the caller) can enter, for the socket.
+/// The directories of runs SIGKILLed before their end are removed first.
 fn private_dir() -> anyhow::Result<PathBuf> {
-    let template = std::env::temp_dir().join("rtlab-processes-XXXXXX");
+    clear_stale(&std::env::temp_dir(), LISTEN_TIMEOUT + STOP_GRACE);
+    let template = std::env::temp_dir().join(format!("{PREFIX}XXXXXX"));
     let mut bytes = CString::new(template.as_os_str().as_bytes())?.into_bytes_with_nul();
     // SAFETY: a writable, NUL-terminated template, as mkdtemp requires.
     let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
@@ -90,6 +95,44 @@ fn private_dir() -> anyhow::Result<PathBuf> {
     }
     bytes.pop();
     Ok(PathBuf::from(OsStr::from_bytes(&bytes)))
+}
+
+/// Removes from `parent` the private directories a killed run left: ours
+/// (owner and mode 0700), unchanged for `age` (a live run's executive
+/// listens within [`LISTEN_TIMEOUT`] of its directory's making) and with
+/// nobody listening at their socket; a dead socket in one goes with it.
+/// Anything else, or a directory that is not empty, is left alone.
+fn clear_stale(parent: &Path, age: Duration) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    // SAFETY: no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let is_ours = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .is_some_and(|rest| rest.len() == 6);
+        let dir = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        let old = meta.modified().ok().and_then(|m| m.elapsed().ok()) >= Some(age);
+        if !is_ours || !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o777 != 0o700 || !old
+        {
+            continue;
+        }
+        let socket = dir.join("exec.sock");
+        if let Ok(s) = std::fs::symlink_metadata(&socket) {
+            if !s.file_type().is_socket() || crate::serve::listen::is_live(&socket) {
+                continue;
+            }
+            let _ = std::fs::remove_file(&socket);
+        }
+        let _ = std::fs::remove_dir(&dir);
+    }
 }
 
 /// Keeps the last lines of the executive's stderr, in a thread of its own.
@@ -240,6 +283,44 @@ mod tests {
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path
+    }
+
+    #[test]
+    fn the_directories_of_killed_runs_are_cleared_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let make = |name: &str, mode: u32, old: bool| {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            if old {
+                let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+                let handle = std::fs::File::open(&dir).unwrap();
+                handle.set_modified(an_hour_ago).unwrap();
+            }
+            dir
+        };
+        let empty = make("rtlab-processes-aaaaaa", 0o700, true);
+        let dead = make("rtlab-processes-bbbbbb", 0o700, true);
+        drop(std::os::unix::net::UnixListener::bind(dead.join("exec.sock")).unwrap());
+        let dead_times = std::fs::File::open(&dead).unwrap();
+        dead_times
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+        let fresh = make("rtlab-processes-cccccc", 0o700, false);
+        let open = make("rtlab-processes-dddddd", 0o755, true);
+        let other = make("rtlab-processes-other", 0o700, true);
+        let full = make("rtlab-processes-eeeeee", 0o700, true);
+        std::fs::write(full.join("keep"), "x").unwrap();
+        let full_times = std::fs::File::open(&full).unwrap();
+        full_times
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+        clear_stale(tmp.path(), LISTEN_TIMEOUT + STOP_GRACE);
+        assert!(!empty.exists() && !dead.exists(), "a killed run's are gone");
+        for kept in [&fresh, &open, &other, &full] {
+            assert!(kept.exists(), "{} is left alone", kept.display());
+        }
+        assert!(full.join("keep").exists());
     }
 
     #[test]

@@ -120,6 +120,8 @@ pub struct Attachment {
     lateness: SeriesRecorder,
     response: SeriesRecorder,
     budget_overruns: u64,
+    /// Samples with impossible times, not taken.
+    unbelieved: u64,
     settings: ThreadSettings,
     started_at: String,
 }
@@ -180,27 +182,47 @@ impl Attachment {
             lateness: SeriesRecorder::new(None),
             response: SeriesRecorder::new(None),
             budget_overruns: 0,
+            unbelieved: 0,
             settings,
             started_at: timestamp_now(),
         };
         Ok((attachment, fd))
     }
 
-    /// Moves the samples the process pushed into its series. Each value
-    /// is the process's own word: only its own statistics can be wrong.
+    /// Moves the samples the process pushed into its series, never more
+    /// than the executive released. Each value is the process's own word:
+    /// only its own statistics can be wrong.
     pub fn drain(&mut self) {
         let Some(mapping) = &self.mapping else {
             return;
         };
+        // The release count is a wrapping u32 (the page's futex word).
+        let released = self.table.slot(self.slot).released();
+        let most = u64::from(released.wrapping_sub(self.lateness.samples() as u32));
         let (first, deadline, budget) =
             (self.first_ns, self.grant.deadline_ns, self.grant.budget_ns);
-        let (lateness, response, overruns) = (
+        // An activation the executive never made, or work ending after
+        // now: impossible times, not believed (nor let near the series).
+        let (latest, now) = (
+            self.table.slot(self.slot).activation_ns(),
+            rtlab_core::clock::now_ns(),
+        );
+        let (lateness, response, overruns, unbelieved) = (
             &mut self.lateness,
             &mut self.response,
             &mut self.budget_overruns,
+            &mut self.unbelieved,
         );
-        self.tail = mapping.page().drain(self.tail, |sample| {
-            let at_ns = sample.activation_ns.saturating_sub(first);
+        self.tail = mapping.page().drain(self.tail, most, |sample| {
+            if sample.activation_ns < first
+                || sample.activation_ns > latest
+                || sample.start_ns > sample.end_ns
+                || sample.end_ns > now
+            {
+                *unbelieved += 1;
+                return;
+            }
+            let at_ns = sample.activation_ns - first;
             let late = sample.start_ns.saturating_sub(sample.activation_ns);
             let responded = sample.end_ns.saturating_sub(sample.activation_ns);
             lateness.record(late, at_ns, 0);
@@ -210,10 +232,21 @@ impl Attachment {
         });
     }
 
-    /// Why the process must be dropped now, if it must: busy on one
-    /// activation past the hang timeout (its page says so), or on the CPU
-    /// a whole window without once waiting (the kernel says so).
+    /// Why the process must be dropped now, if it must: it moved its
+    /// thread off its CPU (any thread may set its own affinity, and would
+    /// run at its granted priority where the executive does not plan),
+    /// busy on one activation past the hang timeout (its page says so),
+    /// or on the CPU a whole window without once waiting (the kernel says
+    /// so).
     pub fn misbehaves(&mut self, now_ns: u64) -> Option<String> {
+        if let Ok(cpus) = sched::thread_affinity(self.thread.tid) {
+            if cpus.len() != 1 || !cpus.contains(self.grant.cpu) {
+                return Some(format!(
+                    "it moved its thread off CPU {} (its CPUs now: {cpus})",
+                    self.grant.cpu
+                ));
+            }
+        }
         let slot = self.table.slot(self.slot);
         let page = self.mapping.as_ref()?.page();
         let activation = slot.activation_ns();
@@ -318,6 +351,12 @@ impl Attachment {
             warnings.push(format!(
                 "{missed} activations missed (the process was still working): the `missed` count of {}.lateness",
                 self.grant.name
+            ));
+        }
+        if self.unbelieved > 0 {
+            warnings.push(format!(
+                "{} samples the process pushed had impossible times (an activation the executive never made, or work ending in the future): not taken",
+                self.unbelieved
             ));
         }
         if self.budget_overruns > 0 {

@@ -3,8 +3,7 @@
 //! why not.
 
 use crate::periodic::{
-    default_cpu, EXECUTIVE_PRIORITY, GUARD_NS, MAX_TASKS, MIN_PERIOD_NS, RELEASE_EARLY_NS,
-    TASK_PRIORITY,
+    default_cpu, EXECUTIVE_PRIORITY, GUARD_NS, MIN_PERIOD_NS, RELEASE_EARLY_NS, TASK_PRIORITY,
 };
 use crate::taskset::TaskSet;
 use rtlab_client::protocol::{AttachRequest, MAX_NAME};
@@ -16,6 +15,9 @@ use std::path::PathBuf;
 
 /// Most processes attached at once (`--max-tasks`).
 pub const DEFAULT_MAX_TASKS: usize = 64;
+/// Highest `--max-tasks`: the status reply lists every attached process
+/// in one message of at most [`rtlab_client::protocol::MAX_MESSAGE`].
+pub const MAX_SERVE_TASKS: usize = 80;
 /// Highest SCHED_FIFO priority a process may get (`--max-priority`).
 pub const DEFAULT_MAX_PRIORITY: u32 = TASK_PRIORITY;
 /// The executive threads' SCHED_FIFO priority (`--priority`).
@@ -116,10 +118,13 @@ impl ServeConfig {
                 ),
             );
         }
-        if !(1..=MAX_TASKS).contains(&self.max_tasks) {
+        if !(1..=MAX_SERVE_TASKS).contains(&self.max_tasks) {
             return fail(
                 "max_tasks",
-                format!("{{max_tasks}} {} is not in 1-{MAX_TASKS}", self.max_tasks),
+                format!(
+                    "{{max_tasks}} {} is not in 1-{MAX_SERVE_TASKS}",
+                    self.max_tasks
+                ),
             );
         }
         if self.hang_timeout_ns == Some(0) {
@@ -416,6 +421,47 @@ mod tests {
             ..request(1_000_000)
         };
         assert_eq!(field_of(grant(&c, &budget, b"x", |_| 0)), "budget_ns");
+    }
+
+    #[test]
+    fn a_status_of_the_most_processes_fits_in_one_message() {
+        use rtlab_client::protocol::{Reply, StatusReply, TaskStatus, MAX_MESSAGE};
+        let widest = TaskStatus {
+            pid: i32::MAX,
+            tid: i32::MAX,
+            uid: u32::MAX,
+            name: "n".repeat(MAX_NAME),
+            cpu: u32::MAX,
+            priority: u32::MAX,
+            period_ns: u64::MAX,
+            stats: rtlab_client::Stats {
+                activations: u64::MAX,
+                missed_activations: u64::MAX,
+                deadline_misses: u64::MAX,
+                budget_overruns: u64::MAX,
+                lateness_p50_ns: u64::MAX,
+                lateness_p99_ns: u64::MAX,
+                lateness_p999_ns: u64::MAX,
+                lateness_max_ns: u64::MAX,
+                response_p50_ns: u64::MAX,
+                response_p99_ns: u64::MAX,
+                response_p999_ns: u64::MAX,
+                response_max_ns: u64::MAX,
+            },
+        };
+        let status = Reply::Status(StatusReply {
+            pid: u32::MAX,
+            socket: "s".repeat(107),
+            cpus: (0..1024).collect(),
+            tasks: vec![widest; MAX_SERVE_TASKS],
+        });
+        let bytes = serde_json::to_vec(&status).unwrap().len();
+        assert!(bytes <= MAX_MESSAGE, "{bytes} bytes");
+        let too_many = ServeConfig {
+            max_tasks: MAX_SERVE_TASKS + 1,
+            ..config()
+        };
+        assert_eq!(too_many.validate().unwrap_err().field, "max_tasks");
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub const TICK_MS: i32 = 10;
 const FIRST_REQUEST_NS: u64 = 5_000_000_000;
 /// Most connections that have not said what they want yet.
 const MAX_PENDING: usize = 32;
+/// Most of them from one user other than root: a user may not crowd out
+/// the others (whoever may connect, allowed or not, holds a slot until
+/// its first request or [`FIRST_REQUEST_NS`]).
+const MAX_PENDING_PER_USER: usize = 4;
 
 /// Something that happened: a line for the log, and for an attachment
 /// that ended, its run.
@@ -95,7 +99,12 @@ fn receive(connection: &OwnedFd) -> Received {
     }
     match serde_json::from_slice(&buf[..got.len]) {
         Ok(request) => Received::Request(request),
-        Err(e) => Received::Garbage(format!("not a request: {e}")),
+        // serde quotes the peer's own keys and values: escaped, as they
+        // reach the server's terminal and the peer's error message.
+        Err(e) => Received::Garbage(format!(
+            "not a request: {}",
+            rtlab_core::result::printable(&e.to_string(), 200)
+        )),
     }
 }
 
@@ -202,6 +211,21 @@ impl Control {
                 continue;
             }
             match Peer::of(connection.as_fd()) {
+                Ok(peer)
+                    if peer.uid != 0
+                        && self
+                            .pending
+                            .iter()
+                            .filter(|p| p.peer.uid == peer.uid)
+                            .count()
+                            >= MAX_PENDING_PER_USER =>
+                {
+                    error_reply(
+                        &connection,
+                        "refused",
+                        format!("too many connections of uid {} waiting", peer.uid),
+                    );
+                }
                 Ok(peer) => self.pending.push(Pending {
                     connection,
                     peer,

@@ -14,7 +14,7 @@ use rtlab_core::journal::Journal;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -80,13 +80,26 @@ fn check_directory(dir: &Path, others_may_attach: bool) -> anyhow::Result<()> {
             .create(dir)
             .with_context(|| format!("creating {}", dir.display()))?;
     }
-    let meta = std::fs::symlink_metadata(dir)
+    // Judged and opened to others through one descriptor (never a
+    // symlink): a chmod by path could follow a link swapped in meanwhile.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir);
+    let handle = match opened {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            bail!("{} is not a directory", dir.display())
+        }
+        other => other.with_context(|| format!("the socket's directory {}", dir.display()))?,
+    };
+    let meta = handle
+        .metadata()
         .with_context(|| format!("the socket's directory {}", dir.display()))?;
-    if !meta.is_dir() {
-        bail!("{} is not a directory", dir.display());
-    }
-    let sticky = meta.mode() & 0o1000 != 0;
-    let foreign_writable = meta.mode() & 0o022 != 0 || (meta.uid() != 0 && meta.uid() != euid());
+    // The owner of a sticky directory may still remove anyone's file in
+    // it: sticky helps only in a directory of root's (or ours).
+    let foreign_owner = meta.uid() != 0 && meta.uid() != euid();
+    let sticky = meta.mode() & 0o1000 != 0 && !foreign_owner;
+    let foreign_writable = meta.mode() & 0o022 != 0 || foreign_owner;
     if foreign_writable && !sticky {
         bail!(
             "{} can be written by another user (owner uid {}, mode {:o}): they could replace the socket; use a directory of root's (default /run/rtlab)",
@@ -98,7 +111,8 @@ fn check_directory(dir: &Path, others_may_attach: bool) -> anyhow::Result<()> {
     if others_may_attach && meta.uid() == euid() && meta.mode() & 0o001 == 0 {
         // Our own directory (/run/rtlab is 0700 when the journal made it):
         // others must be able to reach the socket in it.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        handle
+            .set_permissions(std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("opening {} to other users (mode 0755)", dir.display()))?;
     }
     Ok(())
@@ -149,9 +163,11 @@ pub fn listen(
     clear_path(path)?;
     // Non-blocking: the control thread accepts until EAGAIN after a poll.
     let socket = seqpacket(libc::SOCK_NONBLOCK).context("socket(AF_UNIX, SOCK_SEQPACKET)")?;
-    // Bound with no access for others until its mode is set.
+    // Bound with its final mode through the umask: a chmod by path after
+    // bind would follow a symlink swapped in at the path meanwhile.
+    let mode: libc::mode_t = if others_may_attach { 0o666 } else { 0o600 };
     // SAFETY: umask has no memory effects; restored right after bind.
-    let old_umask = unsafe { libc::umask(0o177) };
+    let old_umask = unsafe { libc::umask(0o777 & !mode) };
     // SAFETY: addr is valid for the call, its size given.
     let bound = unsafe {
         libc::bind(
@@ -166,6 +182,15 @@ pub fn listen(
     if bound != 0 {
         return Err(bind_error).with_context(|| format!("binding {}", path.display()));
     }
+    // Listening at once: the path exists from bind(2) on, and a client
+    // that saw it was refused until listen(2), for as long as the journal
+    // took to reach the disk (milliseconds).
+    // SAFETY: plain syscall on our socket.
+    if unsafe { libc::listen(socket.as_raw_fd(), 64) } != 0 {
+        let e = io::Error::last_os_error();
+        let _ = std::fs::remove_file(path);
+        return Err(e).context("listen");
+    }
     let noted = journal
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -173,13 +198,6 @@ pub fn listen(
     if let Err(e) = noted {
         let _ = std::fs::remove_file(path);
         return Err(e.into());
-    }
-    let mode = if others_may_attach { 0o666 } else { 0o600 };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("chmod {mode:o} {}", path.display()))?;
-    // SAFETY: plain syscall on our socket.
-    if unsafe { libc::listen(socket.as_raw_fd(), 64) } != 0 {
-        return Err(io::Error::last_os_error()).context("listen");
     }
     Ok(socket)
 }
@@ -221,7 +239,29 @@ mod tests {
             "{e:#}"
         );
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        listen(&open.join("x.sock"), false, &journal).unwrap();
+        let own = listen(&open.join("x.sock"), false, &journal).unwrap();
+        let mode = std::fs::metadata(open.join("x.sock")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "bound with its mode, no chmod after");
+        drop(own);
+        std::fs::remove_file(open.join("x.sock")).unwrap();
+        // Sticky but another user's: its owner may remove our socket.
+        if euid() == 0 {
+            std::os::unix::fs::chown(&open, Some(65534), None).unwrap();
+            let e = listen(&open.join("x.sock"), false, &journal).unwrap_err();
+            assert!(
+                format!("{e:#}").contains("can be written by another user"),
+                "{e:#}"
+            );
+            std::os::unix::fs::chown(&open, Some(0), None).unwrap();
+        }
+        listen(&open.join("y.sock"), true, &journal).unwrap();
+        let mode = std::fs::metadata(open.join("y.sock")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o666);
+        // A symlink as the directory is never followed (nor chmodded through).
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&open, &link).unwrap();
+        let e = listen(&link.join("z.sock"), true, &journal).unwrap_err();
+        assert!(format!("{e:#}").contains("is not a directory"), "{e:#}");
         let file = open.join("plain");
         std::fs::write(&file, "x").unwrap();
         let e = listen(&file, false, &journal).unwrap_err();

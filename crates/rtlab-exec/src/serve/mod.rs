@@ -24,7 +24,9 @@ pub mod executive;
 pub mod listen;
 mod watch;
 
-pub use config::{ServeConfig, DEFAULT_MAX_PRIORITY, DEFAULT_MAX_TASKS, DEFAULT_PRIORITY};
+pub use config::{
+    ServeConfig, DEFAULT_MAX_PRIORITY, DEFAULT_MAX_TASKS, DEFAULT_PRIORITY, MAX_SERVE_TASKS,
+};
 
 use anyhow::Context;
 use control::Control;

@@ -49,9 +49,22 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// naming it: missing, unreadable, too large, not UTF-8.
 pub fn read_text(path: &std::path::Path) -> Result<String, TaskSetError> {
     use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
     let name = path.display().to_string();
     let fail = |e: std::io::Error| TaskSetError::file(&name, format!("cannot read it: {e}"));
-    let file = std::fs::File::open(path).map_err(fail)?;
+    // Opened non-blocking: a FIFO nobody writes to hung open(2) for ever;
+    // now it reads as empty (a pipe with a writer, `<(...)`, still works).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(fail)?;
+    // SAFETY: plain fcntl on our descriptor: blocking reads again.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -56,7 +56,7 @@ pub struct ExecServeArgs {
     pub priority: u32,
 
     /// Most processes attached at once.
-    #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_MAX_TASKS as u64, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_MAX_TASKS as u64, value_parser = clap::value_parser!(u64).range(1..=rtlab_exec::serve::MAX_SERVE_TASKS as u64))]
     pub max_tasks: u64,
 
     /// Drop a process busy on one activation this long [default: max(1s, 10 periods)].
