@@ -361,8 +361,7 @@ fn start_serve(state: &Path, socket: &Path) -> Serve {
             .expect("rtlab starts"),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    // Ready when it answers: its socket exists from bind(2), but refuses
-    // connections until listen(2), after the journal is written.
+    // Ready when it answers (its socket appears once it listens).
     while rtlab_client::executive_status(Some(socket)).is_err() {
         if let Ok(Some(status)) = serve.0.try_wait() {
             panic!("rtlab exec serve exited with {status} before listening");

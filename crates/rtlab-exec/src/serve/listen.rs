@@ -154,13 +154,20 @@ pub fn listen(
     others_may_attach: bool,
     journal: &Mutex<Journal>,
 ) -> anyhow::Result<OwnedFd> {
-    let addr = address(path)?;
+    address(path)?;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     check_directory(dir, others_may_attach)?;
     clear_path(path)?;
+    // Bound at a temporary name beside it, listening, then renamed into
+    // place: the path appears only once connections are accepted (a
+    // script that waits for the socket file, then starts its program, is
+    // never refused), and a rename never follows a symlink.
+    let temporary = dir.join(format!(".rtlab-exec-{}.sock", std::process::id()));
+    let addr = address(&temporary).context("the socket's temporary name beside it")?;
+    let _ = std::fs::remove_file(&temporary);
     // Non-blocking: the control thread accepts until EAGAIN after a poll.
     let socket = seqpacket(libc::SOCK_NONBLOCK).context("socket(AF_UNIX, SOCK_SEQPACKET)")?;
     // Bound with its final mode through the umask: a chmod by path after
@@ -180,16 +187,18 @@ pub fn listen(
     // SAFETY: as above.
     unsafe { libc::umask(old_umask) };
     if bound != 0 {
-        return Err(bind_error).with_context(|| format!("binding {}", path.display()));
+        return Err(bind_error).with_context(|| format!("binding {}", temporary.display()));
     }
-    // Listening at once: the path exists from bind(2) on, and a client
-    // that saw it was refused until listen(2), for as long as the journal
-    // took to reach the disk (milliseconds).
     // SAFETY: plain syscall on our socket.
     if unsafe { libc::listen(socket.as_raw_fd(), 64) } != 0 {
         let e = io::Error::last_os_error();
-        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(&temporary);
         return Err(e).context("listen");
+    }
+    if let Err(e) = std::fs::rename(&temporary, path) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e)
+            .with_context(|| format!("moving the socket into place at {}", path.display()));
     }
     let noted = journal
         .lock()
