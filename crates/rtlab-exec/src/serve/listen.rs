@@ -170,11 +170,6 @@ pub fn listen(
     let _ = std::fs::remove_file(&temporary);
     // Non-blocking: the control thread accepts until EAGAIN after a poll.
     let socket = seqpacket(libc::SOCK_NONBLOCK).context("socket(AF_UNIX, SOCK_SEQPACKET)")?;
-    // Bound with its final mode through the umask: a chmod by path after
-    // bind would follow a symlink swapped in at the path meanwhile.
-    let mode: libc::mode_t = if others_may_attach { 0o666 } else { 0o600 };
-    // SAFETY: umask has no memory effects; restored right after bind.
-    let old_umask = unsafe { libc::umask(0o777 & !mode) };
     // SAFETY: addr is valid for the call, its size given.
     let bound = unsafe {
         libc::bind(
@@ -183,11 +178,19 @@ pub fn listen(
             std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
         )
     };
-    let bind_error = io::Error::last_os_error();
-    // SAFETY: as above.
-    unsafe { libc::umask(old_umask) };
     if bound != 0 {
-        return Err(bind_error).with_context(|| format!("binding {}", temporary.display()));
+        let e = io::Error::last_os_error();
+        return Err(e).with_context(|| format!("binding {}", temporary.display()));
+    }
+    // Its mode set at the temporary name, which nobody else can replace
+    // (the directory was judged above: ours or root's and not writable by
+    // others, or sticky) and nobody can reach (not listening, not at the
+    // path yet). Not through the umask: it is the process's, and another
+    // thread creating a file meanwhile would get the socket's.
+    let mode = if others_may_attach { 0o666 } else { 0o600 };
+    if let Err(e) = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(mode)) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e).with_context(|| format!("setting mode {mode:o} on {}", temporary.display()));
     }
     // SAFETY: plain syscall on our socket.
     if unsafe { libc::listen(socket.as_raw_fd(), 64) } != 0 {
@@ -250,7 +253,7 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let own = listen(&open.join("x.sock"), false, &journal).unwrap();
         let mode = std::fs::metadata(open.join("x.sock")).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o600, "bound with its mode, no chmod after");
+        assert_eq!(mode, 0o600, "its mode set before it is in place");
         drop(own);
         std::fs::remove_file(open.join("x.sock")).unwrap();
         // Sticky but another user's: its owner may remove our socket.
