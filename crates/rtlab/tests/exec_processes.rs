@@ -287,6 +287,28 @@ fn an_injected_stall_shows_in_the_fifo_processes_lateness() {
 }
 
 #[test]
+fn a_burst_of_more_attaches_than_waiting_places_is_served() {
+    require_realtime!();
+    let Some(_alone) = executive_form() else {
+        return;
+    };
+    // 40 processes attach at once: more than exec serve's 32 places for
+    // connections waiting to be read (the others wait in its backlog).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let args = periodic_processes(&json, "--tasks 40 --period 10ms --work 20us --duration 1s");
+    let out = run(rtlab(&dir.path().join("state")).args(&args));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::read_json(&json).unwrap();
+    assert_accounted(&doc, 40, 100);
+}
+
+#[test]
 fn processes_under_the_executive_account_every_activation_and_leave_nothing() {
     require_realtime!();
     let Some(_alone) = executive_form() else {

@@ -3,6 +3,7 @@
 //! the plan one worker process is started with.
 
 use crate::periodic::{Mode, PeriodicConfig};
+use crate::serve::MAX_SERVE_TASKS;
 use rtlab_core::settings::FieldError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -49,6 +50,15 @@ impl ProcessesConfig {
             return Err(FieldError::new(
                 "taskset",
                 "{taskset} and --processes do not go together: a task set runs as threads (a set's own programs attach to `rtlab exec serve --taskset`)".to_string(),
+            ));
+        }
+        if self.release == Mode::Executive && self.periodic.tasks > MAX_SERVE_TASKS {
+            return Err(FieldError::new(
+                "tasks",
+                format!(
+                    "{} tasks as processes under the executive is more than the {MAX_SERVE_TASKS} `rtlab exec serve` holds at once",
+                    self.periodic.tasks
+                ),
             ));
         }
         if self.periodic.tasks > MAX_PROCESSES {
@@ -147,6 +157,14 @@ mod tests {
     #[test]
     fn the_process_count_is_limited() {
         assert_eq!(config(30, Mode::Fifo).validate(), Ok(()));
+        assert_eq!(config(MAX_SERVE_TASKS, Mode::Executive).validate(), Ok(()));
+        let e = config(MAX_SERVE_TASKS + 1, Mode::Executive)
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.field, "tasks");
+        assert!(e
+            .render(flag)
+            .contains("more than the 80 `rtlab exec serve` holds"));
         let e = config(MAX_PROCESSES + 1, Mode::Fifo)
             .validate()
             .unwrap_err();

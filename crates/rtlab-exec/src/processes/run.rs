@@ -85,6 +85,7 @@ pub fn start(
         Mode::Executive => Some(serve::start(
             &config.program,
             p.cpu,
+            p.tasks,
             p.planned_ns()
                 .saturating_add(p.period_ns)
                 .saturating_add(SERVE_MARGIN_NS),

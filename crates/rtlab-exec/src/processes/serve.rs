@@ -31,13 +31,20 @@ pub struct Executive {
 }
 
 /// Starts `program exec serve` on `cpu` for `duration_ns` (longer than the
-/// run: it is stopped at the run's end) and waits until it listens.
-pub fn start(program: &Path, cpu: usize, duration_ns: u64) -> anyhow::Result<Executive> {
+/// run: it is stopped at the run's end), with room for `tasks` processes
+/// (its own default is 64), and waits until it listens.
+pub fn start(
+    program: &Path,
+    cpu: usize,
+    tasks: usize,
+    duration_ns: u64,
+) -> anyhow::Result<Executive> {
     let dir = private_dir()?;
     let socket = dir.join("exec.sock");
     let cpus = cpu.to_string();
     let duration = format!("{}ms", duration_ns.div_ceil(1_000_000));
-    let args: [&OsStr; 9] = [
+    let max_tasks = tasks.to_string();
+    let args: [&OsStr; 11] = [
         OsStr::new("exec"),
         OsStr::new("serve"),
         OsStr::new("--socket"),
@@ -47,6 +54,8 @@ pub fn start(program: &Path, cpu: usize, duration_ns: u64) -> anyhow::Result<Exe
         OsStr::new("--duration"),
         OsStr::new(&duration),
         OsStr::new("--no-store"),
+        OsStr::new("--max-tasks"),
+        OsStr::new(&max_tasks),
     ];
     let spawned = children::spawn(program, &args, libc::SIGTERM, false);
     let mut child = match spawned {
@@ -330,7 +339,10 @@ mod tests {
             tmp.path(),
             "echo 'error: unexpected argument --cpus' >&2\nexit 2",
         );
-        let error = start(&program, 0, 1_000_000_000).err().unwrap().to_string();
+        let error = start(&program, 0, 1, 1_000_000_000)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             error.starts_with(
                 "the executive (rtlab exec serve) exited with status 2 before it listened on"

@@ -24,7 +24,8 @@ use std::sync::{Arc, Mutex};
 pub const TICK_MS: i32 = 10;
 /// A connection must say what it wants within this.
 const FIRST_REQUEST_NS: u64 = 5_000_000_000;
-/// Most connections that have not said what they want yet.
+/// Most connections that have not said what they want yet; more wait in
+/// the listen backlog until a place frees.
 const MAX_PENDING: usize = 32;
 /// Most of them from one user other than root: a user may not crowd out
 /// the others (whoever may connect, allowed or not, holds a slot until
@@ -155,9 +156,14 @@ impl Control {
     }
 
     fn poll_once(&mut self) {
+        // With every waiting place taken, new connections stay in the
+        // listen backlog (their connect() waits) until a place frees,
+        // rather than being refused: a burst of attaches (kurt-table's 70
+        // processes at once) is served, not turned away.
+        let room = self.pending.len() < MAX_PENDING;
         let mut fds = vec![libc::pollfd {
             fd: self.listener.as_raw_fd(),
-            events: libc::POLLIN,
+            events: if room { libc::POLLIN } else { 0 },
             revents: 0,
         }];
         let watch = |fd: i32| libc::pollfd {
@@ -180,14 +186,14 @@ impl Control {
             .collect();
         self.serve_attached(&attached_ready);
         self.serve_pending(&pending_ready);
-        if ready(0) {
+        if room && ready(0) {
             self.accept();
         }
         self.look_after_attached();
     }
 
     fn accept(&mut self) {
-        loop {
+        while self.pending.len() < MAX_PENDING {
             // SAFETY: plain syscall; the peer address is not wanted.
             let raw = unsafe {
                 libc::accept4(
@@ -202,14 +208,6 @@ impl Control {
             }
             // SAFETY: a new descriptor nobody else owns.
             let connection = unsafe { OwnedFd::from_raw_fd(raw) };
-            if self.pending.len() >= MAX_PENDING {
-                error_reply(
-                    &connection,
-                    "refused",
-                    "too many connections waiting".into(),
-                );
-                continue;
-            }
             match Peer::of(connection.as_fd()) {
                 Ok(peer)
                     if peer.uid != 0
