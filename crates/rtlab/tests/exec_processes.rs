@@ -138,7 +138,6 @@ struct Signalled {
     doc: Value,
     /// The pid signalled.
     target: u32,
-    took: Duration,
 }
 
 /// Runs `tasks` fifo processes for `duration`, sends `signal` to rtlab
@@ -163,7 +162,6 @@ fn signal_mid_run_seen(
         format!("--mode fifo --tasks {tasks} --period 5ms --work 50us --duration {duration}");
     let args = periodic_processes(&json, &task_set);
     let mut target = 0;
-    let started = Instant::now();
     let (status, seen) = run_watching(&dir.path().join("state"), &args, tasks, |workers| {
         std::thread::sleep(Duration::from_millis(500));
         target = if to_rtlab {
@@ -175,16 +173,27 @@ fn signal_mid_run_seen(
         unsafe { libc::kill(target as i32, signal) };
     });
     let doc = common::read_json(&json).unwrap_or_default();
-    let took = started.elapsed();
     (
         Signalled {
             status,
             doc,
             target,
-            took,
         },
         seen,
     )
+}
+
+/// The run ended before its plan, by behaviour, not by the clock: every
+/// task accounted for fewer than its `planned` activations (those never
+/// reached are neither samples nor missed; none at all when the end came
+/// before the first).
+fn assert_ended_early(doc: &Value, planned: u64) {
+    let series = lateness(doc);
+    assert!(!series.is_empty(), "{doc}");
+    for s in series {
+        let accounted = s["samples"].as_u64().unwrap() + s["missed"].as_u64().unwrap();
+        assert!(accounted < planned, "{s}");
+    }
 }
 
 /// The run failed, and its warnings hold `reason`.
@@ -199,8 +208,8 @@ fn assert_failed_for(run: &Signalled, reason: &str) {
 fn a_worker_killed_mid_run_fails_the_run_with_its_reason_and_leaves_nothing() {
     require_realtime!();
     let run = signal_mid_run(3, "20s", libc::SIGKILL, false);
-    // It did not wait for the planned 20 s to say so.
-    assert!(run.took < Duration::from_secs(15));
+    // It did not run the others to the planned end (4000 activations).
+    assert_ended_early(&run.doc, 4000);
     let reason = format!("(pid {}) killed by signal 9 (SIGKILL) after", run.target);
     assert_failed_for(&run, &reason);
     // What the processes measured before is kept.
@@ -215,12 +224,12 @@ fn a_worker_killed_mid_run_fails_the_run_with_its_reason_and_leaves_nothing() {
 fn a_signal_stops_every_process_and_keeps_what_they_measured() {
     require_realtime!();
     let run = signal_mid_run(3, "30s", libc::SIGINT, true);
-    assert!(run.took < Duration::from_secs(20));
     assert_eq!(run.status.code(), Some(130));
     assert_eq!(run.doc["status"], "partial", "{}", run.doc["warnings"]);
+    assert_ended_early(&run.doc, 6000);
+    // Stopped 500 ms in: what they measured before is kept.
     for s in lateness(&run.doc) {
-        let accounted = s["samples"].as_u64().unwrap() + s["missed"].as_u64().unwrap();
-        assert!(accounted > 0 && accounted < 6000, "{s}");
+        assert!(s["samples"].as_u64().unwrap() > 0, "{s}");
     }
 }
 
@@ -345,7 +354,6 @@ fn a_killed_executive_fails_the_run_and_leaves_nothing() {
     let json = dir.path().join("run.json");
     let args = periodic_processes(&json, "--tasks 2 --period 5ms --work 50us --duration 20s");
     let before = private_dirs();
-    let started = Instant::now();
     let (status, seen) = run_watching(&dir.path().join("state"), &args, 2, |workers| {
         // The workers run: their executive (rtlab exec serve, a child of
         // the same rtlab) is killed under them.
@@ -362,11 +370,12 @@ fn a_killed_executive_fails_the_run_and_leaves_nothing() {
         // SAFETY: kill has no memory effects.
         unsafe { libc::kill(executive[0] as i32, libc::SIGKILL) };
     });
-    // Told at once (their wait_next returns an error), not after 20 s.
-    assert!(started.elapsed() < Duration::from_secs(15));
     assert_ne!(status.code(), Some(0));
     assert_nothing_left(&seen);
     let doc = common::read_json(&json).unwrap();
+    // Told at once (their wait_next returns an error), not at the planned
+    // end: fewer than the 4000 activations of 20 s every 5 ms.
+    assert_ended_early(&doc, 4000);
     assert_eq!(doc["status"], "failed", "{}", doc["warnings"]);
     let warnings = doc["warnings"].to_string();
     assert!(warnings.contains("executive"), "{warnings}");

@@ -144,13 +144,13 @@ fn c_example(dir: &Path, args: &[&str]) -> Command {
 /// Every file and link under `dir`, relative to it.
 fn entries(dir: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(at) = todo.pop() {
+    let mut to_visit = vec![dir.to_path_buf()];
+    while let Some(at) = to_visit.pop() {
         for entry in std::fs::read_dir(&at).unwrap() {
             let path = entry.unwrap().path();
             let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
             if kind.is_dir() {
-                todo.push(path);
+                to_visit.push(path);
             } else {
                 let name = path.strip_prefix(dir).unwrap().display().to_string();
                 out.insert(name);
