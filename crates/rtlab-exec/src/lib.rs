@@ -4,6 +4,7 @@
 //! nanosecond ([`dispatch`]), periodic tasks ([`periodic`]) and periodic
 //! tasks as separate processes ([`processes`]).
 
+pub mod admission;
 pub mod dispatch;
 pub mod module;
 pub mod periodic;

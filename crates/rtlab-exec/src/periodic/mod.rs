@@ -49,10 +49,10 @@
 //! [`Probe`] (no import circle).
 
 pub(crate) mod config;
-mod handoff;
-mod release;
-mod threads;
-mod timing;
+pub(crate) mod handoff;
+pub(crate) mod release;
+pub(crate) mod threads;
+pub(crate) mod timing;
 
 use rtlab_probe::{Probe, ProbeRun, Start};
 use threads::PeriodicRun;

@@ -118,7 +118,7 @@ fn set_up(cpu: usize, priority: u32) -> Result<ThreadReady, String> {
     Ok(ThreadReady { settings, warnings })
 }
 
-fn builder(name: &str) -> std::thread::Builder {
+pub(crate) fn builder(name: &str) -> std::thread::Builder {
     std::thread::Builder::new()
         .name(name.to_string())
         .stack_size(sched::PREFAULT_STACK_BYTES + 512 * 1024)

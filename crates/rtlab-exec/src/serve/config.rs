@@ -29,6 +29,8 @@ pub const DEFAULT_HANG_TIMEOUT_NS: u64 = 1_000_000_000;
 pub const HANG_PERIODS: u64 = 10;
 /// Longest period: a process is looked after once a period at least.
 pub const MAX_PERIOD_NS: u64 = 10_000_000_000;
+/// Whether attach requests go through admission (`--admission on|off`).
+pub const DEFAULT_ADMISSION: bool = true;
 /// The first activation of a process is at least this far from its attach
 /// (the reply must reach it and it must come to wait).
 pub const ATTACH_MARGIN_NS: u64 = 20_000_000;
@@ -61,6 +63,10 @@ pub struct ServeConfig {
     pub release_early_ns: u64,
     /// Processes attach to its tasks by name, with their timing (`--taskset`).
     pub taskset: Option<TaskSet>,
+    /// Each attach request is admitted by response-time analysis beside
+    /// the processes attached, or refused with the failed test
+    /// (`--admission`).
+    pub admission: bool,
     /// The command line, for the runs' records.
     pub command: Vec<String>,
     /// What the server process holds (memory locked, PM QoS), for the
@@ -83,6 +89,7 @@ impl ServeConfig {
             guard_ns: GUARD_NS,
             release_early_ns: RELEASE_EARLY_NS,
             taskset: None,
+            admission: DEFAULT_ADMISSION,
             command: Vec::new(),
             effective: Effective::default(),
         }

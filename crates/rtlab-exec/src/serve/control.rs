@@ -8,6 +8,7 @@ use super::access::{Access, Peer};
 use super::attachment::{Attachment, End, Placement};
 use super::config::{grant, ServeConfig};
 use super::executive::Executive;
+use crate::admission::serve::{cpu_asked, task_of, ServeAdmission};
 use rtlab_client::protocol::{
     self, Attached, Empty, ErrorReply, Reason, Reply, Request, StatusReply, MAX_MESSAGE,
 };
@@ -57,6 +58,8 @@ pub struct Control {
     pub stop: Arc<AtomicBool>,
     pub epoch_ns: u64,
     pub environment: Environment,
+    /// With `--admission on`: the overheads requests are admitted with.
+    pub admission: Option<ServeAdmission>,
     pending: Vec<Pending>,
     attached: Vec<Attachment>,
 }
@@ -131,6 +134,7 @@ impl Control {
             stop,
             epoch_ns: rtlab_core::clock::now_ns(),
             environment: Environment::capture(),
+            admission: None,
             pending: Vec::new(),
             attached: Vec::new(),
         }
@@ -321,7 +325,7 @@ impl Control {
                 .find(|e| e.cpu == cpu)
                 .map_or(usize::MAX, Executive::load)
         };
-        let granted = match grant(&self.config, &request, &comm, load) {
+        let mut granted = match grant(&self.config, &request, &comm, load) {
             Ok(granted) => granted,
             Err(refusal) => {
                 let (kind, why) = refusal.kind_and_message();
@@ -333,6 +337,15 @@ impl Control {
         {
             let why = format!("task {} is attached already", granted.name);
             return refuse(self, &p, "refused", why);
+        }
+        if let Some(admission) = &self.admission {
+            let admitted: Vec<_> = self.attached.iter().map(|a| task_of(&a.grant)).collect();
+            let asked = cpu_asked(&self.config, &request, &granted.name);
+            let placed = admission.place(&admitted, &task_of(&granted), asked, &self.config.cpus);
+            match placed {
+                Ok(cpu) => granted.cpu = cpu,
+                Err(refusal) => return refuse(self, &p, "refused", refusal.message),
+            }
         }
         let executive = self
             .executives

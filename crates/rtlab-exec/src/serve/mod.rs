@@ -61,6 +61,10 @@ impl Server {
         config
             .validate()
             .map_err(|e| anyhow::anyhow!(e.render(rtlab_core::settings::flag)))?;
+        // Measured before anything of the server runs on its CPUs.
+        let admission = config
+            .admission
+            .then(|| crate::admission::ServeAdmission::start(&config));
         let others = !config.allow_users.is_empty() || !config.allow_groups.is_empty();
         let listener = listen::listen(&config.socket, others, &journal)?;
         let mut executives = Vec::with_capacity(config.cpus.len());
@@ -88,7 +92,11 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let (events_tx, events) = std::sync::mpsc::channel();
         let socket = config.socket.clone();
-        let control = Control::new(
+        for line in admission.iter().flat_map(|a| a.measured.lines()) {
+            let line = format!("admission: {line}");
+            let _ = events_tx.send(Event { line, run: None });
+        }
+        let mut control = Control::new(
             config,
             listener,
             executives,
@@ -96,6 +104,7 @@ impl Server {
             events_tx,
             Arc::clone(&stop),
         );
+        control.admission = admission;
         let control = std::thread::Builder::new()
             .name("rtlab-serve".into())
             .spawn(move || control.run())

@@ -20,6 +20,8 @@ pub enum ExecCommand {
     ImportRtApp(ImportRtAppArgs),
     /// Check a task-set file and print its tasks and utilization per CPU.
     CheckTaskset(CheckTasksetArgs),
+    /// Whether a task set meets every deadline (admission control): per CPU every test, per task its response bound.
+    Admit(Box<super::exec_admit::ExecAdmitArgs>),
     /// The executive as a service: processes attach over a Unix socket and are released at their instants.
     Serve(Box<super::exec_serve::ExecServeArgs>),
     /// The processes attached to a running `exec serve`, with their statistics.
@@ -106,7 +108,9 @@ prints both with the % of activations within 10/50/100/500/1000 µs (two stored 
 With --taskset FILE (docs/taskset.md) each task has its own period, offset, work, deadline,
 budget, priority and CPU, with one executive per CPU in use; its series are <name>.lateness
 and <name>.response, and <name>.execution for a task with a budget (missed = overruns).
-Missed activations and deadline misses are counted, never skipped. --budget checks every run,
+Before a --taskset runs, admission (rtlab exec admit) analyses it with the overheads
+measured here: not admitted, the refusal is printed and nothing runs (exit code 1) unless
+--force. Missed activations and deadline misses are counted, never skipped. --budget checks every run,
 e.g. --budget '*.response:missed=0,*.lateness:p99<100us' (deadline misses are the response
 series' missed): exit code 1 when one is not kept (docs/budgets.md).")]
 pub struct ExecPeriodicArgs {
@@ -129,6 +133,10 @@ pub struct ExecPeriodicArgs {
     /// Also run the same tasks this way and print both side by side.
     #[arg(long, value_parser = baseline_mode())]
     pub baseline: Option<Mode>,
+
+    /// With --taskset: run the set even when admission refuses it (the run records the refusal as a warning).
+    #[arg(long, requires = "taskset")]
+    pub force: bool,
 
     #[command(flatten)]
     pub task: PeriodicTaskArgs,

@@ -14,6 +14,7 @@ use std::path::PathBuf;
   RTLAB_SOCKET=/run/rtlab/exec.sock my-periodic-program &   # attaches with librtlab
   rtlab exec serve --taskset examples/taskset.toml --max-priority 85 --cpus all --duration 2s --no-store
   rtlab exec status                                # the attached processes and their figures
+  rtlab exec serve --admission off --duration 2s --no-store   # grant every valid request, fitting or not
 
 Processes attach over the Unix socket (librtlab's rtlab_attach, or rtlab_client::Periodic
 in Rust) with their period, offset, deadline, budget, CPU and priority. Root may attach;
@@ -22,8 +23,11 @@ credentials decide, supplementary groups count). Each attached thread is journal
 pinned and made SCHED_FIFO (at most --max-priority, below the executive's --priority);
 one executive thread per CPU of --cpus releases it at every activation through a futex
 in a page they share, waking early and letting it spin to the instant. A process that
-dies is dropped at once, one busy on one activation past --hang-timeout or never yielding
-is dropped and demoted; the others go on. Each attachment is stored as a run (series
+asks more than its CPU can honour beside the others is refused (--admission, default on:
+response-time analysis with the release jitter and cost measured at start; the reply names
+the failed test, by how much and what would fit). A process that dies is dropped at once,
+one busy on one activation past --hang-timeout or never yielding is dropped and demoted;
+the others go on. Each attachment is stored as a run (series
 NAME.lateness and NAME.response) when it ends. Runs until SIGINT/SIGTERM or --duration;
 the socket is removed and every thread put back. docs/exec-serve.md.")]
 pub struct ExecServeArgs {
@@ -59,6 +63,10 @@ pub struct ExecServeArgs {
     #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_MAX_TASKS as u64, value_parser = clap::value_parser!(u64).range(1..=rtlab_exec::serve::MAX_SERVE_TASKS as u64))]
     pub max_tasks: u64,
 
+    /// Admit each attach request by response-time analysis beside the processes attached (WCET = budget), with the overheads measured at start; off: every valid request is granted.
+    #[arg(long, default_value = "on", value_parser = on_off, value_name = "on|off")]
+    pub admission: bool,
+
     /// Drop a process busy on one activation this long [default: max(1s, 10 periods)].
     #[arg(long, value_parser = input::positive_duration, value_name = "DURATION")]
     pub hang_timeout: Option<u64>,
@@ -77,6 +85,15 @@ pub struct ExecServeArgs {
     /// Write every ended attachment's run as JSON (schema rtlab.serve/1) to PATH, rewritten after each.
     #[arg(long, value_name = "PATH|-", value_parser = OutputTarget::parser(), value_hint = clap::ValueHint::AnyPath)]
     pub json: Option<OutputTarget>,
+}
+
+/// `--admission on|off`.
+fn on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("'{other}': expected on or off")),
+    }
 }
 
 #[derive(Args)]

@@ -10,6 +10,7 @@
 
 mod campaign;
 mod exec;
+mod exec_admit;
 mod exec_serve;
 mod exec_taskset;
 mod install;
@@ -25,6 +26,7 @@ mod tune;
 
 pub use campaign::*;
 pub use exec::*;
+pub use exec_admit::*;
 pub use exec_serve::*;
 pub use exec_taskset::*;
 pub use install::*;

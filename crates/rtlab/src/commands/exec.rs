@@ -177,8 +177,16 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         Some(path) => super::exec_taskset::config_from_set(path, &args.task, args.duration, mode)?,
         None => config_from(&args.task, args.tasks, args.duration, mode)?,
     };
+    // A task set is admitted before anything runs (campaigns are not gated).
+    let gate = match &args.taskset {
+        Some(_) => super::exec_admit::gate(&config, args.force),
+        None => super::exec_admit::Gate::Run,
+    };
+    if let super::exec_admit::Gate::Refused(code) = gate {
+        return Ok(code);
+    }
     let Some(baseline_mode) = args.baseline else {
-        let probe = super::exec_worker::probe(&args.task, config)?;
+        let probe = gate.probe(super::exec_worker::probe(&args.task, config)?);
         return measure(probe, &args.run, &[])?.report(args.run.quiet);
     };
     if mode != Mode::Executive {
@@ -200,7 +208,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     for config in [config, baseline] {
         let quiet = args.run.quiet || outputs.json_on_stdout();
         let measured = measure(
-            super::exec_worker::probe(&args.task, config)?,
+            gate.probe(super::exec_worker::probe(&args.task, config)?),
             &inner_args(&args.run, args.run.load.clone(), quiet),
             &[],
         )?;

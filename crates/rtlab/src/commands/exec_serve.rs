@@ -47,6 +47,7 @@ fn config(args: &ExecServeArgs) -> anyhow::Result<ServeConfig> {
     config.priority = args.priority;
     config.max_tasks = args.max_tasks as usize;
     config.hang_timeout_ns = args.hang_timeout;
+    config.admission = args.admission;
     if let Some(path) = &args.taskset {
         config.taskset = Some(super::exec_taskset::load(path)?);
     }

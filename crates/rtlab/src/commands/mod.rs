@@ -3,6 +3,7 @@
 mod campaign;
 pub mod completions;
 mod exec;
+mod exec_admit;
 mod exec_serve;
 mod exec_taskset;
 mod exec_worker;
@@ -62,6 +63,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::ProcessWorker { plan }) => Ok(exec_worker::run(&plan)),
         Command::Exec(ExecCommand::ImportRtApp(args)) => exec_taskset::import_rt_app(args),
         Command::Exec(ExecCommand::CheckTaskset(args)) => exec_taskset::check_taskset(args),
+        Command::Exec(ExecCommand::Admit(args)) => exec_admit::admit(*args),
         Command::Exec(ExecCommand::Serve(args)) => exec_serve::serve(*args),
         Command::Exec(ExecCommand::Status(args)) => exec_serve::status(&args),
         Command::Tune(command) => tune::run(command),
