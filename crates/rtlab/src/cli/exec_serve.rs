@@ -64,7 +64,7 @@ pub struct ExecServeArgs {
     pub max_tasks: u64,
 
     /// Admit each attach request by response-time analysis beside the processes attached (WCET = budget), with the overheads measured at start; off: every valid request is granted.
-    #[arg(long, default_value = "on", value_parser = on_off, value_name = "on|off")]
+    #[arg(long, default_value = "on", value_parser = on_off, action = clap::ArgAction::Set, value_name = "on|off")]
     pub admission: bool,
 
     /// Drop a process busy on one activation this long [default: max(1s, 10 periods)].
@@ -113,4 +113,20 @@ pub struct ExecStatusArgs {
     /// Print the answer as JSON (schema rtlab.exec-status/1).
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::shared::parse_args as parse;
+    use super::*;
+
+    #[test]
+    fn admission_is_on_by_default_as_the_server_s_own_default() {
+        let args: ExecServeArgs = parse(&[]);
+        assert_eq!(args.admission, rtlab_exec::serve::config::DEFAULT_ADMISSION);
+        let off: ExecServeArgs = parse(&["--admission", "off"]);
+        assert!(!off.admission);
+        let on: ExecServeArgs = parse(&["--admission", "on"]);
+        assert!(on.admission);
+    }
 }
