@@ -6,11 +6,15 @@ use crate::bounds::{hyperbolic_outcome, liu_layland_outcome, not_applicable, uti
 use crate::demand::{processor_demand, Demand};
 use crate::edf::edf_responses;
 use crate::item::{items, Item};
-use crate::meter::Meter;
+use crate::meter::{Meter, STEPS_PER_CPU};
 use crate::model::{CpuAnalysis, Overheads, Policy, Task, TaskOutcome, Test, TestOutcome, Verdict};
 use crate::response::{Limit, Response};
 use crate::rta::fixed_priority_responses;
 use crate::text::{duration, lateness, quoted};
+
+/// Steps for the EDF response bounds of one CPU, beside the
+/// [`STEPS_PER_CPU`] of its verdict.
+const STEPS_FOR_EDF_BOUNDS: u64 = STEPS_PER_CPU / 4;
 
 #[derive(Debug)]
 pub(crate) struct CpuVerdict<'a> {
@@ -41,9 +45,17 @@ pub(crate) fn analyse_cpu<'a>(
         Policy::Edf => {
             items.sort_by_key(|item| item.deadline);
             let all_known = items.iter().all(|item| item.exec.is_some());
-            // The demand first: the verdict never waits on the bounds.
             let demand = all_known.then(|| processor_demand(&items, meter));
-            (edf_responses(&items, meter), demand)
+            // A decided demand is the whole verdict: a yes-or-no check
+            // skips the bounds, which then only say how long each task
+            // takes (or, when the demand fails, who could miss).
+            let decided = demand.and_then(Demand::fits).is_some();
+            let responses = if limit == Limit::Deadline && decided {
+                vec![Response::Undecided; items.len()]
+            } else {
+                edf_responses(&items, STEPS_FOR_EDF_BOUNDS)
+            };
+            (responses, demand)
         }
     };
     CpuVerdict {

@@ -18,9 +18,11 @@ use crate::meter::Meter;
 use crate::response::{from_search, task_rbf, Limit, Response, TaskRbf};
 
 /// The response bound of each of `items` (one CPU's tasks) under EDF, in
-/// their order. Under EDF any job may run before any other, so an
-/// unknown WCET leaves every task's response unknown.
-pub(crate) fn edf_responses(items: &[Item], meter: &Meter) -> Vec<Response> {
+/// their order, each within its share of `budget` steps (the busy window
+/// of a CPU with a 1 µs period holds millions of jobs, and these bounds
+/// only inform: the demand decides). Under EDF any job may run before any
+/// other, so an unknown WCET leaves every task's response unknown.
+pub(crate) fn edf_responses(items: &[Item], budget: u64) -> Vec<Response> {
     if let Some(unknown) = items.iter().position(|item| item.exec.is_none()) {
         return (0..items.len())
             .map(|index| {
@@ -35,28 +37,29 @@ pub(crate) fn edf_responses(items: &[Item], meter: &Meter) -> Vec<Response> {
     if items.iter().any(Item::overloads_itself) {
         return vec![Response::Unbounded; items.len()];
     }
+    let share = budget / items.len().max(1) as u64;
+    (0..items.len())
+        .map(|index| response_of(items, index, &Meter::new(share)))
+        .collect()
+}
+
+fn response_of(items: &[Item], index: usize, meter: &Meter) -> Response {
     let rbfs: Vec<TaskRbf> = items
         .iter()
         .map(|item| task_rbf(item, item.exec.unwrap_or(0), meter))
         .collect();
-    (0..items.len())
-        .map(|index| {
-            let item = &items[index];
-            let tua = EdfTask {
-                rbf: &rbfs[index],
-                deadline: Duration::from(item.deadline),
-            };
-            let others: Vec<EdfTask<TaskRbf>> = (0..items.len())
-                .filter(|&other| other != index)
-                .map(|other| EdfTask {
-                    rbf: &rbfs[other],
-                    deadline: Duration::from(
-                        items[other].deadline.saturating_sub(items[other].jitter),
-                    ),
-                })
-                .collect();
-            let limit = Duration::from(Limit::Full.for_item(item, items));
-            from_search(item, dedicated_uniproc_rta(&tua, &others, limit), meter)
+    let item = &items[index];
+    let tua = EdfTask {
+        rbf: &rbfs[index],
+        deadline: Duration::from(item.deadline),
+    };
+    let others: Vec<EdfTask<TaskRbf>> = (0..items.len())
+        .filter(|&other| other != index)
+        .map(|other| EdfTask {
+            rbf: &rbfs[other],
+            deadline: Duration::from(items[other].deadline.saturating_sub(items[other].jitter)),
         })
-        .collect()
+        .collect();
+    let limit = Duration::from(Limit::Full.for_item(item, items));
+    from_search(item, dedicated_uniproc_rta(&tua, &others, limit), meter)
 }

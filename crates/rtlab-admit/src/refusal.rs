@@ -124,8 +124,7 @@ fn who_misses(verdict: &CpuVerdict, own: usize, victim: usize) -> String {
             name(victim)
         ),
         _ if verdict.meets(victim).is_none() => format!(
-            "{subject}: no bound found within {} analysis steps (its deadline {deadline})",
-            verdict.budget
+            "{subject} could not be bounded within the analysis step budget (its deadline {deadline})"
         ),
         Response::Bounded(response) => format!(
             "{subject} would respond in {}, {} after its {deadline} deadline",

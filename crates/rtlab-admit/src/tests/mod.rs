@@ -6,6 +6,7 @@ mod admission;
 mod bounds;
 mod edf;
 mod fixed_priority;
+mod limits;
 
 use crate::model::{Analysis, CpuAnalysis, Overheads, Task, Test, TestOutcome, Verdict};
 
