@@ -14,8 +14,16 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The live tests of this file one at a time: each runs real-time tasks
+/// on the last CPU, and two at once would make each other miss.
+static LIVE: Mutex<()> = Mutex::new(());
+
+fn live() -> std::sync::MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -92,7 +100,7 @@ fn burns_and_wellings_set_is_admitted_by_exact_analysis_alone() {
 
 #[test]
 fn a_set_over_one_cpu_is_refused_naming_the_test_and_what_fits() {
-    // examples/admit-overload.toml: U = 1.05 on one CPU.
+    // examples/admit-overload.toml: U = 1.4 on one CPU.
     let file = example("admit-overload.toml");
     let (code, doc) = admit(&[file.to_str().unwrap(), "--overheads", "none"]);
     assert_eq!(code, 1, "{doc}");
@@ -223,6 +231,7 @@ fn deadline_misses(run: &Value) -> u64 {
 #[test]
 fn a_set_admitted_here_runs_with_no_deadline_miss() {
     require_realtime!();
+    let _live = live();
     let file = example("admit-fits.toml");
     let (code, doc) = admit(&[file.to_str().unwrap()]);
     assert_eq!(code, 0, "{doc}");
@@ -254,6 +263,7 @@ fn a_set_admitted_here_runs_with_no_deadline_miss() {
 #[test]
 fn a_set_refused_here_does_not_run_unless_forced_and_then_misses() {
     require_realtime!();
+    let _live = live();
     let file = example("admit-overload.toml");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -277,6 +287,7 @@ fn a_set_refused_here_does_not_run_unless_forced_and_then_misses() {
 #[test]
 fn budget_from_takes_each_wcet_from_a_stored_run() {
     require_realtime!();
+    let _live = live();
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let file = example("admit-fits.toml");
@@ -420,6 +431,7 @@ fn try_attach(params: Params) -> Result<(), Error> {
 #[test]
 fn exec_serve_refuses_a_registration_that_cannot_fit_and_names_the_test() {
     require_realtime!();
+    let _live = live();
     let serve = Serve::start(&[]);
     let (stop, first) = attached(serve.params("first"));
     // 6 ms every 10 ms twice on one CPU: U = 1.2.
@@ -444,6 +456,7 @@ fn exec_serve_refuses_a_registration_that_cannot_fit_and_names_the_test() {
 #[test]
 fn exec_serve_without_admission_grants_what_does_not_fit() {
     require_realtime!();
+    let _live = live();
     let serve = Serve::start(&["--admission", "off"]);
     let (stop, first) = attached(serve.params("first"));
     let second = try_attach(serve.params("second"));

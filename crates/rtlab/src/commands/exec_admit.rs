@@ -251,7 +251,8 @@ fn print_text(file: &std::path::Path, admission: &Admission) -> anyhow::Result<(
             let verdict = match &t.verdict {
                 Verdict::Pass => "pass".to_string(),
                 Verdict::Fail => "FAIL".to_string(),
-                Verdict::NotApplicable(why) => format!("n/a ({why})"),
+                // The detail says why.
+                Verdict::NotApplicable(_) => "n/a".to_string(),
             };
             out!("  {:<17} {:<5} {}", test_text(t.test), verdict, t.detail);
         }
