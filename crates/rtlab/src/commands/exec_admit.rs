@@ -12,7 +12,7 @@ use rtlab_admit::{
     admit as admit_one, analyse, Analysis, Overheads, Policy, Refusal, Test, Verdict,
 };
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::result::{terminal_text, RunResult};
+use rtlab_core::result::{terminal_text, RunResult, SeriesStats};
 use rtlab_core::units::human_duration;
 use rtlab_exec::admission::{
     measure, plain, tasks_of, Measured, ReleaseSettings, SourcedTask, WcetSource,
@@ -126,19 +126,18 @@ fn execution_series<'a>(run: &'a RunResult, name: &str) -> Option<&'a rtlab_core
     named("execution").or_else(|| named("response"))
 }
 
-/// The WCET a stored series gives: the upper end of the pWCET's
-/// confidence interval at [`PWCET_EXCEEDANCE`] (docs/pwcet.md: the point
-/// estimate is exceeded with probability ~1/2 by the truth); why not.
-fn pwcet_of(run: &RunResult, series: &rtlab_core::result::Series) -> Result<(u64, f64), String> {
+/// The WCET series `name` of stored run `run` gives (`stats`): the upper
+/// end of the pWCET's confidence interval at [`PWCET_EXCEEDANCE`]
+/// (docs/pwcet.md: the point estimate is exceeded with probability ~1/2
+/// by the truth), and that confidence; else why not.
+fn pwcet_of(run: &str, name: &str, stats: &SeriesStats) -> Result<(u64, f64), String> {
     let options = EvtOptions::default();
-    let report = for_series(&series.stats, &options);
+    let report = for_series(stats, &options);
     let longer = "record a longer run (docs/pwcet.md: a fit needs at least 50 blocks of 16 \
                   activations, independent and stationary)";
     if let EvtVerdict::Refused { reasons } = &report.verdict {
         return Err(format!(
-            "--budget-from {}: series {}: no pWCET ({}); {longer}, or leave --budget-from out",
-            run.id,
-            series.name,
+            "--budget-from {run}: series {name}: no pWCET ({}); {longer}, or leave --budget-from out",
             reasons.join("; ")
         ));
     }
@@ -148,15 +147,14 @@ fn pwcet_of(run: &RunResult, series: &rtlab_core::result::Series) -> Result<(u64
         .find(|e| e.exceedance_per_sample == PWCET_EXCEEDANCE)
         .ok_or_else(|| {
             format!(
-                "--budget-from {}: series {}: no pWCET at {PWCET_EXCEEDANCE:e} per activation; {longer}",
-                run.id, series.name
+                "--budget-from {run}: series {name}: no pWCET at {PWCET_EXCEEDANCE:e} per activation; {longer}"
             )
         })?;
     if !estimate.ci_high_ns.is_finite() {
         return Err(format!(
-            "--budget-from {}: series {}: the pWCET at {PWCET_EXCEEDANCE:e} is not bounded from above \
+            "--budget-from {run}: series {name}: the pWCET at {PWCET_EXCEEDANCE:e} is not bounded from above \
              at {} confidence (a heavy tail); {longer}",
-            run.id, series.name, report.confidence
+            report.confidence
         ));
     }
     Ok((estimate.ci_high_ns.ceil() as u64, report.confidence))
@@ -178,7 +176,8 @@ fn with_budgets_from(
         let Some(series) = execution_series(&run, &t.task.name) else {
             continue;
         };
-        let (wcet, confidence) = pwcet_of(&run, series).map_err(InputError)?;
+        let (wcet, confidence) =
+            pwcet_of(&run.id, &series.name, &series.stats).map_err(InputError)?;
         t.task.wcet_ns = Some(wcet);
         t.wcet_from = WcetSource::Pwcet {
             run: run.id.clone(),
@@ -457,6 +456,39 @@ impl ProbeRun for ForcedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtlab_core::record::SeriesRecorder;
+
+    /// The statistics of `n` executions of 50 µs plus an exponential
+    /// tail (mean 10 µs), independent and stationary, from a fixed seed.
+    fn executions(n: u64) -> SeriesStats {
+        let mut recorder = SeriesRecorder::new(None);
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..n {
+            // SplitMix64.
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+            let tail = -(1.0 - u).ln() * 10_000.0;
+            recorder.record(50_000 + tail as u64, i * 1_000_000, 0);
+        }
+        recorder.stats()
+    }
+
+    #[test]
+    fn a_pwcet_is_the_upper_end_at_one_in_a_billion_and_a_refusal_says_what_to_do() {
+        let stats = executions(40_000);
+        let (wcet, confidence) = pwcet_of("r1", "t.execution", &stats).expect("an estimate");
+        assert_eq!(confidence, EvtOptions::default().confidence);
+        // Beyond everything observed: the tail is extrapolated.
+        assert!(wcet > stats.max_ns, "{wcet} vs {}", stats.max_ns);
+        let why = pwcet_of("r1", "t.execution", &executions(200)).unwrap_err();
+        assert!(
+            why.contains("r1") && why.contains("t.execution") && why.contains("longer run"),
+            "{why}"
+        );
+    }
 
     #[test]
     fn overrides_replace_the_figures_and_say_so() {
