@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The live tests of this file one at a time: each runs real-time tasks
 /// on the last CPU, and two at once would make each other miss.
@@ -353,14 +353,7 @@ impl Serve {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let give_up = Instant::now() + Duration::from_secs(20);
-        while rtlab_client::executive_status(Some(&socket)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("exec serve exited early: {status}");
-            }
-            assert!(Instant::now() < give_up, "exec serve not ready in 20 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_until_serving(&mut child, &socket);
         Serve {
             dir,
             child: Some(child),

@@ -149,14 +149,7 @@ impl Serve {
             .spawn()
             .unwrap();
         let socket = dir.path().join("exec.sock");
-        let give_up = Instant::now() + Duration::from_secs(20);
-        while rtlab_client::executive_status(Some(&socket)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("exec serve exited early: {status}");
-            }
-            assert!(Instant::now() < give_up, "exec serve not ready in 20 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_until_serving(&mut child, &socket);
         Serve { dir, child }
     }
 

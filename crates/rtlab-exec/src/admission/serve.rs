@@ -6,6 +6,7 @@
 //! admits it.
 
 use super::overheads::{measure, Measured, ReleaseSettings};
+
 use crate::serve::config::{Grant, ServeConfig};
 use rtlab_admit::{admit, Policy, Refusal, Task};
 use rtlab_client::protocol::AttachRequest;
@@ -63,7 +64,8 @@ impl ServeAdmission {
 
     /// The CPU `candidate` is admitted on beside `granted`, or why not.
     /// With `cpu_asked` only its own CPU is tried; else `cpus`, least
-    /// utilized first (the refusal is then the least utilized CPU's).
+    /// utilized first, then fewest processes (the refusal is then the
+    /// first CPU's).
     pub fn place(
         &self,
         granted: &[Task],
@@ -76,8 +78,15 @@ impl ServeAdmission {
         if cpu_asked {
             return admit(granted, candidate, policy, overheads, cpus).map(|_| candidate.cpu);
         }
+        // Least utilized first; among equals (processes without budgets)
+        // the one with the fewest processes, as the server spreads them.
+        let tasks_on = |cpu: usize| granted.iter().filter(|t| t.cpu == cpu).count();
         let mut order = cpus.to_vec();
-        order.sort_by(|a, b| utilization(granted, *a).total_cmp(&utilization(granted, *b)));
+        order.sort_by(|&a, &b| {
+            utilization(granted, a)
+                .total_cmp(&utilization(granted, b))
+                .then(tasks_on(a).cmp(&tasks_on(b)))
+        });
         let mut first_refusal = None;
         for cpu in order {
             let on_cpu = Task {
@@ -120,6 +129,35 @@ mod tests {
         assert!((utilization(&tasks, 0) - 0.2).abs() < 1e-12);
         assert!((utilization(&tasks, 1) - 0.5).abs() < 1e-12);
         assert_eq!(utilization(&tasks, 2), 0.0);
+    }
+
+    #[test]
+    fn a_free_candidate_goes_where_it_fits_least_utilized_then_least_crowded_first() {
+        let admission = ServeAdmission {
+            measured: Measured {
+                overheads: rtlab_admit::Overheads::none(),
+                per_cpu: Vec::new(),
+                not_measured: Some("test".into()),
+            },
+        };
+        let unknown = task("spinner", 0, None);
+        // Without budgets anywhere: the CPU with fewer processes.
+        let placed = admission.place(&[unknown.clone()], &task("b", 0, None), false, &[0, 1]);
+        assert_eq!(placed, Ok(1));
+        // 6 ms of 10 on CPU 1: another 6 ms fits only on CPU 0.
+        let busy = task("busy", 1, Some(6_000_000));
+        let candidate = task("c", 0, Some(6_000_000));
+        assert_eq!(
+            admission.place(&[busy.clone()], &candidate, false, &[1, 0]),
+            Ok(0)
+        );
+        // Asked for CPU 1, it is refused there, naming the test.
+        let on_one = task("c", 1, Some(6_000_000));
+        let refusal = admission
+            .place(&[busy], &on_one, true, &[0, 1])
+            .unwrap_err();
+        assert_eq!(refusal.cpu, 1);
+        assert!(!refusal.message.is_empty());
     }
 
     #[test]

@@ -240,3 +240,16 @@ pub fn assert_stalls_show(run: &serde_json::Value, stalls: u32) {
         "{late} activations 1 ms late or more, {stalls} stalls of 3 ms injected"
     );
 }
+
+/// Waits until the `exec serve` started as `child` answers at `socket`
+/// (at most 20 s); panics if it exits first.
+pub fn wait_until_serving(child: &mut Child, socket: &Path) {
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while rtlab_client::executive_status(Some(socket)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("exec serve exited early: {status}");
+        }
+        assert!(Instant::now() < give_up, "exec serve not ready in 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
