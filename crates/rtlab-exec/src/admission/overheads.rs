@@ -90,7 +90,7 @@ impl Measured {
     /// One line per CPU for a person.
     pub fn lines(&self) -> Vec<String> {
         if let Some(why) = &self.not_measured {
-            return vec![format!("overheads not measured ({why}): none assumed")];
+            return vec![format!("not measured ({why}): none assumed")];
         }
         self.per_cpu
             .iter()
