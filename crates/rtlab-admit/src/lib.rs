@@ -9,13 +9,15 @@
 //! Inside: `item` (a task as analysed, clamped), `bounds` (utilization,
 //! Liu & Layland, hyperbolic), `rta` (fixed priorities) and `edf` (EDF
 //! response bounds) on the `response-time-analysis` crate through
-//! `response`, `demand` (QPA), `meter` (the step budget every analysis
-//! runs within), `cpu` (one CPU's verdict), `suggest` and `refusal` (what
-//! a refused task hears), `text` (names and durations for people).
+//! `response` and `arrivals`, `demand` (QPA), `meter` (the step budget
+//! every analysis runs within), `cpu` (one CPU's verdict), `suggest` and
+//! `refusal` (what a refused task hears), `text` (names and durations for
+//! people).
 
 pub mod model;
 
 mod analysis;
+mod arrivals;
 mod bounds;
 mod cpu;
 mod demand;
