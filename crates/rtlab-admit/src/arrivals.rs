@@ -38,9 +38,14 @@ impl ArrivalBound for Released {
     /// 1, then T·j + 1 − J from the first j with T·j > J.
     fn steps_iter<'a>(&'a self) -> Box<dyn Iterator<Item = Duration> + 'a> {
         let first = self.jitter / self.period + 1;
-        Box::new(iter::once(Duration::from(1)).chain(
-            (first..).map(move |j| Duration::from(self.period.saturating_mul(j) + 1 - self.jitter)),
-        ))
+        Box::new(iter::once(Duration::from(1)).chain((first..).map(move |j| {
+            Duration::from(
+                self.period
+                    .saturating_mul(j)
+                    .saturating_add(1)
+                    .saturating_sub(self.jitter),
+            )
+        })))
     }
 
     fn clone_with_jitter(&self, added_jitter: Duration) -> Box<dyn ArrivalBound> {
