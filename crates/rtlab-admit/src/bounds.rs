@@ -3,7 +3,8 @@
 //! U ≤ n(2^(1/n) − 1), and the hyperbolic bound of Bini, Buttazzo &
 //! Buttazzo (2003), Π(U_i + 1) ≤ 2, which accepts every set Liu &
 //! Layland accepts and more. Both assume deadlines equal to periods,
-//! releases on time and known WCETs; a failure of either decides nothing.
+//! releases on time, no release cost and known WCETs; a failure of
+//! either decides nothing.
 
 use crate::item::Item;
 use crate::model::{Policy, Test, TestOutcome, Verdict};
@@ -138,6 +139,15 @@ fn why_not_rate_monotonic(items: &[Item], policy: Policy) -> Option<String> {
         return Some(format!(
             "releases may come {} late (release jitter); the bound assumes none",
             rtlab_core::units::human_duration(item.jitter)
+        ));
+    }
+    if let Some(item) = items
+        .first()
+        .filter(|item| item.release_cost > 0 && items.len() > 1)
+    {
+        return Some(format!(
+            "each release costs {} at the executive's top priority, a lower task's too; the bound assumes none",
+            rtlab_core::units::human_duration(item.release_cost)
         ));
     }
     if let Some(item) = items

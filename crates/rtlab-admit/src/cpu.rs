@@ -10,7 +10,7 @@ use crate::meter::{Meter, STEPS_PER_CPU};
 use crate::model::{CpuAnalysis, Overheads, Policy, Task, TaskOutcome, Test, TestOutcome, Verdict};
 use crate::response::{Limit, Response};
 use crate::rta::fixed_priority_responses;
-use crate::text::{duration, lateness, quoted};
+use crate::text::{demand_over, duration, lateness, quoted};
 
 /// Steps for the EDF response bounds of one CPU, beside the
 /// [`STEPS_PER_CPU`] of its verdict.
@@ -284,13 +284,7 @@ impl CpuVerdict<'_> {
             Demand::Exceeds { t, demand } => outcome(
                 Verdict::Fail,
                 if t == 0 { f64::INFINITY } else { demand as f64 / t as f64 },
-                format!(
-                    "h({}) = {} > {}: {} over",
-                    duration(t),
-                    duration(demand),
-                    duration(t),
-                    duration(demand - t)
-                ),
+                demand_over(t, demand),
             ),
             Demand::Overloaded { utilization } => outcome(
                 Verdict::Fail,

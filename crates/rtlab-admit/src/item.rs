@@ -23,6 +23,9 @@ pub(crate) struct Item<'a> {
     pub exec: Option<u64>,
     /// Release jitter, at most `TIME_CAP + 1`.
     pub jitter: u64,
+    /// What each of its releases costs the CPU at the executive's top
+    /// priority (part of `exec`), at most `TIME_CAP + 1`.
+    pub release_cost: u64,
     pub priority: u32,
 }
 
@@ -38,6 +41,7 @@ impl<'a> Item<'a> {
                     .min(TIME_CAP + 1)
             }),
             jitter: overheads.release_jitter_ns.min(TIME_CAP + 1),
+            release_cost: overheads.release_cost_ns.min(TIME_CAP + 1),
             priority: task.priority,
         }
     }

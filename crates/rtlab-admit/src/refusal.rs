@@ -8,7 +8,7 @@ use crate::demand::Demand;
 use crate::item::Item;
 use crate::model::{Policy, Refusal, Suggestion, Task, Test};
 use crate::response::Response;
-use crate::text::{duration, either, quoted};
+use crate::text::{demand_over, duration, either, quoted};
 
 /// The refusal of `candidate` by `verdict` (its CPU's analysis with it,
 /// which does not fit).
@@ -69,16 +69,6 @@ pub(crate) fn refusal(
         suggestions,
         message,
     }
-}
-
-fn demand_over(t: u64, demand: u64) -> String {
-    format!(
-        "h({}) = {} > {}: {} over",
-        duration(t),
-        duration(demand),
-        duration(t),
-        duration(demand - t)
-    )
 }
 
 fn test_name(test: Test) -> &'static str {

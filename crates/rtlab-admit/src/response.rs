@@ -3,12 +3,12 @@
 //! for the `response-time-analysis` crate, the divergence limit, and the
 //! reading of the crate's answer.
 
-use response_time_analysis::arrival::Sporadic;
 use response_time_analysis::demand::RBF;
 use response_time_analysis::fixed_point::SearchResult;
-use response_time_analysis::time::{Duration, Service};
+use response_time_analysis::time::Service;
 use response_time_analysis::wcet::Scalar;
 
+use crate::arrivals::Released;
 use crate::item::{Item, TIME_CAP};
 use crate::meter::{Meter, Metered};
 
@@ -79,11 +79,11 @@ impl Limit {
 }
 
 /// The metered request-bound function of an item with a known execution
-/// (sporadic arrivals with the executive's release jitter).
-pub(crate) type TaskRbf<'m> = Metered<'m, RBF<Sporadic, Scalar>>;
+/// (periodic releases with the executive's release jitter).
+pub(crate) type TaskRbf<'m> = Metered<'m, RBF<Released, Scalar>>;
 
 pub(crate) fn task_rbf<'m>(item: &Item, exec: u64, meter: &'m Meter) -> TaskRbf<'m> {
-    let arrivals = Sporadic::new(Duration::from(item.period), Duration::from(item.jitter));
+    let arrivals = Released::new(item.period, item.jitter);
     Metered::new(RBF::new(arrivals, Scalar::new(Service::from(exec))), meter)
 }
 

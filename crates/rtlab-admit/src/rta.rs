@@ -6,6 +6,11 @@
 //! `response-time-analysis` crate's verified busy-window analysis
 //! (Bozhko & Brandenburg, ECRTS 2020), which also covers jobs of the task
 //! that queue behind each other.
+//!
+//! The executive releases every task of its CPU at its own top priority,
+//! so a release of a lower-priority task preempts task i too: each lower
+//! task j adds ⌈(w_i + J_j)/T_j⌉ × (release cost) to w_i (its own release
+//! cost is in its C_i; a higher task's in its C_j).
 
 use response_time_analysis::fixed_priority::fully_preemptive::dedicated_uniproc_rta;
 use response_time_analysis::time::Duration;
@@ -47,10 +52,24 @@ fn response_of(items: &[Item], index: usize, limit: Limit, meter: &Meter) -> Res
     {
         return Response::Unbounded;
     }
+    let lower: Vec<usize> = (0..items.len())
+        .filter(|&other| items[other].priority < item.priority && items[other].release_cost > 0)
+        .collect();
+    if lower
+        .iter()
+        .any(|&other| items[other].release_cost > items[other].period)
+    {
+        return Response::Unbounded;
+    }
     let tua = task_rbf(item, exec, meter);
     let interfering: Vec<_> = interferers
         .iter()
         .map(|&other| task_rbf(&items[other], items[other].exec.unwrap_or(0), meter))
+        .chain(
+            lower
+                .iter()
+                .map(|&other| task_rbf(&items[other], items[other].release_cost, meter)),
+        )
         .collect();
     let limit = Duration::from(limit.for_item(item, items));
     from_search(

@@ -111,18 +111,11 @@ fn shortest_period(trials: &Trials, candidate: &Task) -> Option<u64> {
         ..candidate.clone()
     };
     let fits = |period: u64| trials.fit(&with_period(period));
-    let (mut too_short, mut long_enough) = (candidate.period_ns, TIME_CAP);
+    let (too_short, long_enough) = (candidate.period_ns, TIME_CAP);
     if too_short >= long_enough || !fits(long_enough) {
         return None;
     }
-    while long_enough - too_short > 1 {
-        let middle = too_short + (long_enough - too_short) / 2;
-        if fits(middle) {
-            long_enough = middle;
-        } else {
-            too_short = middle;
-        }
-    }
+    let long_enough = boundary(too_short, long_enough, fits);
     let rounded = long_enough.next_multiple_of(printed_step(long_enough));
     Some(if rounded <= TIME_CAP && fits(rounded) {
         rounded
@@ -139,7 +132,7 @@ fn largest_budget(trials: &Trials, candidate: &Task) -> Option<u64> {
         ..candidate.clone()
     };
     let fits = |budget: u64| trials.fit(&with_budget(budget));
-    let (mut small_enough, mut too_large) = match candidate.wcet_ns {
+    let (small_enough, too_large) = match candidate.wcet_ns {
         Some(wcet) => (1, wcet),
         None => {
             let deadline = candidate.deadline_ns.min(TIME_CAP);
@@ -152,14 +145,7 @@ fn largest_budget(trials: &Trials, candidate: &Task) -> Option<u64> {
     if small_enough >= too_large || !fits(small_enough) {
         return None;
     }
-    while too_large - small_enough > 1 {
-        let middle = small_enough + (too_large - small_enough) / 2;
-        if fits(middle) {
-            small_enough = middle;
-        } else {
-            too_large = middle;
-        }
-    }
+    let small_enough = boundary(too_large, small_enough, fits);
     let rounded = small_enough - small_enough % printed_step(small_enough);
     Some(
         if rounded >= 1 && rounded != small_enough && fits(rounded) {
@@ -168,6 +154,21 @@ fn largest_budget(trials: &Trials, candidate: &Task) -> Option<u64> {
             small_enough
         },
     )
+}
+
+/// Bisection between a value that does not fit and one that does (in
+/// either order; fitting is monotone between them): the fitting value
+/// nearest to the one that does not.
+fn boundary(mut fails: u64, mut fits_at: u64, fits: impl Fn(u64) -> bool) -> u64 {
+    while fails.abs_diff(fits_at) > 1 {
+        let middle = fails.min(fits_at) + fails.abs_diff(fits_at) / 2;
+        if fits(middle) {
+            fits_at = middle;
+        } else {
+            fails = middle;
+        }
+    }
+    fits_at
 }
 
 /// The step `rtlab_core::units::human_duration` prints `ns` to (three

@@ -26,6 +26,18 @@ pub(crate) fn lateness(response: u64, deadline: u64) -> String {
     )
 }
 
+/// How far the jobs due within `t` overrun it: "h(7ms) = 8ms > 7ms: 1ms
+/// over".
+pub(crate) fn demand_over(t: u64, demand: u64) -> String {
+    format!(
+        "h({}) = {} > {}: {} over",
+        duration(t),
+        duration(demand),
+        duration(t),
+        duration(demand.saturating_sub(t))
+    )
+}
+
 /// A list for a sentence: "a", "a or b", "a, b or c".
 pub(crate) fn either(parts: &[String]) -> String {
     match parts {

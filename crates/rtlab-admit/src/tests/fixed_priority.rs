@@ -87,7 +87,8 @@ fn jitter_raises_responses_as_the_recurrence_says() {
         [("fast", Some(4 * MS)), ("slow", Some(13 * MS))]
     );
     // The release cost adds to every execution: C = 3 and 8, w = 8 +
-    // ⌈w/10⌉3: 8 → 11 → 14 → 14.
+    // ⌈w/10⌉3: 8 → 11 → 14 → 14 (the lower task's releases cost "fast"
+    // ⌈w/40⌉ × 1 more: w = 3 + 1 = 4, R = 4).
     let costly = Overheads {
         release_cost_ns: MS,
         ..Overheads::none()
@@ -95,9 +96,34 @@ fn jitter_raises_responses_as_the_recurrence_says() {
     let analysis = analyse(&tasks, Policy::FixedPriority, &costly);
     assert_eq!(
         responses(only_cpu(&analysis)),
-        [("fast", Some(3 * MS)), ("slow", Some(14 * MS))]
+        [("fast", Some(4 * MS)), ("slow", Some(14 * MS))]
     );
     assert_eq!(only_cpu(&analysis).tasks[1].wcet_ns, Some(8 * MS));
+}
+
+#[test]
+fn a_lower_task_release_preempts_a_higher_one() {
+    // The executive releases every task at its top priority. "high"
+    // (T = 20, C = 2) above "low" (T = 10, C = 1), release cost 1: high's
+    // C = 3 and low's releases cost it ⌈w/10⌉ × 1: w = 3 → 4 → 4 (3
+    // without). Low: C = 2, w = 2 + ⌈w/20⌉3: 2 → 5 → 5.
+    let tasks = [
+        task("high", 20 * MS, 2 * MS, 2),
+        task("low", 10 * MS, MS, 1),
+    ];
+    let costly = Overheads {
+        release_cost_ns: MS,
+        ..Overheads::none()
+    };
+    let analysis = analyse(&tasks, Policy::FixedPriority, &costly);
+    let cpu = only_cpu(&analysis);
+    assert_eq!(
+        responses(cpu),
+        [("high", Some(4 * MS)), ("low", Some(5 * MS))]
+    );
+    assert!(
+        matches!(verdict(cpu, Test::LiuLayland), Verdict::NotApplicable(why) if why.contains("release costs 1ms"))
+    );
 }
 
 #[test]

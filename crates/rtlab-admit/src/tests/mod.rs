@@ -7,6 +7,7 @@ mod bounds;
 mod edf;
 mod fixed_priority;
 mod limits;
+mod properties;
 
 use crate::model::{Analysis, CpuAnalysis, Overheads, Task, Test, TestOutcome, Verdict};
 
