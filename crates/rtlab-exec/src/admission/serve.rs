@@ -140,15 +140,15 @@ mod tests {
                 not_measured: Some("test".into()),
             },
         };
-        let unknown = task("spinner", 0, None);
         // Without budgets anywhere: the CPU with fewer processes.
-        let placed = admission.place(&[unknown.clone()], &task("b", 0, None), false, &[0, 1]);
+        let unknown = [task("spinner", 0, None)];
+        let placed = admission.place(&unknown, &task("b", 0, None), false, &[0, 1]);
         assert_eq!(placed, Ok(1));
         // 6 ms of 10 on CPU 1: another 6 ms fits only on CPU 0.
         let busy = task("busy", 1, Some(6_000_000));
         let candidate = task("c", 0, Some(6_000_000));
         assert_eq!(
-            admission.place(&[busy.clone()], &candidate, false, &[1, 0]),
+            admission.place(std::slice::from_ref(&busy), &candidate, false, &[1, 0]),
             Ok(0)
         );
         // Asked for CPU 1, it is refused there, naming the test.
