@@ -63,7 +63,7 @@ pub struct ExecAdmitArgs {
     #[arg(long, value_parser = input::duration, value_name = "DURATION")]
     pub release_cost: Option<u64>,
 
-    /// A stored run (id, prefix or `last`): each task with a NAME.execution series there gets its pWCET at 1e-9 per activation as WCET.
+    /// A stored run (id, prefix or `last`): each task with a NAME.execution (else NAME.response) series there gets its pWCET at 1e-9 per activation as WCET.
     #[arg(long, value_name = "RUN")]
     pub budget_from: Option<String>,
 
