@@ -4,12 +4,14 @@
 //! task of no work ([`TaskPlan::released`]), for [`MEASURE_NS`].
 //!
 //! * `release_jitter_ns`: the [`JITTER_QUANTILE`] of how late the task
-//!   started after its activation instant (a missed activation counts as
-//!   a whole period late). Not the maximum: on a VM the host stalls its
-//!   guest for milliseconds a few times a second, and one such stall in
-//!   the measurement would make the analysis refuse every task set with a
-//!   deadline of a few ms, for an event the executive cannot prevent and
-//!   that the run's own lateness series shows. `--jitter` overrides it.
+//!   started after its activation instant, over the releases that came
+//!   (activations a stall swallowed are counted in `activations -
+//!   started`; the stall once, by the release it delayed). Not the
+//!   maximum: on a VM the host stalls its guest for milliseconds a few
+//!   times a second, and one such stall in the measurement would make the
+//!   analysis refuse every task set with a deadline of a few ms, for an
+//!   event the executive cannot prevent and that the run's own lateness
+//!   series shows. `--jitter` overrides it.
 //! * `release_cost_ns`: the executive thread's CPU time (its
 //!   `/proc/thread-self/schedstat` runtime, read before and after its
 //!   loop) per release: the sleep's wake-up, the spin from the guard to
@@ -65,7 +67,8 @@ impl Default for ReleaseSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CpuOverheads {
     pub cpu: usize,
-    /// Activations planned, and those the task started (the rest missed).
+    /// Activations released or missed, and those the task started (the
+    /// rest were swallowed by a stall).
     pub activations: u64,
     pub started: u64,
     /// Release lateness at [`JITTER_QUANTILE`] and at its worst.
@@ -271,14 +274,15 @@ fn measure_cpu(cpu: usize, settings: &ReleaseSettings) -> Result<CpuOverheads, S
         .map_err(|_| "the task thread panicked".to_string())?;
     let (accounted, runtime_ns) = released?;
     task_promoted?;
+    // One sample per release that came: a host stall that swallowed
+    // several activations (missed, skipped by the executive) is one late
+    // release, not one per activation it swallowed, so that one stall of
+    // a few ms cannot fill the quantile's last percent alone.
     let mut lateness: Vec<u64> = Vec::with_capacity(activations as usize);
-    let mut started: u64 = 0;
     while let Ok(sample) = late.pop() {
-        started += 1;
         lateness.push(sample.latency_ns);
-        // Each activation missed before this one: a whole period late.
-        lateness.extend(std::iter::repeat_n(PERIOD_NS, sample.missed as usize));
     }
+    let started = lateness.len() as u64;
     let jitter_max_ns = lateness.iter().copied().max().unwrap_or(0);
     Ok(CpuOverheads {
         cpu,

@@ -51,6 +51,8 @@ pub struct Handle {
     socket: std::path::PathBuf,
     /// The executives' warnings (a priority or CPU refused).
     pub warnings: Vec<String>,
+    /// With admission on: the overheads measured at start.
+    pub admission: Option<crate::admission::Measured>,
 }
 
 impl Server {
@@ -92,10 +94,6 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let (events_tx, events) = std::sync::mpsc::channel();
         let socket = config.socket.clone();
-        for line in admission.iter().flat_map(|a| a.measured.lines()) {
-            let line = format!("admission: {line}");
-            let _ = events_tx.send(Event { line, run: None });
-        }
         let mut control = Control::new(
             config,
             listener,
@@ -104,6 +102,7 @@ impl Server {
             events_tx,
             Arc::clone(&stop),
         );
+        let measured = admission.as_ref().map(|a| a.measured.clone());
         control.admission = admission;
         let control = std::thread::Builder::new()
             .name("rtlab-serve".into())
@@ -116,6 +115,7 @@ impl Server {
             journal,
             socket,
             warnings,
+            admission: measured,
         })
     }
 }

@@ -122,6 +122,9 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     for warning in &handle.warnings {
         eprintln!("warning: {warning}");
     }
+    for line in handle.admission.iter().flat_map(|m| m.lines()) {
+        eprintln!("rtlab exec serve: admission: {line}");
+    }
     eprintln!(
         "rtlab exec serve: listening at {} (CPUs {}), pid {}",
         args.socket.display(),
