@@ -24,29 +24,6 @@ fn refused(admitted: &[Task], candidate: &Task, policy: Policy, cpus: &[usize]) 
     }
 }
 
-/// Applies `suggestion` to `candidate` as `exec serve` would.
-fn apply(candidate: &Task, suggestion: &Suggestion) -> Task {
-    match *suggestion {
-        Suggestion::Period { min_ns } => Task {
-            period_ns: min_ns,
-            deadline_ns: if candidate.deadline_ns == candidate.period_ns {
-                min_ns
-            } else {
-                candidate.deadline_ns
-            },
-            ..candidate.clone()
-        },
-        Suggestion::Budget { max_ns } => Task {
-            wcet_ns: Some(max_ns),
-            ..candidate.clone()
-        },
-        Suggestion::Cpu { cpu } => Task {
-            cpu,
-            ..candidate.clone()
-        },
-    }
-}
-
 #[test]
 fn a_late_candidate_is_refused_with_how_late_and_what_would_fit() {
     // Its response does not depend on its own period: any period ≥ 52 ms
@@ -76,14 +53,7 @@ fn a_late_candidate_is_refused_with_how_late_and_what_would_fit() {
         let analysis = admit(&admitted, &taken, FP, &Overheads::none(), &[0, 1])
             .unwrap_or_else(|refusal| panic!("{suggestion:?} refused: {}", refusal.message));
         assert!(analysis.schedulable, "{suggestion:?}");
-        assert_eq!(
-            analysis
-                .cpus
-                .iter()
-                .map(|cpu| cpu.tasks.len())
-                .sum::<usize>(),
-            3
-        );
+        assert_eq!(task_count(&analysis), 3);
     }
 }
 

@@ -9,7 +9,9 @@ mod fixed_priority;
 mod limits;
 mod properties;
 
-use crate::model::{Analysis, CpuAnalysis, Overheads, Task, Test, TestOutcome, Verdict};
+use crate::model::{
+    Analysis, CpuAnalysis, Overheads, Suggestion, Task, Test, TestOutcome, Verdict,
+};
 
 pub(super) const US: u64 = 1_000;
 pub(super) const MS: u64 = 1_000_000;
@@ -75,10 +77,38 @@ pub(super) fn verdict(cpu: &CpuAnalysis, test: Test) -> &Verdict {
     &outcome(cpu, test).verdict
 }
 
+/// How many tasks an analysis holds, over every CPU.
+pub(super) fn task_count(analysis: &Analysis) -> usize {
+    analysis.cpus.iter().map(|cpu| cpu.tasks.len()).sum()
+}
+
 /// Each task's response bound, by name, in the CPU's order.
 pub(super) fn responses(cpu: &CpuAnalysis) -> Vec<(&str, Option<u64>)> {
     cpu.tasks
         .iter()
         .map(|task| (task.name.as_str(), task.response_ns))
         .collect()
+}
+
+/// Applies `suggestion` to `candidate` as `exec serve` would.
+pub(super) fn apply(candidate: &Task, suggestion: &Suggestion) -> Task {
+    match *suggestion {
+        Suggestion::Period { min_ns } => Task {
+            period_ns: min_ns,
+            deadline_ns: if candidate.deadline_ns == candidate.period_ns {
+                min_ns
+            } else {
+                candidate.deadline_ns
+            },
+            ..candidate.clone()
+        },
+        Suggestion::Budget { max_ns } => Task {
+            wcet_ns: Some(max_ns),
+            ..candidate.clone()
+        },
+        Suggestion::Cpu { cpu } => Task {
+            cpu,
+            ..candidate.clone()
+        },
+    }
 }

@@ -3,7 +3,7 @@
 //! odd numbers anywhere never panic.
 
 use super::*;
-use crate::model::{Policy, Suggestion};
+use crate::model::Policy;
 use crate::{admit, analyse};
 
 /// A small deterministic generator (the sets are the same every run).
@@ -49,28 +49,6 @@ fn random_task(numbers: &mut Numbers, name: String) -> Task {
         deadline_ns: deadline,
         wcet_ns: wcet,
         priority: 1 + numbers.below(5) as u32,
-    }
-}
-
-fn apply(candidate: &Task, suggestion: &Suggestion) -> Task {
-    match *suggestion {
-        Suggestion::Period { min_ns } => Task {
-            period_ns: min_ns,
-            deadline_ns: if candidate.deadline_ns == candidate.period_ns {
-                min_ns
-            } else {
-                candidate.deadline_ns
-            },
-            ..candidate.clone()
-        },
-        Suggestion::Budget { max_ns } => Task {
-            wcet_ns: Some(max_ns),
-            ..candidate.clone()
-        },
-        Suggestion::Cpu { cpu } => Task {
-            cpu,
-            ..candidate.clone()
-        },
     }
 }
 
@@ -166,14 +144,7 @@ fn odd_numbers_anywhere_never_panic() {
         };
         for policy in [Policy::FixedPriority, Policy::Edf] {
             let analysis = analyse(&tasks, policy, &overheads);
-            assert_eq!(
-                analysis
-                    .cpus
-                    .iter()
-                    .map(|cpu| cpu.tasks.len())
-                    .sum::<usize>(),
-                tasks.len()
-            );
+            assert_eq!(task_count(&analysis), tasks.len());
             let (candidate, admitted) = tasks.split_last().unwrap();
             let _ = admit(admitted, candidate, policy, &overheads, &[0, 1, usize::MAX]);
         }
