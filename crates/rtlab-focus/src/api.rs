@@ -140,7 +140,10 @@ impl Focus {
         }
         let mut changes = self.changes();
         changes
-            .record(|j| j.note_cgroup_process(pid, &from, partition, "joined the focus"))
+            .record(|j| {
+                j.note_cgroup_process(pid, &from, partition, "joined the focus")
+                    .map_err(Box::new)
+            })
             .map_err(journal_error)?;
         if let Err(e) = move_to_cgroup(partition, pid) {
             changes.end_one(|j| j.restore_cgroup_process(pid));

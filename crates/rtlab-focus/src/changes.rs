@@ -25,10 +25,11 @@ impl Changes {
     }
 
     /// Runs one journal operation; the entry it adds becomes this focus's.
+    /// (Its error comes boxed: a `JournalError` is large.)
     pub(crate) fn record<T>(
         &mut self,
-        op: impl FnOnce(&mut Journal) -> Result<T, JournalError>,
-    ) -> Result<T, JournalError> {
+        op: impl FnOnce(&mut Journal) -> Result<T, Box<JournalError>>,
+    ) -> Result<T, Box<JournalError>> {
         let mut journal = lock(&self.journal);
         let before = journal.entries().len();
         let result = op(&mut journal);
@@ -80,7 +81,7 @@ pub(crate) fn make_cgroup(
         )));
     }
     changes
-        .record(|j| j.note_cgroup_dir(dir, return_to, note))
+        .record(|j| j.note_cgroup_dir(dir, return_to, note).map_err(Box::new))
         .map_err(journal_error)?;
     std::fs::create_dir(dir)
         .map_err(|e| FocusError::Failed(format!("cannot create cgroup {}: {e}", dir.display())))
@@ -99,8 +100,8 @@ pub(crate) fn write_cgroup_file(path: &Path, value: &str) -> Result<(), FocusErr
 
 /// A journal error as a focus error: another rtlab's hold on a file means
 /// focusing is not available now; anything else is a failed step.
-pub(crate) fn journal_error(e: JournalError) -> FocusError {
-    match e {
+pub(crate) fn journal_error(e: Box<JournalError>) -> FocusError {
+    match *e {
         JournalError::Conflict { .. } | JournalError::StaleConflict { .. } => {
             FocusError::Unavailable(e.to_string())
         }

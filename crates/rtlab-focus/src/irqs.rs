@@ -40,6 +40,15 @@ fn without(current: &CpuSet, cpus: &CpuSet, rest: &CpuSet) -> CpuSet {
     }
 }
 
+/// The kernel's refusal of a value (a failed write: said and gone on
+/// from), or the journal's error that ends the focus.
+fn refusal(e: JournalError) -> Result<std::io::Error, FocusError> {
+    match e {
+        JournalError::Write { source, .. } => Ok(source),
+        other => Err(journal_error(Box::new(other))),
+    }
+}
+
 /// Moves every IRQ, the default IRQ affinity and the workqueue mask off
 /// `cpus`, saying in `report` what moved and what refused.
 pub(crate) fn move_off(
@@ -59,13 +68,15 @@ pub(crate) fn move_off(
             continue;
         }
         let new = without(&current, cpus, rest).to_string();
-        match changes.record(|j| j.set_file(&path, &new)) {
+        match changes.record(|j| j.set_file(&path, &new).map_err(Box::new)) {
             Ok(()) => report.irqs_moved.push(irq),
             // Per-CPU and kernel-managed IRQs refuse (EIO, EINVAL).
-            Err(JournalError::Write { source, .. }) => report
-                .irqs_unmoved
-                .push((irq, format!("the kernel refused CPUs {new}: {source}"))),
-            Err(e) => return Err(journal_error(e)),
+            Err(e) => {
+                let source = refusal(*e)?;
+                report
+                    .irqs_unmoved
+                    .push((irq, format!("the kernel refused CPUs {new}: {source}")));
+            }
         }
     }
     for (file, what) in [
@@ -87,15 +98,17 @@ pub(crate) fn move_off(
         }
         let new = without(&current, cpus, rest);
         let value = format_mask(&new, &text);
-        match changes.record(|j| j.set_file(Path::new(file), &value)) {
+        match changes.record(|j| j.set_file(Path::new(file), &value).map_err(Box::new)) {
             Ok(()) => report
                 .notes
                 .push(format!("{what} ({file}) set to CPUs {new} (mask {value})")),
-            Err(JournalError::Write { source, .. }) => report.notes.push(format!(
-                "{what} ({file}) left at mask {}: {source}",
-                text.trim()
-            )),
-            Err(e) => return Err(journal_error(e)),
+            Err(e) => {
+                let source = refusal(*e)?;
+                report.notes.push(format!(
+                    "{what} ({file}) left at mask {}: {source}",
+                    text.trim()
+                ));
+            }
         }
     }
     Ok(())

@@ -52,7 +52,7 @@ pub(crate) fn create(
 
     let balance = root.join("cpuset.sched_load_balance");
     changes
-        .record(|j| j.set_file(&balance, "0"))
+        .record(|j| j.set_file(&balance, "0").map_err(Box::new))
         .map_err(journal_error)?;
 
     let moves = move_all(root, &rest_dir);

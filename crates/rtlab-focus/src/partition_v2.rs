@@ -29,7 +29,10 @@ pub(crate) fn create(
         .any(|c| c == "cpuset");
     if !enabled {
         changes
-            .record(|j| j.note_cgroup_controller(&subtree, "cpuset", "rtlab focus"))
+            .record(|j| {
+                j.note_cgroup_controller(&subtree, "cpuset", "rtlab focus")
+                    .map_err(Box::new)
+            })
             .map_err(journal_error)?;
         write_cgroup_file(&subtree, "+cpuset")?;
     }

@@ -50,15 +50,19 @@ struct ThreadPlace {
 
 impl Snapshot {
     pub fn capture() -> Snapshot {
+        // A thread that ends while it is read is left out, as one that
+        // ended before.
         let threads = tasks::threads()
             .into_iter()
-            .map(|t| ThreadPlace {
-                cgroups: cgroups_of(t.pid, t.tid),
-                pid: t.pid,
-                tid: t.tid,
-                starttime: t.starttime,
-                comm: t.comm,
-                affinity: t.affinity.to_string(),
+            .filter_map(|t| {
+                Some(ThreadPlace {
+                    cgroups: cgroups_of(t.pid, t.tid)?,
+                    pid: t.pid,
+                    tid: t.tid,
+                    starttime: t.starttime,
+                    comm: t.comm,
+                    affinity: t.affinity.to_string(),
+                })
             })
             .collect();
         let irqs = irq_numbers()
@@ -145,9 +149,13 @@ fn compare(before: &[(String, String)], after: &[(String, String)], out: &mut Ve
 }
 
 /// The cpuset (v1) and v2 lines of a thread's /proc cgroup file.
-fn cgroups_of(pid: i32, tid: i32) -> String {
-    let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/cgroup")).unwrap_or_default();
-    text.lines()
+fn cgroups_of(pid: i32, tid: i32) -> Option<String> {
+    let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/cgroup")).ok()?;
+    if text.is_empty() {
+        return None;
+    }
+    let lines = text
+        .lines()
         .filter(|l| {
             l.starts_with("0::")
                 || l.split(':')
@@ -155,7 +163,8 @@ fn cgroups_of(pid: i32, tid: i32) -> String {
                     .is_some_and(|c| c.split(',').any(|c| c == "cpuset"))
         })
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    Some(lines)
 }
 
 /// Adds the cpuset files of `dir` and its descendants.

@@ -33,6 +33,7 @@ impl Plan<'_> {
             changes
                 .record(|j| {
                     j.note_thread_affinities(pinned, "rtlab focus: the CPUs of pinned threads")
+                        .map_err(Box::new)
                 })
                 .map_err(journal_error)?;
         }

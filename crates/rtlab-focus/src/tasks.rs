@@ -150,7 +150,7 @@ pub(crate) fn move_all(from: &Path, to: &Path) -> Moves {
                 Err(e) => {
                     let why = match e.raw_os_error() {
                         Some(libc::EINVAL) => {
-                            "the kernel refuses to move it (EINVAL: a per-CPU kernel thread)"
+                            "the kernel refuses to move it (EINVAL: a kernel thread whose CPUs only the kernel sets)"
                                 .to_string()
                         }
                         _ => format!("moving it failed: {e}"),
