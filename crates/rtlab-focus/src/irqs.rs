@@ -9,9 +9,9 @@ use std::path::Path;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::journal::JournalError;
 
-use crate::api::{FocusError, FocusReport};
 use crate::changes::{journal_error, Changes};
-use crate::cpus::{format_mask, intersects, minus, parse_mask};
+use crate::cpus::{intersects, minus};
+use crate::model::{FocusError, FocusReport};
 
 pub(crate) const IRQ_DIR: &str = "/proc/irq";
 pub(crate) const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
@@ -86,7 +86,7 @@ pub(crate) fn move_off(
         let Ok(text) = fs::read_to_string(file) else {
             continue;
         };
-        let Some(current) = parse_mask(&text) else {
+        let Some(current) = CpuSet::from_hex_mask(&text) else {
             report.notes.push(format!(
                 "{file}: cannot read mask {:?}, left alone",
                 text.trim()
@@ -97,7 +97,7 @@ pub(crate) fn move_off(
             continue;
         }
         let new = without(&current, cpus, rest);
-        let value = format_mask(&new, &text);
+        let value = new.to_hex_mask();
         match changes.record(|j| j.set_file(Path::new(file), &value).map_err(Box::new)) {
             Ok(()) => report
                 .notes

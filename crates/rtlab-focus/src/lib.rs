@@ -16,6 +16,7 @@ mod cgroups;
 mod changes;
 mod cpus;
 mod irqs;
+mod model;
 mod partition_v1;
 mod partition_v2;
 mod snapshot;
