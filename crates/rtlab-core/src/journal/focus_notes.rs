@@ -91,3 +91,73 @@ impl Journal {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::entry::Outcome;
+    use super::super::file::read_journal;
+    use super::super::testutil::*;
+    use super::*;
+    use std::fs;
+    use tempfile::TempDir;
+
+    #[test]
+    fn a_focus_is_undone_newest_first_and_only_its_own() {
+        let tmp = TempDir::new().unwrap();
+        let dir = state(&tmp);
+        let other = target(&tmp, "other", "1");
+        let created = tmp.path().join("rtlab-focus-1");
+        let (from, to) = (tmp.path().join("from"), tmp.path().join("to"));
+        fs::create_dir_all(&from).unwrap();
+        fs::create_dir_all(&to).unwrap();
+        // This process, recorded as moved into `to`, but `to` does not
+        // list it: moving it back is skipped, nothing is written.
+        fs::write(to.join("cgroup.procs"), "").unwrap();
+
+        let mut j = Journal::new(dir.clone());
+        j.set_file(&other, "2").unwrap();
+        let me = std::process::id() as i32;
+        let first = j.entries().len();
+        j.note_thread_affinities(Vec::new(), "focus").unwrap();
+        j.note_cgroup_dir(&created, tmp.path(), "focus").unwrap();
+        fs::create_dir(&created).unwrap();
+        j.note_cgroup_process(me, &from, &to, "joined").unwrap();
+        let mine = j.entries()[first..].to_vec();
+        let on_disk = fs::read_to_string(j.file().unwrap()).unwrap();
+        for kind in ["thread_affinities", "cgroup_dir", "cgroup_process"] {
+            assert!(
+                on_disk.contains(&format!("\"kind\": \"{kind}\"")),
+                "{on_disk}"
+            );
+        }
+        assert_eq!(read_journal(j.file().unwrap()).unwrap().entries.len(), 4);
+
+        let results = j.undo(&mine);
+        let kinds: Vec<String> = results
+            .iter()
+            .map(|r| {
+                serde_json::to_value(r).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["cgroup_process", "cgroup_dir", "thread_affinities"]);
+        assert!(
+            matches!(&results[0].outcome, Outcome::Skipped { reason } if reason.contains("no longer in"))
+        );
+        assert!(
+            matches!(results[1].outcome, Outcome::Removed),
+            "{:?}",
+            results[1]
+        );
+        assert!(!created.exists());
+        assert!(results.iter().all(|r| !r.to_string().is_empty()));
+        // The other part's change stays, and is put back by its own end.
+        assert_eq!(j.entries().len(), 1);
+        assert_eq!(content(&other), "2\n");
+        assert!(j.undo(&mine).is_empty(), "a second undo does nothing");
+        j.restore();
+        assert_eq!(content(&other), "1\n");
+    }
+}
