@@ -19,8 +19,10 @@ mod irqs;
 mod model;
 mod partition_v1;
 mod partition_v2;
+mod preview;
 mod snapshot;
 mod start;
 mod tasks;
 
 pub use api::{Focus, FocusError, FocusReport, Snapshot, TaskNote};
+pub use preview::preview;

@@ -488,3 +488,25 @@ fn on_cgroup_v2_the_same() {
     lent.give_back().unwrap();
     assert_eq!(HostCgroups::now(), lent.before, "the host's cgroups");
 }
+
+#[test]
+fn a_dry_run_says_what_would_move_and_changes_nothing() {
+    let cpu = require_focus!();
+    let _host = host();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let before = Snapshot::capture();
+    let out = run(rtlab(&state).args(["focus", &cpu.to_string(), "--dry-run", "--json"]));
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["dry_run"], true);
+    assert!(doc["report"]["moved"].as_u64().unwrap() > 0, "{doc}");
+    // Per-CPU kernel threads of the CPU cannot leave it: said.
+    assert!(
+        !doc["report"]["unmoved"].as_array().unwrap().is_empty(),
+        "{doc}"
+    );
+    assert_same(&before, "after a dry run");
+    assert!(focus_dirs().is_empty());
+    assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
+}

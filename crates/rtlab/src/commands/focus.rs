@@ -15,6 +15,7 @@ use rtlab_focus::{Focus, FocusError, FocusReport};
 
 use crate::cli::FocusArgs;
 use crate::input::InputError;
+use crate::terminal::{out, put};
 
 /// The signals passed on to the command; SIGINT and SIGTERM also end a
 /// focus held without one.
@@ -22,8 +23,11 @@ const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SI
 
 pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
     let cpus = CpuSet::parse(&args.cpus).map_err(|e| InputError(format!("CPUS: {e}")))?;
+    if args.dry_run {
+        return dry_run(args, &cpus);
+    }
     for r in journal::recover_stale_in_state_dir().1 {
-        eprintln!("rtlab: {r}");
+        eprintln!("rtlab: {}", terminal_text(&r.to_string()));
     }
     // Registered before anything changes: a signal during the start is
     // seen once the focus holds, and then ends it in order.
@@ -47,7 +51,7 @@ pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
         other => anyhow::Error::new(other),
     })?;
     if !args.json {
-        eprint!("{}", terminal_text(&report_text(focus.report())));
+        eprint!("{}", terminal_text(&report_text(focus.report(), "")));
     }
     let outcome = if args.command.is_empty() {
         hold(&received);
@@ -74,6 +78,33 @@ pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
         Some(status) => ExitCode::from(exit_code(status)),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// Bad CPUs are bad input (exit 2); the rest is an error (exit 1).
+fn focus_error(args: &FocusArgs, e: FocusError) -> anyhow::Error {
+    match e {
+        FocusError::Invalid(m) => {
+            anyhow::Error::new(InputError(format!("CPUS {}: {m}", args.cpus)))
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// `--dry-run`: the report a focus would give now, nothing changed.
+fn dry_run(args: &FocusArgs, cpus: &CpuSet) -> anyhow::Result<ExitCode> {
+    let report = rtlab_focus::preview(cpus).map_err(|e| focus_error(args, e))?;
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": "rtlab.focus/1",
+            "dry_run": true,
+            "report": report,
+            "command": args.command,
+        });
+        out!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        put!("{}", report_text(&report, "would be "));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Waits for SIGINT or SIGTERM.
@@ -139,14 +170,15 @@ fn print_json(
         "exit_code": status.map(exit_code),
         "restored": restored,
     });
-    println!("{}", serde_json::to_string_pretty(&doc)?);
+    out!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }
 
-/// The report as lines for a person.
-fn report_text(r: &FocusReport) -> String {
+/// The report as lines for a person; `would` is "" for what was done,
+/// "would be " for a dry run.
+fn report_text(r: &FocusReport, would: &str) -> String {
     let mut out = format!(
-        "rtlab: CPUs {} focused ({}, partition {}); everything else on CPUs {}: {} processes moved\n",
+        "rtlab: CPUs {} {would}focused ({}, partition {}); everything else on CPUs {}: {} processes {would}moved\n",
         r.cpus,
         r.backend,
         r.partition.display(),
@@ -155,7 +187,7 @@ fn report_text(r: &FocusReport) -> String {
     );
     let irqs: Vec<String> = r.irqs_moved.iter().map(u32::to_string).collect();
     if !irqs.is_empty() {
-        out += &format!("  IRQs moved off: {}\n", irqs.join(" "));
+        out += &format!("  IRQs {would}moved off: {}\n", irqs.join(" "));
     }
     for (irq, why) in &r.irqs_unmoved {
         out += &format!("  IRQ {irq} stayed: {why}\n");
