@@ -485,6 +485,7 @@ fn on_cgroup_v2_the_same() {
     assert_eq!(doc["report"]["backend"], "cgroup-v2", "{doc}");
     command_runs_alone(cpu);
     restore_after_sigkill(cpu);
+    runs_as_nobody(cpu);
     lent.give_back().unwrap();
     assert_eq!(HostCgroups::now(), lent.before, "the host's cgroups");
 }
@@ -509,4 +510,43 @@ fn a_dry_run_says_what_would_move_and_changes_nothing() {
     assert_same(&before, "after a dry run");
     assert!(focus_dirs().is_empty());
     assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
+}
+
+#[test]
+fn the_command_runs_without_root_with_user() {
+    let cpu = require_focus!();
+    let _host = host();
+    runs_as_nobody(cpu);
+    common::assert_refused(
+        &[
+            "focus",
+            &cpu.to_string(),
+            "--user",
+            "no-such-user-x",
+            "--",
+            "true",
+        ],
+        &["--user"],
+    );
+}
+
+/// `--user nobody`: the command has uid 65534, and still the partition.
+fn runs_as_nobody(cpu: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(rtlab(&tmp.path().join("state")).args([
+        "focus",
+        &cpu.to_string(),
+        "--user",
+        "65534",
+        "--",
+        "sh",
+        "-c",
+        "id -u; grep Cpus_allowed_list /proc/self/status",
+    ]));
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("65534"), "{stdout}");
+    assert_eq!(allowed(lines.next().unwrap()), cpu.to_string(), "{stdout}");
+    assert!(focus_dirs().is_empty());
 }

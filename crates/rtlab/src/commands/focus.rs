@@ -2,6 +2,7 @@
 //! everything put back when it exits (or on SIGINT/SIGTERM; after a
 //! SIGKILL, `rtlab restore`).
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,7 @@ const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SI
 
 pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
     let cpus = CpuSet::parse(&args.cpus).map_err(|e| InputError(format!("CPUS: {e}")))?;
+    let user = args.user.as_deref().map(user_and_group).transpose()?;
     if args.dry_run {
         return dry_run(args, &cpus);
     }
@@ -57,7 +59,7 @@ pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
         hold(&received);
         Ok(None)
     } else {
-        run_command(&focus, &args.command, &received).map(Some)
+        run_command(&focus, &args.command, user, &received).map(Some)
     };
     let report = focus.report().clone();
     let restored = focus.end();
@@ -124,10 +126,18 @@ fn hold(received: &AtomicUsize) {
 fn run_command(
     focus: &Focus,
     argv: &[String],
+    user: Option<(u32, u32)>,
     received: &AtomicUsize,
 ) -> anyhow::Result<ExitStatus> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
+    if let Some((uid, gid)) = user {
+        // std drops the supplementary groups too (setgroups(0)). The
+        // partition's cgroup.procs, opened by root before the fork,
+        // still takes the write after the switch: the kernel checks the
+        // opener's credentials.
+        command.uid(uid).gid(gid);
+    }
     focus.prepare_command(&mut command);
     let mut child = command
         .spawn()
@@ -145,6 +155,26 @@ fn run_command(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `--user`: the uid, and the primary group of its passwd entry.
+fn user_and_group(user: &str) -> anyhow::Result<(u32, u32)> {
+    let uid =
+        rtlab_tune::identity::resolve_user(user).map_err(|e| InputError(format!("--user: {e}")))?;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: all-zero is a valid passwd (pointers null, numbers 0).
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: valid pointers to a passwd, a buffer of the length given and
+    // the result pointer, as getpwuid_r requires.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() {
+        return Err(InputError(format!(
+            "--user {user}: uid {uid} has no passwd entry (its group is unknown)"
+        ))
+        .into());
+    }
+    Ok((uid, pwd.pw_gid))
 }
 
 /// The shell's convention: the code, or 128 + the signal that killed it.
