@@ -34,13 +34,20 @@ pub fn cgroup_procs(dir: &Path) -> io::Result<Vec<i32>> {
         .collect())
 }
 
-/// Empties `path` into `return_to`, then removes it.
+/// Empties `path` into `return_to` (its parent when `return_to` is
+/// gone), then removes it.
 pub(super) fn remove_cgroup_dir(path: &Path, return_to: &Path) -> Outcome {
     if !path.is_dir() {
         return Outcome::Skipped {
             reason: "it is already gone".into(),
         };
     }
+    // The cgroup the tasks came from may be gone since (a systemd scope
+    // that ended with the rtlab killed in it): then to the parent.
+    let return_to = match (return_to.is_dir(), path.parent()) {
+        (false, Some(parent)) => parent,
+        _ => return_to,
+    };
     let deadline = Instant::now() + SETTLE;
     loop {
         let mut stuck = None;
