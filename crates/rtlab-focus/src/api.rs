@@ -1,4 +1,6 @@
-//! CONTRACT: the focused mode's public API (implemented by the focus helper).
+//! The focused mode's public API (issue 19's contract): [`Focus`], started on
+//! some CPUs and ended (or dropped) to put everything back, and its report
+//! ([`FocusReport`], in `model.rs`); each step it takes is a file of its own.
 
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::journal::{move_to_cgroup, Journal, Restored};
