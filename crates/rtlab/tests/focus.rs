@@ -550,3 +550,44 @@ fn runs_as_nobody(cpu: usize) {
     assert_eq!(allowed(lines.next().unwrap()), cpu.to_string(), "{stdout}");
     assert!(focus_dirs().is_empty());
 }
+
+#[test]
+fn a_process_forking_fast_cannot_keep_the_cpu() {
+    let cpu = require_focus!();
+    let _host = host();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut forker = std::process::Command::new("sh")
+        .args(["-c", "while :; do /bin/true; done"])
+        .spawn()
+        .unwrap();
+    let loop_pid = forker.id();
+    // Inside: the forking shell and its children of the moment (those
+    // that ended while being read are skipped).
+    let out_file = tmp.path().join("inside");
+    let script = format!(
+        "sleep 0.3; for p in {loop_pid} $(cat /proc/{loop_pid}/task/{loop_pid}/children); do \
+         grep -h Cpus_allowed_list /proc/$p/status 2>/dev/null; done > {}",
+        out_file.display()
+    );
+    let out = run(rtlab(&tmp.path().join("state")).args([
+        "focus",
+        &cpu.to_string(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    forker.kill().unwrap();
+    forker.wait().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let inside = std::fs::read_to_string(&out_file).unwrap();
+    assert!(!inside.is_empty(), "the forking shell was not seen");
+    for line in inside.lines() {
+        let cpus = CpuSet::parse(&allowed(line)).unwrap();
+        assert!(
+            !cpus.contains(cpu),
+            "a fast forker kept CPU {cpu}: {inside}"
+        );
+    }
+    assert!(focus_dirs().is_empty());
+}
