@@ -566,7 +566,7 @@ fn a_process_forking_fast_cannot_keep_the_cpu() {
     let out_file = tmp.path().join("inside");
     let script = format!(
         "sleep 0.3; for p in {loop_pid} $(cat /proc/{loop_pid}/task/{loop_pid}/children); do \
-         grep -h Cpus_allowed_list /proc/$p/status 2>/dev/null; done > {}",
+         grep -h Cpus_allowed_list /proc/$p/status 2>/dev/null; done > {}; true",
         out_file.display()
     );
     let out = run(rtlab(&tmp.path().join("state")).args([
