@@ -316,6 +316,10 @@ fn bad_cpu_lists_exit_2_and_change_nothing() {
         &["at least one"],
     );
     common::assert_refused(&["focus", "x", "--", "true"], &["CPUS", "'x'"]);
+    common::assert_refused(
+        &["focus", "0", "--", "/no/such/program"],
+        &["COMMAND", "nothing was changed"],
+    );
 }
 
 /// The cpuset controller lent to cgroup v2 for one test: the v1 cpuset

@@ -25,6 +25,9 @@ const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SI
 pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
     let cpus = CpuSet::parse(&args.cpus).map_err(|e| InputError(format!("CPUS: {e}")))?;
     let user = args.user.as_deref().map(user_and_group).transpose()?;
+    if let Some(program) = args.command.first() {
+        check_runnable(program)?;
+    }
     if args.dry_run {
         return dry_run(args, &cpus);
     }
@@ -155,6 +158,30 @@ fn run_command(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A command that cannot run is refused before anything changes (as
+/// execvp would look for it: a path, or a name on $PATH).
+fn check_runnable(program: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        runnable(std::path::Path::new(program))
+    } else {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| runnable(&dir.join(program)))
+        })
+    };
+    if !found {
+        return Err(InputError(format!(
+            "COMMAND {}: no such program, or not executable; nothing was changed",
+            terminal_text(program)
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// `--user`: the uid, and the primary group of its passwd entry.
