@@ -177,3 +177,16 @@ impl Drop for Focus {
 }
 
 pub use crate::snapshot::Snapshot;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_focus_can_be_shared_between_threads() {
+        // `exec serve --focus` joins attaching processes from its threads.
+        fn shared<T: Send + Sync>() {}
+        shared::<Focus>();
+        shared::<Snapshot>();
+    }
+}
