@@ -47,6 +47,13 @@ fn config(args: &ExecServeArgs) -> anyhow::Result<ServeConfig> {
     config.priority = args.priority;
     config.max_tasks = args.max_tasks as usize;
     config.hang_timeout_ns = args.hang_timeout;
+    if let Some(focus) = &args.focus {
+        config.focus = Some(
+            focus
+                .resolve(&CpuSet::online())
+                .map_err(|e| InputError(format!("--focus: {e}")))?,
+        );
+    }
     if let Some(path) = &args.taskset {
         config.taskset = Some(super::exec_taskset::load(path)?);
     }
@@ -62,6 +69,8 @@ struct Keeper {
     outputs: Outputs,
     runs: Vec<RunResult>,
     socket: String,
+    /// What `--focus` did (null: not focused).
+    focus: serde_json::Value,
 }
 
 impl Keeper {
@@ -69,6 +78,7 @@ impl Keeper {
         serde_json::json!({
             "schema": SERVE_SCHEMA,
             "socket": self.socket,
+            "focus": self.focus,
             "runs": self.runs,
         })
     }
@@ -116,10 +126,26 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     }
     config.effective = prepared.effective.clone();
     let cpus = config.cpus.clone();
-    let handle = Server::start(config, std::sync::Arc::clone(&context.journal))
-        .map_err(|e| InputError(format!("--socket {}: {e:#}", args.socket.display())))?;
+    let handle = Server::start(config, std::sync::Arc::clone(&context.journal)).map_err(|e| {
+        // A focus that cannot be had is the --focus flag's to say.
+        match e.downcast_ref::<rtlab_focus::FocusError>() {
+            Some(rtlab_focus::FocusError::Invalid(_)) => InputError(format!("{e:#}")).into(),
+            Some(_) => e,
+            None => anyhow::Error::new(InputError(format!(
+                "--socket {}: {e:#}",
+                args.socket.display()
+            ))),
+        }
+    })?;
     for warning in &handle.warnings {
         eprintln!("warning: {warning}");
+    }
+    for line in handle
+        .focus
+        .iter()
+        .flat_map(rtlab_exec::serve::focused::describe)
+    {
+        eprintln!("rtlab exec serve: {line}");
     }
     eprintln!(
         "rtlab exec serve: listening at {} (CPUs {}), pid {}",
@@ -133,6 +159,10 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         outputs,
         runs: Vec::new(),
         socket: args.socket.display().to_string(),
+        focus: handle
+            .focus
+            .as_ref()
+            .map_or(serde_json::Value::Null, rtlab_exec::serve::focused::summary),
     };
     let mut died = false;
     let until = args
