@@ -467,6 +467,9 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let focus = focus_name(&cells);
+    let table_json = |done: &[(Cell, RunResult)], evaluations: &[_]| {
+        kurt_json(&args, &loads, &focus, done, &outputs, evaluations)
+    };
     let mut done: Vec<(Cell, RunResult)> = Vec::new();
     for (index, cell) in cells.into_iter().enumerate() {
         let result = run_cell(&args, &cell, (index + 1, total))?;
@@ -474,14 +477,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         done.push((cell, result));
         let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
         let evaluations = outputs.evaluate(&results);
-        outputs.snapshot_json(&kurt_json(
-            &args,
-            &loads,
-            &focus,
-            &done,
-            &outputs,
-            &evaluations,
-        ))?;
+        outputs.snapshot_json(&table_json(&done, &evaluations))?;
         outputs.write_junit(&title(), &evaluations)?;
         if stop {
             break;
@@ -493,16 +489,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         write!(human, "{}", kurt_text(&args, &loads, &done))?;
         write!(human, "{}", summary_text(&evaluations))?;
     }
-    let doc = || {
-        Ok(kurt_json(
-            &args,
-            &loads,
-            &focus,
-            &done,
-            &outputs,
-            &evaluations,
-        ))
-    };
+    let doc = || Ok(table_json(&done, &evaluations));
     finish_runs(&outputs, &args.run, &results, &evaluations, doc)
 }
 
