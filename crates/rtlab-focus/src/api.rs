@@ -1,11 +1,19 @@
 //! CONTRACT: the focused mode's public API (implemented by the focus helper).
 
 use rtlab_core::cpuset::CpuSet;
-use rtlab_core::journal::{Journal, Restored};
+use rtlab_core::journal::{move_to_cgroup, Journal, Restored};
 use serde::Serialize;
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::cgroups::{self, Controller};
+use crate::changes::{journal_error, Changes};
+use crate::cpus::rest_of;
+use crate::start::{undo_after, Plan};
 
 /// Why focusing failed (nothing is left changed: what was done is undone).
 #[derive(Debug, thiserror::Error)]
@@ -58,69 +66,160 @@ pub struct FocusReport {
 
 /// The CPUs given to real-time work, until [`Focus::end`] or drop.
 pub struct Focus {
-    _private: (),
+    cpus: CpuSet,
+    report: FocusReport,
+    controller: Controller,
+    changes: Mutex<Changes>,
+    ended: bool,
 }
 
 impl Focus {
     /// Partitions `cpus` off (journaled in `journal`, the old state first)
     /// and moves every other movable task and IRQ to the remaining CPUs.
     pub fn start(cpus: &CpuSet, journal: Arc<Mutex<Journal>>) -> Result<Focus, FocusError> {
-        let _ = (cpus, journal);
-        todo!("issue 19: focus")
+        let online = CpuSet::online();
+        let rest = rest_of(cpus, &online)?;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(FocusError::Unavailable(
+                "focusing needs root: it writes cgroup and /proc/irq files".into(),
+            ));
+        }
+        let controller = cgroups::find()?;
+        controller.refuse_other_focus()?;
+        let mut changes = Changes::new(journal);
+        let mut report = FocusReport {
+            backend: controller.backend().to_string(),
+            cpus: cpus.to_string(),
+            rest: rest.to_string(),
+            partition: PathBuf::new(),
+            moved: 0,
+            pinned: Vec::new(),
+            unmoved: Vec::new(),
+            irqs_moved: Vec::new(),
+            irqs_unmoved: Vec::new(),
+            notes: Vec::new(),
+        };
+        let plan = Plan {
+            controller: &controller,
+            cpus,
+            rest: &rest,
+            online: &online,
+        };
+        if let Err(e) = plan.establish(&mut changes, &mut report) {
+            return Err(undo_after(e, &mut changes));
+        }
+        Ok(Focus {
+            cpus: cpus.clone(),
+            report,
+            controller,
+            changes: Mutex::new(changes),
+            ended: false,
+        })
     }
 
     pub fn report(&self) -> &FocusReport {
-        todo!("issue 19: focus")
+        &self.report
     }
 
     /// The focused CPUs.
     pub fn cpus(&self) -> &CpuSet {
-        todo!("issue 19: focus")
+        &self.cpus
     }
 
     /// Moves process `pid` (all its threads) into the partition,
     /// journaled with where it came from.
     pub fn join(&self, pid: i32) -> Result<(), FocusError> {
-        let _ = pid;
-        todo!("issue 19: focus")
+        let partition = &self.report.partition;
+        let from = self
+            .controller
+            .cgroup_of(pid)
+            .map_err(|e| FocusError::Failed(format!("process {pid}: {e}")))?;
+        if from == *partition {
+            return Ok(());
+        }
+        let mut changes = self.changes();
+        changes
+            .record(|j| {
+                j.note_cgroup_process(pid, &from, partition, "joined the focus")
+                    .map_err(Box::new)
+            })
+            .map_err(journal_error)?;
+        if let Err(e) = move_to_cgroup(partition, pid) {
+            changes.end_one(|j| j.restore_cgroup_process(pid));
+            return Err(FocusError::Failed(format!(
+                "cannot move process {pid} into {}: {e}",
+                partition.display()
+            )));
+        }
+        Ok(())
     }
 
     /// Puts process `pid` back where it came from (it detached).
     pub fn leave(&self, pid: i32) -> Result<(), FocusError> {
-        let _ = pid;
-        todo!("issue 19: focus")
+        let undone = self.changes().end_one(|j| j.restore_cgroup_process(pid));
+        match undone {
+            Some(r) if !r.ok() => Err(FocusError::Failed(r.to_string())),
+            _ => Ok(()),
+        }
     }
 
     /// Makes `command`'s process start in the partition (it joins
     /// between fork and exec, before it runs a line of its own).
     pub fn prepare_command(&self, command: &mut Command) {
-        let _ = command;
-        todo!("issue 19: focus")
+        // Opened now: between fork and exec only async-signal-safe calls
+        // (one write) are allowed. std opens it close-on-exec.
+        let procs = OpenOptions::new()
+            .write(true)
+            .open(self.report.partition.join("cgroup.procs"))
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
+        let join = move || -> std::io::Result<()> {
+            let file = procs
+                .as_ref()
+                .map_err(|&errno| std::io::Error::from_raw_os_error(errno))?;
+            // "0" is the writing process itself.
+            // SAFETY: a valid descriptor and a one-byte buffer.
+            let written = unsafe { libc::write(file.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+            if written == 1 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        };
+        // SAFETY: the closure only calls write(2) and builds io::Errors
+        // from numbers, which allocate nothing.
+        unsafe {
+            command.pre_exec(join);
+        }
     }
 
     /// Puts everything back (moved tasks, their affinities, IRQs, the
     /// cpuset tree) and says how each change was undone.
-    pub fn end(self) -> Vec<Restored> {
-        todo!("issue 19: focus")
+    pub fn end(mut self) -> Vec<Restored> {
+        self.finish()
+    }
+
+    fn changes(&self) -> MutexGuard<'_, Changes> {
+        self.changes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finish(&mut self) -> Vec<Restored> {
+        self.ended = true;
+        self.changes().undo()
     }
 }
 
-/// Where every task and IRQ may run, and the cpuset tree: taken before
-/// and after focusing, the two must be equal (the tests compare them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Snapshot {
-    _private: (),
-}
-
-impl Snapshot {
-    pub fn capture() -> Snapshot {
-        todo!("issue 19: focus")
-    }
-
-    /// What differs from `before`, a line each (empty: the same), tasks
-    /// that started or ended in between left out.
-    pub fn differences(&self, before: &Snapshot) -> Vec<String> {
-        let _ = before;
-        todo!("issue 19: focus")
+impl Drop for Focus {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        for r in self.finish() {
+            if !r.ok() {
+                eprintln!("rtlab: {r}");
+            }
+        }
     }
 }
+
+pub use crate::snapshot::Snapshot;

@@ -8,9 +8,18 @@
 //! change goes through the journal: put back on [`Focus::end`], on drop,
 //! and after SIGKILL by `rtlab restore`.
 //!
-//! CONTRACT (issue 19): the API in [`api`] is what `rtlab focus`, `exec
-//! serve --focus` and `kurt-table --focus` build on.
+//! The API in [`api`] is what `rtlab focus`, `exec serve --focus` and
+//! `kurt-table --focus` build on; the other files each do one step.
 
 pub mod api;
+mod cgroups;
+mod changes;
+mod cpus;
+mod irqs;
+mod partition_v1;
+mod partition_v2;
+mod snapshot;
+mod start;
+mod tasks;
 
 pub use api::{Focus, FocusError, FocusReport, Snapshot, TaskNote};

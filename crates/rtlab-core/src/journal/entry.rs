@@ -60,6 +60,49 @@ pub enum Entry {
         ino: u64,
         note: String,
     },
+    /// A cgroup directory rtlab created (`rtlab focus`'s cpusets).
+    /// Restoring moves every task still in it to `return_to` (the cgroup
+    /// its tasks came from), then removes it; Skipped when it is gone.
+    CgroupDir {
+        path: PathBuf,
+        return_to: PathBuf,
+        note: String,
+    },
+    /// Process `pid` (with that start time) moved from cgroup `from` to
+    /// cgroup `to`. Restoring moves it back, but only while it is still
+    /// that process and still in `to`: a reused pid is left alone.
+    CgroupProcess {
+        pid: i32,
+        starttime: u64,
+        from: PathBuf,
+        to: PathBuf,
+        note: String,
+    },
+    /// A controller rtlab enabled in a cgroup v2 `cgroup.subtree_control`
+    /// (`path`); restoring disables it again (`-controller`).
+    CgroupController {
+        path: PathBuf,
+        controller: String,
+        note: String,
+    },
+    /// The CPU affinities of threads as they were before rtlab moved them
+    /// between cpusets (the kernel resets a thread's affinity when its
+    /// cpuset changes). Restoring sets each back, only for threads that
+    /// are still the recorded ones.
+    ThreadAffinities {
+        threads: Vec<ThreadAffinity>,
+        note: String,
+    },
+}
+
+/// One thread's CPUs, recorded in [`Entry::ThreadAffinities`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadAffinity {
+    pub pid: i32,
+    pub tid: i32,
+    pub starttime: u64,
+    /// CPU list in the kernel's notation.
+    pub affinity: String,
 }
 
 impl Entry {
@@ -71,7 +114,11 @@ impl Entry {
             Entry::Held { .. }
             | Entry::SysvSem { .. }
             | Entry::ThreadSched { .. }
-            | Entry::Socket { .. } => None,
+            | Entry::Socket { .. }
+            | Entry::CgroupDir { .. }
+            | Entry::CgroupProcess { .. }
+            | Entry::CgroupController { .. }
+            | Entry::ThreadAffinities { .. } => None,
         }
     }
 }
@@ -113,6 +160,38 @@ impl fmt::Display for Entry {
             Entry::Socket { path, note, .. } => {
                 write!(f, "socket {} ({note})", path.display())
             }
+            Entry::CgroupDir {
+                path,
+                return_to,
+                note,
+            } => write!(
+                f,
+                "cgroup {} created, its tasks to go back to {} ({note})",
+                path.display(),
+                return_to.display()
+            ),
+            Entry::CgroupProcess {
+                pid,
+                from,
+                to,
+                note,
+                ..
+            } => write!(
+                f,
+                "process {pid} moved from cgroup {} to {} ({note})",
+                from.display(),
+                to.display()
+            ),
+            Entry::CgroupController {
+                path,
+                controller,
+                note,
+            } => write!(f, "+{controller} written to {} ({note})", path.display()),
+            Entry::ThreadAffinities { threads, note } => write!(
+                f,
+                "the CPUs of {} ({note})",
+                plural(threads.len(), "thread", "threads")
+            ),
         }
     }
 }

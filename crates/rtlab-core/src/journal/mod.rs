@@ -9,6 +9,8 @@
 //! [`recover_stale`] (`rtlab restore`, also run at every start:
 //! [`recover_stale_in_state_dir`]).
 
+mod affinity;
+mod cgroup;
 mod conflict;
 mod entry;
 mod error;
@@ -29,7 +31,8 @@ mod value;
 // This file only declares and re-exports: the files import what they share
 // from one another, never from here (no import circle).
 
-pub use entry::{Entry, Outcome, Recovered, Restored};
+pub use cgroup::{cgroup_procs, move_to_cgroup};
+pub use entry::{Entry, Outcome, Recovered, Restored, ThreadAffinity};
 pub use error::JournalError;
 pub use file::SCHEMA;
 pub use owner::Owner;

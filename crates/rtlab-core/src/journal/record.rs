@@ -174,6 +174,33 @@ impl Journal {
         Some(Restored { entry, outcome })
     }
 
+    /// Undoes, newest first, the entries of this journal equal to one of
+    /// `mine` (the changes of one part of the program, e.g. a focus),
+    /// leaving the others; what fails stays for `rtlab restore`.
+    pub fn undo(&mut self, mine: &[Entry]) -> Vec<Restored> {
+        if let Some(owner) = &self.owner {
+            if owner.pid != std::process::id() {
+                return Vec::new();
+            }
+        }
+        let mut results = Vec::new();
+        for index in (0..self.entries.len()).rev() {
+            if !mine.contains(&self.entries[index]) {
+                continue;
+            }
+            let entry = self.entries[index].clone();
+            let outcome = restore_entry(&entry);
+            if !matches!(outcome, Outcome::Failed { .. }) {
+                self.entries.remove(index);
+            }
+            results.push(Restored { entry, outcome });
+        }
+        // If this rewrite fails the stale entries only make a later
+        // restore find their changes already undone.
+        let _ = self.persist();
+        results
+    }
+
     /// Undoes all entries in reverse order. Entries that cannot be restored
     /// stay in the journal file (for `rtlab restore`); when all are restored
     /// the file is deleted. Calling it again only retries what failed.

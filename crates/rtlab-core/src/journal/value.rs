@@ -6,6 +6,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use super::affinity::restore_affinities;
+use super::cgroup::{disable_controller, move_process_back, remove_cgroup_dir};
 use super::entry::{Entry, Outcome};
 use super::error::{io_message, JournalError};
 use super::socket::remove_socket_file;
@@ -131,6 +133,20 @@ pub(super) fn restore_entry(entry: &Entry) -> Outcome {
             affinity,
         ),
         Entry::Socket { path, dev, ino, .. } => remove_socket_file(path, *dev, *ino),
+        Entry::CgroupDir {
+            path, return_to, ..
+        } => remove_cgroup_dir(path, return_to),
+        Entry::CgroupProcess {
+            pid,
+            starttime,
+            from,
+            to,
+            ..
+        } => move_process_back(*pid, *starttime, from, to),
+        Entry::CgroupController {
+            path, controller, ..
+        } => disable_controller(path, controller),
+        Entry::ThreadAffinities { threads, .. } => restore_affinities(threads),
     }
 }
 

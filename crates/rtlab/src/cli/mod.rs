@@ -12,6 +12,7 @@ mod campaign;
 mod exec;
 mod exec_serve;
 mod exec_taskset;
+mod focus;
 mod install;
 mod load;
 mod measure;
@@ -27,6 +28,7 @@ pub use campaign::*;
 pub use exec::*;
 pub use exec_serve::*;
 pub use exec_taskset::*;
+pub use focus::*;
 pub use install::*;
 pub use load::*;
 pub use measure::*;
@@ -141,6 +143,8 @@ what a SIGKILL or a power loss left behind."
     /// The executive's periodic tasks, and paper 002's KURT table (executive vs SCHED_FIFO).
     #[command(subcommand)]
     Exec(ExecCommand),
+    /// Give CPUs to a command alone: a cpuset partition, every other task and IRQ moved away, all put back after.
+    Focus(FocusArgs),
     /// Promote the processes on the critical path and keep them promoted; audit the system.
     #[command(
         subcommand,

@@ -6,6 +6,7 @@ mod exec;
 mod exec_serve;
 mod exec_taskset;
 mod exec_worker;
+mod focus;
 pub mod load;
 pub mod man;
 mod measure;
@@ -64,6 +65,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::CheckTaskset(args)) => exec_taskset::check_taskset(args),
         Command::Exec(ExecCommand::Serve(args)) => exec_serve::serve(*args),
         Command::Exec(ExecCommand::Status(args)) => exec_serve::status(&args),
+        Command::Focus(args) => focus::run(&args),
         Command::Tune(command) => tune::run(command),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),
