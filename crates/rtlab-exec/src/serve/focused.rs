@@ -149,10 +149,18 @@ pub fn describe(report: &FocusReport) -> Vec<String> {
         report.irqs_moved.len(),
         report.rest
     )];
-    for note in &report.unmoved {
+    if !report.unmoved.is_empty() {
+        // Kernel threads bound to a CPU, mostly: named, their reasons in
+        // the --json document.
+        let names: Vec<String> = report
+            .unmoved
+            .iter()
+            .map(|note| format!("{} ({})", note.comm, note.pid))
+            .collect();
         lines.push(format!(
-            "stays on the focused CPUs: {} (pid {}): {}",
-            note.comm, note.pid, note.reason
+            "{} tasks stay on the focused CPUs (the kernel would not move them; why: --json): {}",
+            names.len(),
+            names.join(", ")
         ));
     }
     for (irq, why) in &report.irqs_unmoved {

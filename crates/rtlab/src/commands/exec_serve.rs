@@ -69,7 +69,8 @@ struct Keeper {
     outputs: Outputs,
     runs: Vec<RunResult>,
     socket: String,
-    /// What `--focus` did (null: not focused).
+    /// What `--focus` did, every task and IRQ that stayed with why (null:
+    /// not focused).
     focus: serde_json::Value,
 }
 
@@ -159,10 +160,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         outputs,
         runs: Vec::new(),
         socket: args.socket.display().to_string(),
-        focus: handle
-            .focus
-            .as_ref()
-            .map_or(serde_json::Value::Null, rtlab_exec::serve::focused::summary),
+        focus: serde_json::to_value(&handle.focus)?,
     };
     let mut died = false;
     let until = args
