@@ -655,4 +655,30 @@ mod tests {
         counts.dedup();
         assert_eq!(args.tasks, counts);
     }
+
+    /// With --focus each executive cell is followed by the same cell
+    /// focused, under the same load: the two tables from one run.
+    #[test]
+    fn kurt_table_focus_adds_a_focused_cell_after_each_executive_one() {
+        let args: KurtTableArgs = parse_args(&["--processes", "--tasks", "1,10"]);
+        let focus = CpuSet::from_cpus(vec![1]);
+        let (cells, loads) = plan_cells(&args, "io", Some(&focus)).unwrap();
+        assert_eq!(loads, [None, Some("io".to_string())]);
+        let kinds: Vec<(Option<&str>, u64, Mode, bool)> = cells
+            .iter()
+            .map(|c| (c.load.as_deref(), c.tasks, c.mode, c.focus.is_some()))
+            .collect();
+        let mut expected = Vec::new();
+        for load in [None, Some("io")] {
+            for tasks in [1, 10] {
+                expected.push((load, tasks, Mode::Fifo, false));
+                expected.push((load, tasks, Mode::Executive, false));
+                expected.push((load, tasks, Mode::Executive, true));
+            }
+        }
+        assert_eq!(kinds, expected);
+        let (unfocused, _) = plan_cells(&args, "io", None).unwrap();
+        assert_eq!(unfocused.len(), 8);
+        assert!(unfocused.iter().all(|c| c.focus.is_none()));
+    }
 }
