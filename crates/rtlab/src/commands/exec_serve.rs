@@ -128,6 +128,9 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     config.effective = prepared.effective.clone();
     let cpus = config.cpus.clone();
     let handle = Server::start(config, std::sync::Arc::clone(&context.journal)).map_err(|e| {
+        // What this process holds (the PM QoS hold) goes now, not at the
+        // next rtlab's recovery.
+        restore_all(&context.journal);
         // A focus that cannot be had is the --focus flag's to say.
         match e.downcast_ref::<rtlab_focus::FocusError>() {
             Some(rtlab_focus::FocusError::Invalid(_)) => InputError(format!("{e:#}")).into(),
@@ -180,16 +183,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         keeper.take(event)?;
     }
     // Each entry went with its attachment; anything left goes now.
-    for restored in context
-        .journal
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .restore()
-    {
-        if !restored.ok() {
-            eprintln!("error: {restored}");
-        }
-    }
+    restore_all(&context.journal);
     drop(prepared);
     keeper.outputs.measured();
     keeper.outputs.write_json(&keeper.document())?;
@@ -198,6 +192,15 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the control thread of exec serve ended unexpectedly");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Undoes what is left in `journal`, saying what could not be.
+fn restore_all(journal: &std::sync::Mutex<rtlab_core::journal::Journal>) {
+    for restored in journal.lock().unwrap_or_else(|p| p.into_inner()).restore() {
+        if !restored.ok() {
+            eprintln!("error: {restored}");
+        }
+    }
 }
 
 pub fn status(args: &ExecStatusArgs) -> anyhow::Result<ExitCode> {
