@@ -99,6 +99,40 @@ impl CpuSet {
     pub fn contains(&self, cpu: usize) -> bool {
         self.0.binary_search(&cpu).is_ok()
     }
+
+    /// A hexadecimal CPU mask as /proc/irq/default_smp_affinity shows it
+    /// (`3`, `ff,ffffffff`; the rightmost digit holds CPUs 0-3).
+    pub fn from_hex_mask(mask: &str) -> Option<CpuSet> {
+        let digits: String = mask.trim().chars().filter(|c| *c != ',').collect();
+        if digits.is_empty() {
+            return None;
+        }
+        let mut cpus = Vec::new();
+        for (nibble, c) in digits.chars().rev().enumerate() {
+            let value = c.to_digit(16)?;
+            for bit in 0..4 {
+                if value & (1 << bit) != 0 {
+                    cpus.push(nibble * 4 + bit);
+                }
+            }
+        }
+        Some(CpuSet::from_cpus(cpus))
+    }
+
+    /// The hexadecimal mask of the set, in the kernel's format (groups of
+    /// 32 bits separated by commas), as such files accept it.
+    pub fn to_hex_mask(&self) -> String {
+        let highest = self.iter().max().unwrap_or(0);
+        let mut words = vec![0u32; highest / 32 + 1];
+        for cpu in self.iter() {
+            words[cpu / 32] |= 1 << (cpu % 32);
+        }
+        let mut out = format!("{:x}", words[words.len() - 1]);
+        for word in words.iter().rev().skip(1) {
+            out.push_str(&format!(",{word:08x}"));
+        }
+        out
+    }
 }
 
 impl fmt::Display for CpuSet {

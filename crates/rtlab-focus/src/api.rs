@@ -1,8 +1,9 @@
-//! CONTRACT: the focused mode's public API (implemented by the focus helper).
+//! The focused mode's public API (issue 19's contract): [`Focus`], started on
+//! some CPUs and ended (or dropped) to put everything back, and its report
+//! ([`FocusReport`], in `model.rs`); each step it takes is a file of its own.
 
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::journal::{move_to_cgroup, Journal, Restored};
-use serde::Serialize;
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -15,54 +16,7 @@ use crate::changes::{journal_error, Changes};
 use crate::cpus::rest_of;
 use crate::start::{undo_after, Plan};
 
-/// Why focusing failed (nothing is left changed: what was done is undone).
-#[derive(Debug, thiserror::Error)]
-pub enum FocusError {
-    /// The CPUs asked are wrong (not online, all of them, none): exit 2.
-    #[error("{0}")]
-    Invalid(String),
-    /// No way to partition here (no cpuset controller, not root, another
-    /// rtlab already focused): what and why.
-    #[error("{0}")]
-    Unavailable(String),
-    /// A step failed: which file or process, and the error.
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// A task or IRQ that stayed, or a pinned task that was moved: who and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TaskNote {
-    pub pid: i32,
-    /// Its name (another user's choice: printable only).
-    pub comm: String,
-    pub reason: String,
-}
-
-/// What focusing did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FocusReport {
-    /// "cgroup-v2" or "cgroup-v1".
-    pub backend: String,
-    /// The CPUs given to real-time work, and the rest.
-    pub cpus: String,
-    pub rest: String,
-    /// The partition's cgroup directory.
-    pub partition: PathBuf,
-    /// Processes moved to the rest.
-    pub moved: usize,
-    /// Moved processes that had been pinned to some of the focused CPUs
-    /// (their affinity is put back at the end).
-    pub pinned: Vec<TaskNote>,
-    /// Tasks that could not move (kernel threads bound to a CPU, ...).
-    pub unmoved: Vec<TaskNote>,
-    /// IRQs whose affinity now excludes the focused CPUs.
-    pub irqs_moved: Vec<u32>,
-    /// IRQs that refused (per-CPU or kernel-managed), with why.
-    pub irqs_unmoved: Vec<(u32, String)>,
-    /// Anything else said (workqueue mask, default IRQ affinity, ...).
-    pub notes: Vec<String>,
-}
+pub use crate::model::{FocusError, FocusReport, TaskNote};
 
 /// The CPUs given to real-time work, until [`Focus::end`] or drop.
 pub struct Focus {
@@ -223,3 +177,16 @@ impl Drop for Focus {
 }
 
 pub use crate::snapshot::Snapshot;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_focus_can_be_shared_between_threads() {
+        // `exec serve --focus` joins attaching processes from its threads.
+        fn shared<T: Send + Sync>() {}
+        shared::<Focus>();
+        shared::<Snapshot>();
+    }
+}

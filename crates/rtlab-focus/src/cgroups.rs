@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::api::FocusError;
+use crate::model::FocusError;
 
 /// A cpuset hierarchy's root, and which cgroup version it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rtlab_core::journal::{Entry, Journal, JournalError, Restored};
 
-use crate::api::FocusError;
+use crate::model::FocusError;
 
 pub(crate) struct Changes {
     journal: Arc<Mutex<Journal>>,

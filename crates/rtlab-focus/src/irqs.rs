@@ -4,14 +4,14 @@
 //! a journaled File entry (the old value first).
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::journal::JournalError;
 
-use crate::api::{FocusError, FocusReport};
 use crate::changes::{journal_error, Changes};
-use crate::cpus::{format_mask, intersects, minus, parse_mask};
+use crate::cpus::{intersects, minus};
+use crate::model::{FocusError, FocusReport};
 
 pub(crate) const IRQ_DIR: &str = "/proc/irq";
 pub(crate) const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
@@ -49,14 +49,23 @@ fn refusal(e: JournalError) -> Result<std::io::Error, FocusError> {
     }
 }
 
-/// Moves every IRQ, the default IRQ affinity and the workqueue mask off
-/// `cpus`, saying in `report` what moved and what refused.
-pub(crate) fn move_off(
-    changes: &mut Changes,
-    cpus: &CpuSet,
-    rest: &CpuSet,
-    report: &mut FocusReport,
-) -> Result<(), FocusError> {
+/// One value to change: an IRQ's CPU list, or a mask file.
+pub(crate) struct Planned {
+    pub path: PathBuf,
+    /// The IRQ, or None for a mask file.
+    pub irq: Option<u32>,
+    /// What the file is, for a person.
+    pub what: &'static str,
+    pub old: String,
+    pub new: CpuSet,
+    /// `new` in the file's notation.
+    pub value: String,
+}
+
+/// What moving every IRQ, the default IRQ affinity and the workqueue
+/// mask off `cpus` would write (notes on what cannot be read).
+pub(crate) fn plan(cpus: &CpuSet, rest: &CpuSet, notes: &mut Vec<String>) -> Vec<Planned> {
+    let mut out = Vec::new();
     for irq in irq_numbers() {
         let path = Path::new(IRQ_DIR)
             .join(irq.to_string())
@@ -64,19 +73,16 @@ pub(crate) fn move_off(
         let Ok(current) = CpuSet::from_sysfs(&path) else {
             continue;
         };
-        if !intersects(&current, cpus) {
-            continue;
-        }
-        let new = without(&current, cpus, rest).to_string();
-        match changes.record(|j| j.set_file(&path, &new).map_err(Box::new)) {
-            Ok(()) => report.irqs_moved.push(irq),
-            // Per-CPU and kernel-managed IRQs refuse (EIO, EINVAL).
-            Err(e) => {
-                let source = refusal(*e)?;
-                report
-                    .irqs_unmoved
-                    .push((irq, format!("the kernel refused CPUs {new}: {source}")));
-            }
+        if intersects(&current, cpus) {
+            let new = without(&current, cpus, rest);
+            out.push(Planned {
+                path,
+                irq: Some(irq),
+                what: "IRQ",
+                old: current.to_string(),
+                value: new.to_string(),
+                new,
+            });
         }
     }
     for (file, what) in [
@@ -86,28 +92,59 @@ pub(crate) fn move_off(
         let Ok(text) = fs::read_to_string(file) else {
             continue;
         };
-        let Some(current) = parse_mask(&text) else {
-            report.notes.push(format!(
+        let Some(current) = CpuSet::from_hex_mask(&text) else {
+            notes.push(format!(
                 "{file}: cannot read mask {:?}, left alone",
                 text.trim()
             ));
             continue;
         };
-        if !intersects(&current, cpus) {
-            continue;
+        if intersects(&current, cpus) {
+            let new = without(&current, cpus, rest);
+            out.push(Planned {
+                path: PathBuf::from(file),
+                irq: None,
+                what,
+                old: text.trim().to_string(),
+                value: new.to_hex_mask(),
+                new,
+            });
         }
-        let new = without(&current, cpus, rest);
-        let value = format_mask(&new, &text);
-        match changes.record(|j| j.set_file(Path::new(file), &value).map_err(Box::new)) {
-            Ok(()) => report
-                .notes
-                .push(format!("{what} ({file}) set to CPUs {new} (mask {value})")),
+    }
+    out
+}
+
+/// Moves every IRQ, the default IRQ affinity and the workqueue mask off
+/// `cpus`, saying in `report` what moved and what refused.
+pub(crate) fn move_off(
+    changes: &mut Changes,
+    cpus: &CpuSet,
+    rest: &CpuSet,
+    report: &mut FocusReport,
+) -> Result<(), FocusError> {
+    for p in plan(cpus, rest, &mut report.notes) {
+        let file = p.path.display();
+        let (new, value) = (&p.new, &p.value);
+        match changes.record(|j| j.set_file(&p.path, value).map_err(Box::new)) {
+            Ok(()) => match p.irq {
+                Some(irq) => report.irqs_moved.push(irq),
+                None => report.notes.push(format!(
+                    "{} ({file}) set to CPUs {new} (mask {value})",
+                    p.what
+                )),
+            },
+            // Per-CPU and kernel-managed IRQs refuse (EIO, EINVAL).
             Err(e) => {
                 let source = refusal(*e)?;
-                report.notes.push(format!(
-                    "{what} ({file}) left at mask {}: {source}",
-                    text.trim()
-                ));
+                match p.irq {
+                    Some(irq) => report
+                        .irqs_unmoved
+                        .push((irq, format!("the kernel refused CPUs {new}: {source}"))),
+                    None => report.notes.push(format!(
+                        "{} ({file}) left at mask {}: {source}",
+                        p.what, p.old
+                    )),
+                }
             }
         }
     }

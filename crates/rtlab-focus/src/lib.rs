@@ -16,10 +16,13 @@ mod cgroups;
 mod changes;
 mod cpus;
 mod irqs;
+mod model;
 mod partition_v1;
 mod partition_v2;
+mod preview;
 mod snapshot;
 mod start;
 mod tasks;
 
 pub use api::{Focus, FocusError, FocusReport, Snapshot, TaskNote};
+pub use preview::preview;

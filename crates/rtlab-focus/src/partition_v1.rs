@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use rtlab_core::cpuset::CpuSet;
 
-use crate::api::{FocusError, FocusReport};
 use crate::changes::{journal_error, make_cgroup, write_cgroup_file, Changes};
+use crate::model::{FocusError, FocusReport};
 use crate::tasks::{move_all, Moves};
 
 /// Creates the two cpusets under `root` and moves everything to the

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use rtlab_core::cpuset::CpuSet;
 
-use crate::api::{FocusError, FocusReport};
 use crate::cgroups::Controller;
 use crate::changes::{journal_error, make_cgroup, write_cgroup_file, Changes};
+use crate::model::{FocusError, FocusReport};
 
 /// Creates the isolated partition under the v2 root; returns its directory.
 pub(crate) fn create(

@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rtlab_core::cpuset::CpuSet;
 
-use crate::api::{FocusError, FocusReport};
 use crate::cgroups::Controller;
 use crate::changes::{journal_error, Changes};
 use crate::cpus::intersects;
+use crate::model::{FocusError, FocusReport};
 use crate::tasks::{self, ThreadInfo};
 use crate::{irqs, partition_v1, partition_v2};
 

@@ -12,8 +12,8 @@ use rtlab_core::process::{Stat, FLAGS};
 use rtlab_core::result::printable;
 use rtlab_core::sched;
 
-use crate::api::TaskNote;
 use crate::cpus::intersects;
+use crate::model::TaskNote;
 
 /// A kernel thread (`PF_KTHREAD`, include/linux/sched.h).
 const PF_KTHREAD: u64 = 0x0020_0000;

@@ -153,6 +153,13 @@ fn focus_in_background(state: &Path, cpu: usize, dir: &Path) -> (Child, i32) {
 fn a_command_runs_alone_and_everything_is_put_back() {
     let cpu = require_focus!();
     let _host = host();
+    command_runs_alone(cpu);
+}
+
+/// `rtlab focus CPU -- sh -c …`: inside, the command has the CPU and a
+/// process started before has not, nor has any IRQ that could move;
+/// after, the snapshot is as before and a pinned thread has its CPU.
+fn command_runs_alone(cpu: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let mut sleep = sleeper();
     let (tid, stop, pinned) = pinned_thread(cpu);
@@ -233,6 +240,10 @@ fn a_command_runs_alone_and_everything_is_put_back() {
 fn after_sigkill_rtlab_restore_puts_everything_back() {
     let cpu = require_focus!();
     let _host = host();
+    restore_after_sigkill(cpu);
+}
+
+fn restore_after_sigkill(cpu: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let (tid, stop, pinned) = pinned_thread(cpu);
@@ -305,4 +316,282 @@ fn bad_cpu_lists_exit_2_and_change_nothing() {
         &["at least one"],
     );
     common::assert_refused(&["focus", "x", "--", "true"], &["CPUS", "'x'"]);
+    common::assert_refused(
+        &["focus", "0", "--", "/no/such/program"],
+        &["COMMAND", "nothing was changed"],
+    );
+}
+
+/// The cpuset controller lent to cgroup v2 for one test: the v1 cpuset
+/// hierarchy (only its root cgroup, alone on its mount) is unmounted, and
+/// mounted again when this is dropped, also on a panic.
+struct CpusetOnV2 {
+    point: String,
+    before: HostCgroups,
+}
+
+/// What must be as before once the controller is back: the mount of the
+/// v1 cpuset hierarchy and its line in /proc/cgroups (less the hierarchy
+/// number, which the kernel gives anew).
+#[derive(Debug, PartialEq, Eq)]
+struct HostCgroups {
+    mounts: Vec<String>,
+    cpuset: String,
+}
+
+impl HostCgroups {
+    fn now() -> HostCgroups {
+        // Without mount ids and device numbers, sorted: a mount made
+        // again comes last with new numbers.
+        let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" - cgroup"))
+            .map(|l| {
+                l.split_once(' ')
+                    .unwrap()
+                    .1
+                    .split_once(' ')
+                    .unwrap()
+                    .1
+                    .to_string()
+            })
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect();
+        mounts.sort();
+        let cpuset = std::fs::read_to_string("/proc/cgroups")
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("cpuset\t"))
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                format!("cpuset cgroups={} enabled={}", f[2], f[3])
+            })
+            .unwrap_or_default();
+        HostCgroups { mounts, cpuset }
+    }
+}
+
+fn v2_controllers() -> String {
+    std::fs::read_to_string("/sys/fs/cgroup/unified/cgroup.controllers")
+        .or_else(|_| std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers"))
+        .unwrap_or_default()
+}
+
+impl CpusetOnV2 {
+    fn lend() -> Result<CpusetOnV2, String> {
+        if v2_controllers().split_whitespace().any(|c| c == "cpuset") {
+            return Err("cpuset is on cgroup v2 already: the other tests ran the v2 path".into());
+        }
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        if !mountinfo.contains(" - cgroup2 ") {
+            return Err("cgroup v2 is not mounted".into());
+        }
+        let Some(line) = mountinfo
+            .lines()
+            .find(|l| l.contains(" - cgroup ") && l.ends_with(",cpuset"))
+        else {
+            return Err("no v1 cpuset hierarchy to lend".into());
+        };
+        let point = line.split(' ').nth(4).unwrap().to_string();
+        if !line.ends_with(" rw,cpuset") {
+            return Err(format!(
+                "the v1 cpuset hierarchy shares its mount ({line}): left alone"
+            ));
+        }
+        // Cgroups removed a moment ago (by the tests before) still count
+        // until the kernel has destroyed them.
+        let settled = Instant::now() + Duration::from_secs(5);
+        let mut before = HostCgroups::now();
+        while before.cpuset != "cpuset cgroups=1 enabled=1" && Instant::now() < settled {
+            std::thread::sleep(Duration::from_millis(100));
+            before = HostCgroups::now();
+        }
+        if before.cpuset != "cpuset cgroups=1 enabled=1" {
+            return Err(format!(
+                "the v1 cpuset hierarchy is in use ({}): left alone",
+                before.cpuset
+            ));
+        }
+        let status = std::process::Command::new("umount")
+            .arg(&point)
+            .status()
+            .unwrap();
+        if !status.success() {
+            return Err(format!("umount {point} failed: {status}"));
+        }
+        let lent = CpusetOnV2 { point, before };
+        // The hierarchy goes lazily; the controller appears on v2 after.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !v2_controllers().split_whitespace().any(|c| c == "cpuset") {
+            if Instant::now() > deadline {
+                return Err("cpuset never appeared in cgroup v2's cgroup.controllers".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(lent)
+    }
+
+    /// Mounts the hierarchy again (the v2 side lets go lazily: retried).
+    fn give_back(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = std::process::Command::new("mount")
+                .args(["-t", "cgroup", "-o", "cpuset", "cgroup", &self.point])
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "cannot mount the cpuset hierarchy at {} again: {}",
+                    self.point,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for CpusetOnV2 {
+    fn drop(&mut self) {
+        if HostCgroups::now() == self.before {
+            return;
+        }
+        if let Err(e) = self.give_back() {
+            eprintln!("{e}");
+        }
+    }
+}
+
+#[test]
+fn on_cgroup_v2_the_same() {
+    let cpu = require_focus!();
+    let _host = host();
+    let lent = match CpusetOnV2::lend() {
+        Ok(lent) => lent,
+        Err(why) => {
+            skip(&format!("the v2 path: {why}"));
+            return;
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(rtlab(&tmp.path().join("state")).args([
+        "focus",
+        &cpu.to_string(),
+        "--json",
+        "--",
+        "true",
+    ]));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["report"]["backend"], "cgroup-v2", "{doc}");
+    command_runs_alone(cpu);
+    restore_after_sigkill(cpu);
+    runs_as_nobody(cpu);
+    lent.give_back().unwrap();
+    assert_eq!(HostCgroups::now(), lent.before, "the host's cgroups");
+}
+
+#[test]
+fn a_dry_run_says_what_would_move_and_changes_nothing() {
+    let cpu = require_focus!();
+    let _host = host();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let before = Snapshot::capture();
+    let out = run(rtlab(&state).args(["focus", &cpu.to_string(), "--dry-run", "--json"]));
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["dry_run"], true);
+    assert!(doc["report"]["moved"].as_u64().unwrap() > 0, "{doc}");
+    // Per-CPU kernel threads of the CPU cannot leave it: said.
+    assert!(
+        !doc["report"]["unmoved"].as_array().unwrap().is_empty(),
+        "{doc}"
+    );
+    assert_same(&before, "after a dry run");
+    assert!(focus_dirs().is_empty());
+    assert!(!state.exists() || std::fs::read_dir(&state).unwrap().next().is_none());
+}
+
+#[test]
+fn the_command_runs_without_root_with_user() {
+    let cpu = require_focus!();
+    let _host = host();
+    runs_as_nobody(cpu);
+    common::assert_refused(
+        &[
+            "focus",
+            &cpu.to_string(),
+            "--user",
+            "no-such-user-x",
+            "--",
+            "true",
+        ],
+        &["--user"],
+    );
+}
+
+/// `--user nobody`: the command has uid 65534, and still the partition.
+fn runs_as_nobody(cpu: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(rtlab(&tmp.path().join("state")).args([
+        "focus",
+        &cpu.to_string(),
+        "--user",
+        "65534",
+        "--",
+        "sh",
+        "-c",
+        "id -u; grep Cpus_allowed_list /proc/self/status",
+    ]));
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("65534"), "{stdout}");
+    assert_eq!(allowed(lines.next().unwrap()), cpu.to_string(), "{stdout}");
+    assert!(focus_dirs().is_empty());
+}
+
+#[test]
+fn a_process_forking_fast_cannot_keep_the_cpu() {
+    let cpu = require_focus!();
+    let _host = host();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut forker = std::process::Command::new("sh")
+        .args(["-c", "while :; do /bin/true; done"])
+        .spawn()
+        .unwrap();
+    let loop_pid = forker.id();
+    // Inside: the forking shell and its children of the moment (those
+    // that ended while being read are skipped).
+    let out_file = tmp.path().join("inside");
+    let script = format!(
+        "sleep 0.3; for p in {loop_pid} $(cat /proc/{loop_pid}/task/{loop_pid}/children); do \
+         grep -h Cpus_allowed_list /proc/$p/status 2>/dev/null; done > {}; true",
+        out_file.display()
+    );
+    let out = run(rtlab(&tmp.path().join("state")).args([
+        "focus",
+        &cpu.to_string(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    forker.kill().unwrap();
+    forker.wait().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let inside = std::fs::read_to_string(&out_file).unwrap();
+    assert!(!inside.is_empty(), "the forking shell was not seen");
+    for line in inside.lines() {
+        let cpus = CpuSet::parse(&allowed(line)).unwrap();
+        assert!(
+            !cpus.contains(cpu),
+            "a fast forker kept CPU {cpu}: {inside}"
+        );
+    }
+    assert!(focus_dirs().is_empty());
 }

@@ -5,9 +5,8 @@
 //! re-applied after the threads are back, each only while its id still
 //! names the recorded thread.
 
-use super::entry::{Entry, Outcome, ThreadAffinity};
-use super::error::{io_message, JournalError};
-use super::record::Journal;
+use super::entry::{Outcome, ThreadAffinity};
+use super::error::io_message;
 use super::thread::ForeignThread;
 use crate::cpuset::CpuSet;
 use crate::sched;
@@ -53,21 +52,6 @@ pub(super) fn restore_affinities(threads: &[ThreadAffinity]) -> Outcome {
         };
     }
     Outcome::Restored { was: None }
-}
-
-impl Journal {
-    /// Records the CPUs of `threads` before the caller moves them.
-    pub fn note_thread_affinities(
-        &mut self,
-        threads: Vec<ThreadAffinity>,
-        note: &str,
-    ) -> Result<(), JournalError> {
-        let _lock = self.prepare()?;
-        self.record(Entry::ThreadAffinities {
-            threads,
-            note: note.to_string(),
-        })
-    }
 }
 
 #[cfg(test)]

@@ -6,13 +6,12 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use super::entry::{Entry, Outcome, Restored};
-use super::error::{io_message, JournalError};
-use super::record::Journal;
+use super::entry::Outcome;
+use super::error::io_message;
 use crate::process::Stat;
 
 /// How long a restore waits for a cgroup to empty and go: exiting tasks
@@ -35,13 +34,20 @@ pub fn cgroup_procs(dir: &Path) -> io::Result<Vec<i32>> {
         .collect())
 }
 
-/// Empties `path` into `return_to`, then removes it.
+/// Empties `path` into `return_to` (its parent when `return_to` is
+/// gone), then removes it.
 pub(super) fn remove_cgroup_dir(path: &Path, return_to: &Path) -> Outcome {
     if !path.is_dir() {
         return Outcome::Skipped {
             reason: "it is already gone".into(),
         };
     }
+    // The cgroup the tasks came from may be gone since (a systemd scope
+    // that ended with the rtlab killed in it): then to the parent.
+    let return_to = match (return_to.is_dir(), path.parent()) {
+        (false, Some(parent)) => parent,
+        _ => return_to,
+    };
     let deadline = Instant::now() + SETTLE;
     loop {
         let mut stuck = None;
@@ -67,7 +73,7 @@ pub(super) fn remove_cgroup_dir(path: &Path, return_to: &Path) -> Outcome {
 }
 
 /// The start time of process `pid` now, None when it is gone.
-fn starttime_of(pid: i32) -> Option<u64> {
+pub(super) fn starttime_of(pid: i32) -> Option<u64> {
     Stat::read(Path::new(&format!("/proc/{pid}/stat")))
         .ok()?
         .starttime()
@@ -136,70 +142,6 @@ pub(super) fn disable_controller(path: &Path, controller: &str) -> Outcome {
             }
             Err(_) => sleep(Duration::from_millis(50)),
         }
-    }
-}
-
-impl Journal {
-    /// Records the cgroup directory `path` before the caller creates it;
-    /// restoring moves the tasks in it to `return_to` and removes it.
-    pub fn note_cgroup_dir(
-        &mut self,
-        path: &Path,
-        return_to: &Path,
-        note: &str,
-    ) -> Result<(), JournalError> {
-        let _lock = self.prepare()?;
-        self.record(Entry::CgroupDir {
-            path: path.to_path_buf(),
-            return_to: return_to.to_path_buf(),
-            note: note.to_string(),
-        })
-    }
-
-    /// Records process `pid`, now in cgroup `from`, before the caller
-    /// moves it to `to`. On error nothing is recorded.
-    pub fn note_cgroup_process(
-        &mut self,
-        pid: i32,
-        from: &Path,
-        to: &Path,
-        note: &str,
-    ) -> Result<(), JournalError> {
-        let starttime = starttime_of(pid).ok_or_else(|| JournalError::Read {
-            path: PathBuf::from(format!("/proc/{pid}/stat")),
-            source: io::Error::from_raw_os_error(libc::ESRCH),
-        })?;
-        let _lock = self.prepare()?;
-        self.record(Entry::CgroupProcess {
-            pid,
-            starttime,
-            from: from.to_path_buf(),
-            to: to.to_path_buf(),
-            note: note.to_string(),
-        })
-    }
-
-    /// The normal end of a move recorded with
-    /// [`Journal::note_cgroup_process`]: moves `pid` back and drops the
-    /// entry; `None` when there is none.
-    pub fn restore_cgroup_process(&mut self, pid: i32) -> Option<Restored> {
-        self.undo_first(|e| matches!(e, Entry::CgroupProcess { pid: p, .. } if *p == pid))
-    }
-
-    /// Records that `controller` is about to be enabled in the
-    /// `cgroup.subtree_control` file `path`.
-    pub fn note_cgroup_controller(
-        &mut self,
-        path: &Path,
-        controller: &str,
-        note: &str,
-    ) -> Result<(), JournalError> {
-        let _lock = self.prepare()?;
-        self.record(Entry::CgroupController {
-            path: path.to_path_buf(),
-            controller: controller.to_string(),
-            note: note.to_string(),
-        })
     }
 }
 

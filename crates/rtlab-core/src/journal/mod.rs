@@ -15,6 +15,7 @@ mod conflict;
 mod entry;
 mod error;
 mod file;
+mod focus_notes;
 mod notes;
 mod owner;
 mod panic;

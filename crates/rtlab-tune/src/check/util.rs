@@ -56,38 +56,14 @@ pub fn ranges<I: IntoIterator<Item = u64>>(numbers: I) -> String {
     parts.join(",")
 }
 
-/// A hexadecimal CPU mask as /proc/irq/default_smp_affinity shows it
-/// (`3`, `ff,ffffffff`; the rightmost digit holds CPUs 0-3).
+/// A hexadecimal CPU mask as /proc/irq/default_smp_affinity shows it.
 pub fn parse_hex_mask(mask: &str) -> Option<CpuSet> {
-    let digits: String = mask.trim().chars().filter(|c| *c != ',').collect();
-    if digits.is_empty() {
-        return None;
-    }
-    let mut cpus = Vec::new();
-    for (nibble, c) in digits.chars().rev().enumerate() {
-        let value = c.to_digit(16)?;
-        for bit in 0..4 {
-            if value & (1 << bit) != 0 {
-                cpus.push(nibble * 4 + bit);
-            }
-        }
-    }
-    Some(CpuSet::from_cpus(cpus))
+    CpuSet::from_hex_mask(mask)
 }
 
-/// The hexadecimal mask for a CPU set, in the kernel's format (groups of
-/// 32 bits separated by commas).
+/// The hexadecimal mask for a CPU set, in the kernel's format.
 pub fn hex_mask(cpus: &CpuSet) -> String {
-    let highest = cpus.iter().max().unwrap_or(0);
-    let mut words = vec![0u32; highest / 32 + 1];
-    for cpu in cpus.iter() {
-        words[cpu / 32] |= 1 << (cpu % 32);
-    }
-    let mut out = format!("{:x}", words[words.len() - 1]);
-    for word in words.iter().rev().skip(1) {
-        out.push_str(&format!(",{word:08x}"));
-    }
-    out
+    cpus.to_hex_mask()
 }
 
 /// The CPUs two sets share.

@@ -2,6 +2,7 @@
 //! everything put back when it exits (or on SIGINT/SIGTERM; after a
 //! SIGKILL, `rtlab restore`).
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,7 @@ use rtlab_focus::{Focus, FocusError, FocusReport};
 
 use crate::cli::FocusArgs;
 use crate::input::InputError;
+use crate::terminal::{out, put};
 
 /// The signals passed on to the command; SIGINT and SIGTERM also end a
 /// focus held without one.
@@ -22,8 +24,15 @@ const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SI
 
 pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
     let cpus = CpuSet::parse(&args.cpus).map_err(|e| InputError(format!("CPUS: {e}")))?;
+    let user = args.user.as_deref().map(user_and_group).transpose()?;
+    if let Some(program) = args.command.first() {
+        check_runnable(program)?;
+    }
+    if args.dry_run {
+        return dry_run(args, &cpus);
+    }
     for r in journal::recover_stale_in_state_dir().1 {
-        eprintln!("rtlab: {r}");
+        eprintln!("rtlab: {}", terminal_text(&r.to_string()));
     }
     // Registered before anything changes: a signal during the start is
     // seen once the focus holds, and then ends it in order.
@@ -47,13 +56,13 @@ pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
         other => anyhow::Error::new(other),
     })?;
     if !args.json {
-        eprint!("{}", terminal_text(&report_text(focus.report())));
+        eprint!("{}", terminal_text(&report_text(focus.report(), "")));
     }
     let outcome = if args.command.is_empty() {
         hold(&received);
         Ok(None)
     } else {
-        run_command(&focus, &args.command, &received).map(Some)
+        run_command(&focus, &args.command, user, &received).map(Some)
     };
     let report = focus.report().clone();
     let restored = focus.end();
@@ -76,6 +85,33 @@ pub fn run(args: &FocusArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Bad CPUs are bad input (exit 2); the rest is an error (exit 1).
+fn focus_error(args: &FocusArgs, e: FocusError) -> anyhow::Error {
+    match e {
+        FocusError::Invalid(m) => {
+            anyhow::Error::new(InputError(format!("CPUS {}: {m}", args.cpus)))
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// `--dry-run`: the report a focus would give now, nothing changed.
+fn dry_run(args: &FocusArgs, cpus: &CpuSet) -> anyhow::Result<ExitCode> {
+    let report = rtlab_focus::preview(cpus).map_err(|e| focus_error(args, e))?;
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": "rtlab.focus/1",
+            "dry_run": true,
+            "report": report,
+            "command": args.command,
+        });
+        out!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        put!("{}", report_text(&report, "would be "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Waits for SIGINT or SIGTERM.
 fn hold(received: &AtomicUsize) {
     eprintln!("rtlab: holding the focus until SIGINT or SIGTERM");
@@ -93,10 +129,18 @@ fn hold(received: &AtomicUsize) {
 fn run_command(
     focus: &Focus,
     argv: &[String],
+    user: Option<(u32, u32)>,
     received: &AtomicUsize,
 ) -> anyhow::Result<ExitStatus> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
+    if let Some((uid, gid)) = user {
+        // std drops the supplementary groups too (setgroups(0)). The
+        // partition's cgroup.procs, opened by root before the fork,
+        // still takes the write after the switch: the kernel checks the
+        // opener's credentials.
+        command.uid(uid).gid(gid);
+    }
     focus.prepare_command(&mut command);
     let mut child = command
         .spawn()
@@ -114,6 +158,50 @@ fn run_command(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A command that cannot run is refused before anything changes (as
+/// execvp would look for it: a path, or a name on $PATH).
+fn check_runnable(program: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        runnable(std::path::Path::new(program))
+    } else {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| runnable(&dir.join(program)))
+        })
+    };
+    if !found {
+        return Err(InputError(format!(
+            "COMMAND {}: no such program, or not executable; nothing was changed",
+            terminal_text(program)
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// `--user`: the uid, and the primary group of its passwd entry.
+fn user_and_group(user: &str) -> anyhow::Result<(u32, u32)> {
+    let uid =
+        rtlab_tune::identity::resolve_user(user).map_err(|e| InputError(format!("--user: {e}")))?;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: all-zero is a valid passwd (pointers null, numbers 0).
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: valid pointers to a passwd, a buffer of the length given and
+    // the result pointer, as getpwuid_r requires.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() {
+        return Err(InputError(format!(
+            "--user {user}: uid {uid} has no passwd entry (its group is unknown)"
+        ))
+        .into());
+    }
+    Ok((uid, pwd.pw_gid))
 }
 
 /// The shell's convention: the code, or 128 + the signal that killed it.
@@ -139,14 +227,15 @@ fn print_json(
         "exit_code": status.map(exit_code),
         "restored": restored,
     });
-    println!("{}", serde_json::to_string_pretty(&doc)?);
+    out!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }
 
-/// The report as lines for a person.
-fn report_text(r: &FocusReport) -> String {
+/// The report as lines for a person; `would` is "" for what was done,
+/// "would be " for a dry run.
+fn report_text(r: &FocusReport, would: &str) -> String {
     let mut out = format!(
-        "rtlab: CPUs {} focused ({}, partition {}); everything else on CPUs {}: {} processes moved\n",
+        "rtlab: CPUs {} {would}focused ({}, partition {}); everything else on CPUs {}: {} processes {would}moved\n",
         r.cpus,
         r.backend,
         r.partition.display(),
@@ -155,7 +244,7 @@ fn report_text(r: &FocusReport) -> String {
     );
     let irqs: Vec<String> = r.irqs_moved.iter().map(u32::to_string).collect();
     if !irqs.is_empty() {
-        out += &format!("  IRQs moved off: {}\n", irqs.join(" "));
+        out += &format!("  IRQs {would}moved off: {}\n", irqs.join(" "));
     }
     for (irq, why) in &r.irqs_unmoved {
         out += &format!("  IRQ {irq} stayed: {why}\n");
