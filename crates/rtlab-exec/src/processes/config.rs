@@ -4,6 +4,7 @@
 
 use crate::periodic::{Mode, PeriodicConfig};
 use crate::serve::MAX_SERVE_TASKS;
+use rtlab_core::cpuset::CpuSet;
 use rtlab_core::settings::FieldError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -29,6 +30,10 @@ pub struct ProcessesConfig {
     pub release: Mode,
     /// The rtlab binary: `/proc/self/exe` when run from rtlab.
     pub program: PathBuf,
+    /// The executive form only: its `rtlab exec serve --focus` (paper
+    /// 002's SCHED_KURT_PROCS: the CPUs for the executive and its
+    /// processes alone; the run's own process and loads stay outside).
+    pub focus: Option<CpuSet>,
 }
 
 impl ProcessesConfig {
@@ -37,6 +42,7 @@ impl ProcessesConfig {
             periodic,
             release,
             program,
+            focus: None,
         }
     }
 
@@ -60,6 +66,15 @@ impl ProcessesConfig {
                     self.periodic.tasks
                 ),
             ));
+        }
+        if let Some(focus) = &self.focus {
+            if self.release != Mode::Executive {
+                return Err(FieldError::new(
+                    "focus",
+                    "{focus} is the executive's (rtlab exec serve --focus): not with self-timed SCHED_FIFO processes".to_string(),
+                ));
+            }
+            crate::serve::focused::check(focus, &[self.periodic.cpu], "cpu")?;
         }
         if self.periodic.tasks > MAX_PROCESSES {
             return Err(FieldError::new(

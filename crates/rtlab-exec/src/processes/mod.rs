@@ -55,6 +55,7 @@ impl Probe for ProcessesConfig {
         let mut json = rtlab_probe::config_json(&self.periodic);
         json["mode"] = serde_json::json!(self.release.as_str());
         json["processes"] = serde_json::json!(true);
+        json["focus"] = serde_json::json!(self.focus.as_ref().map(|cpus| cpus.to_string()));
         json
     }
     fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {

@@ -89,6 +89,7 @@ pub fn start(
             p.planned_ns()
                 .saturating_add(p.period_ns)
                 .saturating_add(SERVE_MARGIN_NS),
+            config.focus.as_ref(),
         )?),
         Mode::Fifo => None,
     };

@@ -4,6 +4,7 @@
 //! killed with its group if it does not.
 
 use super::children::{self, Child};
+use rtlab_core::cpuset::CpuSet;
 use rtlab_core::units::human_duration;
 use std::ffi::{CString, OsStr};
 use std::io::{BufRead, BufReader};
@@ -32,19 +33,22 @@ pub struct Executive {
 
 /// Starts `program exec serve` on `cpu` for `duration_ns` (longer than the
 /// run: it is stopped at the run's end), with room for `tasks` processes
-/// (its own default is 64), and waits until it listens.
+/// (its own default is 64), focused on `focus` when given, and waits
+/// until it listens.
 pub fn start(
     program: &Path,
     cpu: usize,
     tasks: usize,
     duration_ns: u64,
+    focus: Option<&CpuSet>,
 ) -> anyhow::Result<Executive> {
     let dir = private_dir()?;
     let socket = dir.join("exec.sock");
     let cpus = cpu.to_string();
     let duration = format!("{}ms", duration_ns.div_ceil(1_000_000));
     let max_tasks = tasks.to_string();
-    let args: [&OsStr; 11] = [
+    let focus = focus.map(|cpus| cpus.to_string());
+    let mut args: Vec<&OsStr> = vec![
         OsStr::new("exec"),
         OsStr::new("serve"),
         OsStr::new("--socket"),
@@ -57,6 +61,9 @@ pub fn start(
         OsStr::new("--max-tasks"),
         OsStr::new(&max_tasks),
     ];
+    if let Some(focus) = &focus {
+        args.extend([OsStr::new("--focus"), OsStr::new(focus)]);
+    }
     let spawned = children::spawn(program, &args, libc::SIGTERM, false);
     let mut child = match spawned {
         Ok(child) => child,
@@ -339,7 +346,7 @@ mod tests {
             tmp.path(),
             "echo 'error: unexpected argument --cpus' >&2\nexit 2",
         );
-        let error = start(&program, 0, 1, 1_000_000_000)
+        let error = start(&program, 0, 1, 1_000_000_000, None)
             .err()
             .unwrap()
             .to_string();

@@ -72,6 +72,9 @@ pub struct ServeConfig {
     /// What the server process holds (memory locked, PM QoS), for the
     /// runs' records.
     pub effective: Effective,
+    /// CPUs given to the executive and its processes alone (`--focus`);
+    /// `cpus` must be among them.
+    pub focus: Option<CpuSet>,
 }
 
 impl ServeConfig {
@@ -92,6 +95,7 @@ impl ServeConfig {
             admission: DEFAULT_ADMISSION,
             command: Vec::new(),
             effective: Effective::default(),
+            focus: None,
         }
     }
 
@@ -107,6 +111,9 @@ impl ServeConfig {
                 "cpus",
                 format!("{{cpus}}: CPU {cpu} is not online (online: {online})"),
             );
+        }
+        if let Some(focus) = &self.focus {
+            super::focused::check(focus, &self.cpus, "cpus")?;
         }
         if !(2..=99).contains(&self.priority) {
             return fail(

@@ -8,6 +8,7 @@ use super::access::{Access, Peer};
 use super::attachment::{Attachment, End, Placement};
 use super::config::{grant, ServeConfig};
 use super::executive::Executive;
+use super::focused::Partition;
 use crate::admission::serve::{cpu_asked, task_of, ServeAdmission};
 use rtlab_client::protocol::{
     self, Attached, Empty, ErrorReply, Reason, Reply, Request, StatusReply, MAX_MESSAGE,
@@ -62,6 +63,8 @@ pub struct Control {
     pub admission: Option<ServeAdmission>,
     pending: Vec<Pending>,
     attached: Vec<Attachment>,
+    /// `--focus`: the CPUs given to the executive and its processes.
+    partition: Option<Partition>,
 }
 
 fn reply(connection: &OwnedFd, message: &Reply) {
@@ -137,15 +140,23 @@ impl Control {
             admission: None,
             pending: Vec::new(),
             attached: Vec::new(),
+            partition: None,
         }
+    }
+
+    /// Serves inside `partition`: attaching processes join it.
+    pub fn focused(mut self, partition: Option<Partition>) -> Control {
+        self.partition = partition;
+        self
     }
 
     fn say(&self, line: String, run: Option<Box<RunResult>>) {
         let _ = self.events.send(Event { line, run });
     }
 
-    /// Serves until the stop flag, then ends every attachment.
-    pub fn run(mut self) {
+    /// Serves until the stop flag, then ends every attachment; returns
+    /// the partition, to be given back.
+    pub fn run(mut self) -> Option<Partition> {
         while !self.stop.load(Ordering::Acquire) {
             self.poll_once();
         }
@@ -157,6 +168,7 @@ impl Control {
         for executive in &mut self.executives {
             executive.stop();
         }
+        self.partition.take()
     }
 
     fn poll_once(&mut self) {
@@ -352,6 +364,12 @@ impl Control {
             .iter()
             .position(|e| e.cpu == granted.cpu)
             .expect("granted CPUs are the executives'");
+        // Into the partition before the promotion: a thread cannot be
+        // pinned to a CPU outside its cpuset.
+        let pid = p.peer.pid;
+        if let Some(Err(why)) = self.partition.as_mut().map(|f| f.enter(pid)) {
+            return refuse(self, &p, "refused", why);
+        }
         let placement = Placement {
             journal: &self.journal,
             executive,
@@ -364,6 +382,9 @@ impl Control {
             match Attachment::start(p.connection, p.peer, thread, comm_text, granted, placement) {
                 Ok(started) => started,
                 Err((connection, why)) => {
+                    if let Some(left) = self.partition.as_mut().and_then(|f| f.exit(pid)) {
+                        self.say(left, None);
+                    }
                     self.say(format!("refused a process: {why}"), None);
                     return error_reply(&connection, "refused", why);
                 }
@@ -469,17 +490,22 @@ impl Control {
         }
     }
 
-    /// Ends `attachment` and hands its run out.
-    fn end(&self, attachment: Attachment, end: End) {
+    /// Ends `attachment` and hands its run out; its process leaves the
+    /// partition with its last attachment.
+    fn end(&mut self, attachment: Attachment, end: End) {
         let (name, pid) = (attachment.grant.name.clone(), attachment.peer.pid);
         let running = self.executives[attachment.executive].running();
-        let run = attachment.finish(
+        let mut run = attachment.finish(
             &end,
             running,
             &self.journal,
             &self.environment,
             &self.config,
         );
+        if let Some(partition) = &mut self.partition {
+            run.warnings.extend(partition.exit(pid));
+            partition.mark(&mut run);
+        }
         let lateness = &run.series[0].stats;
         let line = format!(
             "{} {name} (pid {pid}): {} activations, {} missed, {} deadline misses",

@@ -11,6 +11,7 @@
 //! * [`attachment`]: one process, from its promotion to its run.
 //! * [`watch`]: the kernel's word on whether a process yields.
 //! * [`control`]: the control thread that joins them.
+//! * [`focused`]: `--focus`: the CPUs given to them alone.
 //!
 //! Usable in-process: [`Server::start`] gives a [`Handle`] whose events
 //! say what happened (one line each) and carry each ended attachment's
@@ -21,6 +22,7 @@ pub mod attachment;
 pub mod config;
 mod control;
 pub mod executive;
+pub mod focused;
 pub mod listen;
 mod watch;
 
@@ -32,7 +34,9 @@ use anyhow::Context;
 use control::Control;
 pub use control::Event;
 use executive::Executive;
+use focused::Partition;
 use rtlab_core::journal::Journal;
+use rtlab_focus::FocusReport;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
@@ -45,7 +49,8 @@ pub struct Server;
 /// A running server.
 pub struct Handle {
     stop: Arc<AtomicBool>,
-    control: Option<JoinHandle<()>>,
+    /// The control thread, which gives the partition back when it ends.
+    control: Option<JoinHandle<Option<Partition>>>,
     events: Receiver<Event>,
     journal: Arc<Mutex<Journal>>,
     socket: std::path::PathBuf,
@@ -53,6 +58,8 @@ pub struct Handle {
     pub warnings: Vec<String>,
     /// With admission on: the overheads measured at start.
     pub admission: Option<crate::admission::Measured>,
+    /// What `--focus` did (None: not focused).
+    pub focus: Option<FocusReport>,
 }
 
 impl Server {
@@ -63,12 +70,33 @@ impl Server {
         config
             .validate()
             .map_err(|e| anyhow::anyhow!(e.render(rtlab_core::settings::flag)))?;
+        // Focused before anything else: the executive threads are pinned
+        // inside the partition, and nobody attaches before it exists.
+        let partition = match &config.focus {
+            Some(cpus) => Some(
+                Partition::start(cpus, Arc::clone(&journal))
+                    .with_context(|| format!("--focus {cpus}"))?,
+            ),
+            None => None,
+        };
+        let focus = partition.as_ref().map(|p| p.report().clone());
+        let give_back = |partition: Option<Partition>| {
+            for line in partition.map(Partition::end).unwrap_or_default() {
+                eprintln!("error: {line}");
+            }
+        };
         // Measured before anything of the server runs on its CPUs.
         let admission = config
             .admission
             .then(|| crate::admission::ServeAdmission::start(&config));
         let others = !config.allow_users.is_empty() || !config.allow_groups.is_empty();
-        let listener = listen::listen(&config.socket, others, &journal)?;
+        let listener = match listen::listen(&config.socket, others, &journal) {
+            Ok(listener) => listener,
+            Err(e) => {
+                give_back(partition);
+                return Err(e);
+            }
+        };
         let mut executives = Vec::with_capacity(config.cpus.len());
         let mut warnings = Vec::new();
         for &cpu in &config.cpus {
@@ -87,6 +115,8 @@ impl Server {
                 }
                 Err(e) => {
                     lock(&journal).remove_socket(&config.socket);
+                    drop(executives);
+                    give_back(partition);
                     return Err(e);
                 }
             }
@@ -101,7 +131,8 @@ impl Server {
             Arc::clone(&journal),
             events_tx,
             Arc::clone(&stop),
-        );
+        )
+        .focused(partition);
         let measured = admission.as_ref().map(|a| a.measured.clone());
         control.admission = admission;
         let control = std::thread::Builder::new()
@@ -116,6 +147,7 @@ impl Server {
             socket,
             warnings,
             admission: measured,
+            focus,
         })
     }
 }
@@ -139,21 +171,26 @@ impl Handle {
     /// the events returned (with every event not taken yet), the
     /// executives stopped, the socket removed.
     pub fn stop(mut self) -> Vec<Event> {
-        self.shut_down();
-        self.events.try_iter().collect()
+        let given_back = self.shut_down();
+        let mut events: Vec<Event> = self.events.try_iter().collect();
+        events.extend(given_back.into_iter().map(|line| Event { line, run: None }));
+        events
     }
 
-    fn shut_down(&mut self) {
+    /// Stops the control thread, then gives the focused CPUs back (every
+    /// process has left them by then); what could not be put back.
+    fn shut_down(&mut self) -> Vec<String> {
         self.stop.store(true, Ordering::Release);
-        if let Some(control) = self.control.take() {
-            let _ = control.join();
-        }
+        let partition = self.control.take().and_then(|c| c.join().ok().flatten());
         lock(&self.journal).remove_socket(&self.socket);
+        partition.map(Partition::end).unwrap_or_default()
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.shut_down();
+        for line in self.shut_down() {
+            eprintln!("error: {line}");
+        }
     }
 }

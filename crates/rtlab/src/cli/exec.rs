@@ -151,13 +151,17 @@ pub struct ExecPeriodicArgs {
   rtlab exec kurt-table --duration 30s --json kurt.json
   rtlab exec kurt-table --tasks 1,30 --load vm  # the loaded table under vm instead of io
   rtlab exec kurt-table --processes            # every task a process: under exec serve vs SCHED_FIFO
+  rtlab exec kurt-table --processes --focus 1 --tasks 1,10 --duration 2s --idle-only   # and focused
 
 Runs each task count (--tasks, default 1,10,20,30) at --period 10 ms with --work 100 us,
 as self-timed SCHED_FIFO threads and under rtlab's executive, idle (paper 002's Table 4.1)
 and under --load (default io: Table 4.2), and prints the % of activations that started
 within 10, 50, 100, 500 and 1000 µs of their instant. With --processes every task is a
 separate process: attached to `rtlab exec serve` (rtlab-client), against SCHED_FIFO
-processes timing themselves (paper 002's Program 4.7). Every run is stored; --json writes
+processes timing themselves (paper 002's Program 4.7). --focus CPUS adds a third sub-table,
+the executive form focused (paper 002's SCHED_KURT_PROCS against SCHED_ALL_PROCS): its
+`rtlab exec serve --focus CPUS` gets those CPUs alone, the loads and every other process
+moved to the rest; --cpu must be among them. Every run is stored; --json writes
 the table and every run, rewritten after each one. --budget checks every run (one JUnit
 testsuite each with --junit): exit code 1 when a run does not keep it.")]
 pub struct KurtTableArgs {
@@ -172,6 +176,10 @@ pub struct KurtTableArgs {
     /// Only the idle table (no loaded runs).
     #[arg(long)]
     pub idle_only: bool,
+
+    /// With --processes: also run the executive form focused on these CPUs (a list like 1; some CPU must stay for the rest), a third sub-table.
+    #[arg(long, value_parser = input::cpus, value_name = "LIST")]
+    pub focus: Option<rtlab_core::cpuset::CpuSelection>,
 
     #[command(flatten)]
     pub task: PeriodicTaskArgs,

@@ -15,6 +15,7 @@ use std::path::PathBuf;
   rtlab exec serve --taskset examples/taskset.toml --max-priority 85 --cpus all --duration 2s --no-store
   rtlab exec status                                # the attached processes and their figures
   rtlab exec serve --admission off --duration 2s --no-store   # grant every valid request, fitting or not
+  rtlab exec serve --focus 1 --cpus 1 --duration 2s --no-store   # CPU 1 for the executive and its processes alone
 
 Processes attach over the Unix socket (librtlab's rtlab_attach, or rtlab_client::Periodic
 in Rust) with their period, offset, deadline, budget, CPU and priority. Root may attach;
@@ -27,9 +28,13 @@ asks more than its CPU can honour beside the others is refused (--admission, def
 response-time analysis with the release jitter and cost measured at start; the reply names
 the failed test, by how much and what would fit). A process that dies is dropped at once,
 one busy on one activation past --hang-timeout or never yielding is dropped and demoted;
-the others go on. Each attachment is stored as a run (series
-NAME.lateness and NAME.response) when it ends. Runs until SIGINT/SIGTERM or --duration;
-the socket is removed and every thread put back. docs/exec-serve.md.")]
+the others go on. Each attachment is stored as a run (series NAME.lateness and
+NAME.response) when it ends. With --focus CPUS the executive and its processes get those
+CPUs alone (rtlab focus: a cpuset partition, every other task and IRQ moved to the other
+CPUs, journaled): each attaching process joins the partition before it is promoted and
+leaves when it detaches; --cpus must be among the focused CPUs. Runs until SIGINT/SIGTERM
+or --duration; the socket is removed, every thread and the focus put back (after SIGKILL:
+rtlab restore). docs/exec-serve.md.")]
 pub struct ExecServeArgs {
     /// The socket processes attach at.
     #[arg(long, default_value = rtlab_client::DEFAULT_SOCKET, value_name = "PATH")]
@@ -50,6 +55,10 @@ pub struct ExecServeArgs {
     /// A group whose members may attach, supplementary groups included (name or gid; repeatable).
     #[arg(long, value_name = "NAME|GID")]
     pub allow_group: Vec<String>,
+
+    /// Give these CPUs to the executive and its processes alone (a list like 1 or 2-3; some CPU must stay for the rest), for as long as it serves.
+    #[arg(long, value_parser = input::cpus, value_name = "LIST")]
+    pub focus: Option<CpuSelection>,
 
     /// Highest SCHED_FIFO priority a process may ask (and what it gets when it asks none).
     #[arg(long, default_value_t = rtlab_exec::serve::DEFAULT_MAX_PRIORITY, value_parser = clap::value_parser!(u32).range(1..=98))]

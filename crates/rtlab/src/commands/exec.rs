@@ -11,6 +11,7 @@ use crate::outputs::budget::{summary_text, title};
 use crate::outputs::exit::{exit_code, kept_where, status_code};
 use crate::outputs::{Outputs, Requested};
 use rtlab_campaign::{LoadEntry, PeriodicSettings};
+use rtlab_core::cpuset::CpuSet;
 use rtlab_core::result::{RunResult, RunStatus};
 use rtlab_core::settings::flag;
 use rtlab_core::units::human_duration;
@@ -186,7 +187,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let Some(baseline_mode) = args.baseline else {
-        let probe = gate.probe(super::exec_worker::probe(&args.task, config)?);
+        let probe = gate.probe(super::exec_worker::probe(&args.task, config, None)?);
         return measure(probe, &args.run, &[])?.report(args.run.quiet);
     };
     if mode != Mode::Executive {
@@ -208,7 +209,7 @@ pub fn periodic(args: ExecPeriodicArgs) -> anyhow::Result<ExitCode> {
     for config in [config, baseline] {
         let quiet = args.run.quiet || outputs.json_on_stdout();
         let measured = measure(
-            gate.probe(super::exec_worker::probe(&args.task, config)?),
+            gate.probe(super::exec_worker::probe(&args.task, config, None)?),
             &inner_args(&args.run, args.run.load.clone(), quiet),
             &[],
         )?;
@@ -282,6 +283,8 @@ struct Cell {
     load: Option<String>,
     tasks: u64,
     mode: Mode,
+    /// The executive form's `exec serve --focus` (`--focus`).
+    focus: Option<CpuSet>,
 }
 
 /// The campaign preset whose matrix the KURT table is (paper 002's
@@ -297,6 +300,7 @@ const KURT_PRESET: &str = "srinivasan1998";
 fn plan_cells(
     args: &KurtTableArgs,
     loaded: &str,
+    focus: Option<&CpuSet>,
 ) -> anyhow::Result<(Vec<Cell>, Vec<Option<String>>)> {
     let no_check = |_: &str| -> Result<(), String> { Ok(()) };
     let mut campaign = rtlab_campaign::read(KURT_PRESET, &no_check)
@@ -348,13 +352,52 @@ fn plan_cells(
                 load,
                 tasks: settings.tasks as u64,
                 mode: settings.mode,
+                focus: None,
             };
             Some((table, cell))
         })
         .collect();
     // The plan runs probe by probe; the paper's tables load by load.
     cells.sort_by_key(|(table, _)| *table);
-    Ok((cells.into_iter().map(|(_, cell)| cell).collect(), loads))
+    let cells = cells.into_iter().map(|(_, cell)| cell);
+    Ok((with_focused(cells, focus), loads))
+}
+
+/// `cells` with, after each executive cell, the same cell focused on
+/// `focus` (paper 002's SCHED_KURT_PROCS beside SCHED_ALL_PROCS).
+fn with_focused(cells: impl Iterator<Item = Cell>, focus: Option<&CpuSet>) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for cell in cells {
+        let focused = match focus {
+            Some(cpus) if cell.mode == Mode::Executive => Some(Cell {
+                load: cell.load.clone(),
+                focus: Some(cpus.clone()),
+                ..cell
+            }),
+            _ => None,
+        };
+        out.push(cell);
+        out.extend(focused);
+    }
+    out
+}
+
+/// `--focus` as CPUs: only with `--processes` (its executive is a process
+/// of its own, `rtlab exec serve`, which the partition takes in while the
+/// table's process and loads stay out).
+fn kurt_focus(args: &KurtTableArgs) -> anyhow::Result<Option<CpuSet>> {
+    let Some(focus) = &args.focus else {
+        return Ok(None);
+    };
+    if !args.task.processes {
+        bad_input!(
+            "--focus gives the executive's processes their CPUs alone: it needs --processes (without it the tasks are threads of this very process, which cannot be focused apart from its loads)"
+        );
+    }
+    let cpus = focus
+        .resolve(&CpuSet::online())
+        .map_err(|e| InputError(format!("--focus: {e}")))?;
+    Ok(Some(cpus))
 }
 
 /// Checks the command line and plans the cells, every cell's config
@@ -366,7 +409,13 @@ fn kurt_cells(args: &KurtTableArgs) -> anyhow::Result<(Vec<Cell>, Vec<Option<Str
     if args.tasks.is_empty() {
         bad_input!("--tasks: at least one task count is needed");
     }
-    let runs_per_count = if args.idle_only { 2 } else { 4 };
+    let focus = kurt_focus(args)?;
+    let runs_per_load = if focus.is_some() { 3 } else { 2 };
+    let runs_per_count = if args.idle_only {
+        runs_per_load
+    } else {
+        2 * runs_per_load
+    };
     let total_ns = (args.tasks.len() as u64)
         .checked_mul(runs_per_count)
         .and_then(|runs| runs.checked_mul(args.duration))
@@ -381,10 +430,10 @@ fn kurt_cells(args: &KurtTableArgs) -> anyhow::Result<(Vec<Cell>, Vec<Option<Str
     }
     let loaded = kurt_load(args);
     rtlab_load::parse_list(&loaded).map_err(|e| InputError(format!("--load: {e}")))?;
-    let (cells, loads) = plan_cells(args, &loaded)?;
+    let (cells, loads) = plan_cells(args, &loaded, focus.as_ref())?;
     for cell in &cells {
         let config = config_from(&args.task, cell.tasks, args.duration, cell.mode)?;
-        super::exec_worker::probe(&args.task, config)?;
+        super::exec_worker::probe(&args.task, config, cell.focus.as_ref())?;
     }
     Ok((cells, loads))
 }
@@ -404,7 +453,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
     let total = cells.len();
     if !args.run.quiet {
         eprintln!(
-            "kurt-table: {total} runs of {} ({} in all): tasks {:?} every {}, work {}, SCHED_FIFO and executive{}, idle{}",
+            "kurt-table: {total} runs of {} ({} in all): tasks {:?} every {}, work {}, SCHED_FIFO and executive{}{}, idle{}",
             human_duration(args.duration),
             human_duration(args.duration.saturating_mul(total as u64)),
             args.tasks,
@@ -415,6 +464,9 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
             } else {
                 ""
             },
+            args.focus.as_ref().map_or(String::new(), |_| {
+                format!(", focused on CPUs {} and not", focus_name(&cells))
+            }),
             if args.idle_only {
                 String::new()
             } else {
@@ -422,6 +474,10 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
+    let focus = focus_name(&cells);
+    let table_json = |done: &[(Cell, RunResult)], evaluations: &[_]| {
+        kurt_json(&args, &loads, &focus, done, &outputs, evaluations)
+    };
     let mut done: Vec<(Cell, RunResult)> = Vec::new();
     for (index, cell) in cells.into_iter().enumerate() {
         let result = run_cell(&args, &cell, (index + 1, total))?;
@@ -429,7 +485,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         done.push((cell, result));
         let results: Vec<RunResult> = done.iter().map(|(_, r)| r.clone()).collect();
         let evaluations = outputs.evaluate(&results);
-        outputs.snapshot_json(&kurt_json(&args, &loads, &done, &outputs, &evaluations))?;
+        outputs.snapshot_json(&table_json(&done, &evaluations))?;
         outputs.write_junit(&title(), &evaluations)?;
         if stop {
             break;
@@ -441,7 +497,7 @@ pub fn kurt_table(args: KurtTableArgs) -> anyhow::Result<ExitCode> {
         write!(human, "{}", kurt_text(&args, &loads, &done))?;
         write!(human, "{}", summary_text(&evaluations))?;
     }
-    let doc = || Ok(kurt_json(&args, &loads, &done, &outputs, &evaluations));
+    let doc = || Ok(table_json(&done, &evaluations));
     finish_runs(&outputs, &args.run, &results, &evaluations, doc)
 }
 
@@ -456,12 +512,16 @@ fn run_cell(
     let load_name = cell.load.clone().unwrap_or_else(|| "idle".into());
     if !args.run.quiet {
         eprint!(
-            "[{index}/{total}] {} tasks, {}, {load_name} ... ",
-            cell.tasks, cell.mode
+            "[{index}/{total}] {} tasks, {}{}, {load_name} ... ",
+            cell.tasks,
+            cell.mode,
+            cell.focus
+                .as_ref()
+                .map_or(String::new(), |cpus| format!(" focused on CPUs {cpus}"))
         );
     }
     let measured = measure(
-        super::exec_worker::probe(&args.task, config)?,
+        super::exec_worker::probe(&args.task, config, cell.focus.as_ref())?,
         &inner_args(&args.run, cell.load.clone(), true),
         &[],
     )?;
@@ -494,16 +554,26 @@ fn run_cell(
     Ok(result)
 }
 
-/// The row of `tasks` in `mode` under `load`, if it ran.
+/// The row of `tasks` in `mode`, focused or not, under `load`, if it ran.
 fn find<'a>(
     done: &'a [(Cell, RunResult)],
     load: &Option<String>,
     tasks: u64,
-    mode: Mode,
+    (mode, focused): (Mode, bool),
 ) -> Option<&'a RunResult> {
     done.iter()
-        .find(|(c, _)| &c.load == load && c.tasks == tasks && c.mode == mode)
+        .find(|(c, _)| {
+            &c.load == load && c.tasks == tasks && c.mode == mode && c.focus.is_some() == focused
+        })
         .map(|(_, r)| r)
+}
+
+/// The focused CPUs of the table's cells, as a list (empty: none focused).
+fn focus_name(cells: &[Cell]) -> String {
+    cells
+        .iter()
+        .find_map(|c| c.focus.as_ref())
+        .map_or(String::new(), CpuSet::to_string)
 }
 
 /// Paper 002's layout: per load a table, per scheduler a sub-table, rows =
@@ -519,7 +589,8 @@ fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunR
             human_duration(args.task.work),
             human_duration(args.duration),
         );
-        for (letter, mode, title) in super::exec_worker::table_titles(args.task.processes) {
+        let titles = super::exec_worker::table_titles(args.task.processes, args.focus.is_some());
+        for (letter, mode, focused, title) in titles {
             out += &format!("({letter}) {title}\n");
             let rows: Vec<(String, Option<[f64; 5]>)> = args
                 .tasks
@@ -527,7 +598,8 @@ fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunR
                 .map(|&tasks| {
                     (
                         tasks.to_string(),
-                        find(done, load, tasks, mode).and_then(|r| within_percentages(&r.series)),
+                        find(done, load, tasks, (mode, focused))
+                            .and_then(|r| within_percentages(&r.series)),
                     )
                 })
                 .collect();
@@ -542,6 +614,7 @@ fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunR
 fn kurt_json(
     args: &KurtTableArgs,
     loads: &[Option<String>],
+    focus: &str,
     done: &[(Cell, RunResult)],
     outputs: &Outputs,
     evaluations: &[rtlab_report::budget::Evaluation],
@@ -552,6 +625,7 @@ fn kurt_json(
         "period_ns": args.task.period,
         "work_ns": args.task.work,
         "processes": args.task.processes,
+        "focus": (!focus.is_empty()).then_some(focus),
         "duration_ns": args.duration,
         "tasks": args.tasks,
         "loads": loads.iter().map(|l| l.clone().unwrap_or_else(|| "idle".into())).collect::<Vec<_>>(),
@@ -559,6 +633,7 @@ fn kurt_json(
             let mut value = cell_json(result);
             value["tasks"] = json!(cell.tasks);
             value["mode"] = json!(cell.mode.as_str());
+            value["focused"] = json!(cell.focus.is_some());
             value["load"] = json!(cell.load.clone().unwrap_or_else(|| "idle".into()));
             value
         }).collect::<Vec<_>>(),
@@ -587,5 +662,31 @@ mod tests {
         counts.sort_unstable();
         counts.dedup();
         assert_eq!(args.tasks, counts);
+    }
+
+    /// With --focus each executive cell is followed by the same cell
+    /// focused, under the same load: the two tables from one run.
+    #[test]
+    fn kurt_table_focus_adds_a_focused_cell_after_each_executive_one() {
+        let args: KurtTableArgs = parse_args(&["--processes", "--tasks", "1,10"]);
+        let focus = CpuSet::from_cpus(vec![1]);
+        let (cells, loads) = plan_cells(&args, "io", Some(&focus)).unwrap();
+        assert_eq!(loads, [None, Some("io".to_string())]);
+        let kinds: Vec<(Option<&str>, u64, Mode, bool)> = cells
+            .iter()
+            .map(|c| (c.load.as_deref(), c.tasks, c.mode, c.focus.is_some()))
+            .collect();
+        let mut expected = Vec::new();
+        for load in [None, Some("io")] {
+            for tasks in [1, 10] {
+                expected.push((load, tasks, Mode::Fifo, false));
+                expected.push((load, tasks, Mode::Executive, false));
+                expected.push((load, tasks, Mode::Executive, true));
+            }
+        }
+        assert_eq!(kinds, expected);
+        let (unfocused, _) = plan_cells(&args, "io", None).unwrap();
+        assert_eq!(unfocused.len(), 8);
+        assert!(unfocused.iter().all(|c| c.focus.is_none()));
     }
 }

@@ -48,6 +48,13 @@ fn config(args: &ExecServeArgs) -> anyhow::Result<ServeConfig> {
     config.max_tasks = args.max_tasks as usize;
     config.hang_timeout_ns = args.hang_timeout;
     config.admission = args.admission;
+    if let Some(focus) = &args.focus {
+        config.focus = Some(
+            focus
+                .resolve(&CpuSet::online())
+                .map_err(|e| InputError(format!("--focus: {e}")))?,
+        );
+    }
     if let Some(path) = &args.taskset {
         config.taskset = Some(super::exec_taskset::load(path)?);
     }
@@ -63,6 +70,9 @@ struct Keeper {
     outputs: Outputs,
     runs: Vec<RunResult>,
     socket: String,
+    /// What `--focus` did, every task and IRQ that stayed with why (null:
+    /// not focused).
+    focus: serde_json::Value,
 }
 
 impl Keeper {
@@ -70,6 +80,7 @@ impl Keeper {
         serde_json::json!({
             "schema": SERVE_SCHEMA,
             "socket": self.socket,
+            "focus": self.focus,
             "runs": self.runs,
         })
     }
@@ -117,13 +128,32 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
     }
     config.effective = prepared.effective.clone();
     let cpus = config.cpus.clone();
-    let handle = Server::start(config, std::sync::Arc::clone(&context.journal))
-        .map_err(|e| InputError(format!("--socket {}: {e:#}", args.socket.display())))?;
+    let handle = Server::start(config, std::sync::Arc::clone(&context.journal)).map_err(|e| {
+        // What this process holds (the PM QoS hold) goes now, not at the
+        // next rtlab's recovery.
+        restore_all(&context.journal);
+        // A focus that cannot be had is the --focus flag's to say.
+        match e.downcast_ref::<rtlab_focus::FocusError>() {
+            Some(rtlab_focus::FocusError::Invalid(_)) => InputError(format!("{e:#}")).into(),
+            Some(_) => e,
+            None => anyhow::Error::new(InputError(format!(
+                "--socket {}: {e:#}",
+                args.socket.display()
+            ))),
+        }
+    })?;
     for warning in &handle.warnings {
         eprintln!("warning: {warning}");
     }
     for line in handle.admission.iter().flat_map(|m| m.lines()) {
         eprintln!("rtlab exec serve: admission: {line}");
+    }
+    for line in handle
+        .focus
+        .iter()
+        .flat_map(rtlab_exec::serve::focused::describe)
+    {
+        eprintln!("rtlab exec serve: {line}");
     }
     eprintln!(
         "rtlab exec serve: listening at {} (CPUs {}), pid {}",
@@ -137,6 +167,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         outputs,
         runs: Vec::new(),
         socket: args.socket.display().to_string(),
+        focus: serde_json::to_value(&handle.focus)?,
     };
     let mut died = false;
     let until = args
@@ -156,16 +187,7 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         keeper.take(event)?;
     }
     // Each entry went with its attachment; anything left goes now.
-    for restored in context
-        .journal
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .restore()
-    {
-        if !restored.ok() {
-            eprintln!("error: {restored}");
-        }
-    }
+    restore_all(&context.journal);
     drop(prepared);
     keeper.outputs.measured();
     keeper.outputs.write_json(&keeper.document())?;
@@ -174,6 +196,15 @@ pub fn serve(args: ExecServeArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the control thread of exec serve ended unexpectedly");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Undoes what is left in `journal`, saying what could not be.
+fn restore_all(journal: &std::sync::Mutex<rtlab_core::journal::Journal>) {
+    for restored in journal.lock().unwrap_or_else(|p| p.into_inner()).restore() {
+        if !restored.ok() {
+            eprintln!("error: {restored}");
+        }
+    }
 }
 
 pub fn status(args: &ExecStatusArgs) -> anyhow::Result<ExitCode> {
