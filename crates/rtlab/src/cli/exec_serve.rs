@@ -34,7 +34,7 @@ CPUs alone (rtlab focus: a cpuset partition, every other task and IRQ moved to t
 CPUs, journaled): each attaching process joins the partition before it is promoted and
 leaves when it detaches; --cpus must be among the focused CPUs. Runs until SIGINT/SIGTERM
 or --duration; the socket is removed, every thread and the focus put back (after SIGKILL:
-rtlab restore). docs/exec-serve.md.")]
+by rtlab restore). docs/exec-serve.md.")]
 pub struct ExecServeArgs {
     /// The socket processes attach at.
     #[arg(long, default_value = rtlab_client::DEFAULT_SOCKET, value_name = "PATH")]
