@@ -40,6 +40,8 @@ impl Focus {
             ));
         }
         let controller = cgroups::find()?;
+        // Until the partition exists (it is what refuses the next focus).
+        let _starting = controller.lock()?;
         controller.refuse_other_focus()?;
         let mut changes = Changes::new(journal);
         let mut report = FocusReport {

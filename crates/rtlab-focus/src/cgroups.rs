@@ -7,6 +7,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use rtlab_core::journal::{lock_dir, DirLock};
+
 use crate::model::FocusError;
 
 /// A cpuset hierarchy's root, and which cgroup version it is.
@@ -137,6 +139,15 @@ impl Controller {
             )));
         }
         Ok(self.root().join(relative))
+    }
+
+    /// Held while a focus starts (an exclusive flock on the hierarchy's
+    /// root): the check for another focus and the partition made after it
+    /// are one step for every other rtlab, so two started at once cannot
+    /// both pass the check and then undo each other's cpusets.
+    pub(crate) fn lock(&self) -> Result<DirLock, FocusError> {
+        lock_dir(self.root())
+            .map_err(|e| FocusError::Failed(format!("cannot lock {}: {e}", self.root().display())))
     }
 
     /// Refuses when a focus of another rtlab (`rtlab-focus-PID`) exists.

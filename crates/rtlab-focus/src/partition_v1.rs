@@ -32,7 +32,7 @@ pub(crate) fn create(
     let mems = mems.trim();
     let rest_dir = root.join(format!("rtlab-rest-{pid}"));
     let focus_dir = root.join(format!("rtlab-focus-{pid}"));
-    let others = child_cpusets(root);
+    let others = refuse_cpusets_with_cpus(root)?;
 
     make_cgroup(
         changes,
@@ -64,6 +64,27 @@ pub(crate) fn create(
     Ok((focus_dir, moves))
 }
 
+/// The cpusets already under the root (another tool's), all without CPUs;
+/// refused, before anything changes, when one has some: the kernel
+/// refuses an exclusive cpuset beside a sibling whose CPUs overlap it
+/// (EINVAL), and the rest and the focused CPUs together are all of them.
+pub(crate) fn refuse_cpusets_with_cpus(root: &Path) -> Result<Vec<(String, String)>, FocusError> {
+    let others = child_cpusets(root);
+    let with_cpus: Vec<String> = others
+        .iter()
+        .filter(|(_, cpus)| !cpus.is_empty())
+        .map(|(name, cpus)| format!("{name} (CPUs {cpus})"))
+        .collect();
+    if with_cpus.is_empty() {
+        return Ok(others);
+    }
+    Err(FocusError::Unavailable(format!(
+        "cpuset {} under {} holds CPUs: on cgroup v1 a focus needs exclusive cpusets, which the kernel refuses beside it; nothing was changed: remove it (or empty its cpuset.cpus), then run again",
+        with_cpus.join(", "),
+        root.display()
+    )))
+}
+
 /// The cpusets already under the root (another tool's), with their CPUs.
 fn child_cpusets(root: &Path) -> Vec<(String, String)> {
     let Ok(dir) = fs::read_dir(root) else {
@@ -82,4 +103,25 @@ fn child_cpusets(root: &Path) -> Vec<(String, String)> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_cpuset_with_cpus_is_refused_before_anything_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let other = root.path().join("docker");
+        fs::create_dir(&other).unwrap();
+        fs::write(other.join("cpuset.cpus"), "0-1\n").unwrap();
+        let e = refuse_cpusets_with_cpus(root.path()).unwrap_err();
+        assert!(matches!(e, FocusError::Unavailable(_)), "{e:?}");
+        assert!(e.to_string().contains("docker (CPUs 0-1)"), "{e}");
+        assert!(e.to_string().contains("nothing was changed"), "{e}");
+        // One without CPUs cannot be in the way: left, and said.
+        fs::write(other.join("cpuset.cpus"), "\n").unwrap();
+        let left = refuse_cpusets_with_cpus(root.path()).unwrap();
+        assert_eq!(left, [("docker".to_string(), String::new())]);
+    }
 }

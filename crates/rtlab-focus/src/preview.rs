@@ -23,7 +23,8 @@ pub fn preview(cpus: &CpuSet) -> Result<FocusReport, FocusError> {
     let threads = tasks::threads();
     let (partition, moved) = match &controller {
         Controller::V1 { root } => (
-            root.join(format!("rtlab-focus-{}", std::process::id())),
+            crate::partition_v1::refuse_cpusets_with_cpus(root)
+                .map(|_| root.join(format!("rtlab-focus-{}", std::process::id())))?,
             rtlab_core::journal::cgroup_procs(root).map_or(0, |p| p.len()),
         ),
         Controller::V2 { root } => (

@@ -307,6 +307,80 @@ fn a_second_focus_is_refused_and_the_first_goes_on() {
 }
 
 #[test]
+fn two_focuses_started_at_once_one_wins_the_other_is_refused_cleanly() {
+    // Both check for another focus before either has made its cpusets:
+    // without one lock over check and partition, both went on, the loser
+    // failed on the winner's exclusive CPUs and left a journal behind.
+    let cpu = require_focus!();
+    let _host = host();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let before = Snapshot::capture();
+    for round in 0..10 {
+        let start = || {
+            rtlab(&state)
+                .args(["focus", &cpu.to_string(), "--", "sleep", "0.2"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (start(), start());
+        let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+        let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+        let loser = outs.iter().find(|o| !o.status.success());
+        let why = loser.map(|o| String::from_utf8_lossy(&o.stderr).into_owned());
+        assert!(
+            codes.contains(&Some(0)) && codes.contains(&Some(1)),
+            "round {round}: {codes:?} {why:?}"
+        );
+        let why = why.unwrap();
+        assert!(why.contains("another rtlab"), "round {round}: {why}");
+        let left: Vec<_> = std::fs::read_dir(&state)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|name| name.to_string_lossy().starts_with("journal"))
+            .collect();
+        assert!(left.is_empty(), "round {round}: journal left: {left:?}");
+        assert!(focus_dirs().is_empty(), "{:?}", focus_dirs());
+    }
+    assert_same(&before, "after two focuses at once, ten times");
+}
+
+#[test]
+fn on_v1_another_cpuset_with_cpus_is_named_and_nothing_changes() {
+    // The kernel refuses an exclusive cpuset beside a sibling whose CPUs
+    // overlap it: focusing failed half-way on an EINVAL naming neither.
+    let cpu = require_focus!();
+    let root = Path::new("/sys/fs/cgroup/cpuset");
+    if !root.join("cpuset.cpu_exclusive").exists() {
+        skip("no cgroup v1 cpuset hierarchy at /sys/fs/cgroup/cpuset");
+        return;
+    }
+    let _host = host();
+    let tmp = tempfile::tempdir().unwrap();
+    let before = Snapshot::capture();
+    let other = root.join(format!("rtlab-test-other-{}", std::process::id()));
+    std::fs::create_dir(&other).unwrap();
+    let made = std::fs::write(other.join("cpuset.cpus"), "0\n")
+        .and_then(|()| std::fs::write(other.join("cpuset.mems"), "0\n"));
+    let out = made.map(|()| run(rtlab(tmp.path()).args(["focus", &cpu.to_string(), "--", "true"])));
+    std::fs::remove_dir(&other).unwrap();
+    let out = out.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("rtlab-test-other-") && stderr.contains("(CPUs 0) under"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+    assert!(focus_dirs().is_empty(), "{:?}", focus_dirs());
+    assert_same(&before, "after a focus refused beside another cpuset");
+}
+
+#[test]
 fn bad_cpu_lists_exit_2_and_change_nothing() {
     let online = CpuSet::online();
     let beyond = (online.iter().last().unwrap() + 5).to_string();

@@ -40,7 +40,7 @@ pub use owner::Owner;
 pub use panic::install_panic_restore;
 pub use record::Journal;
 pub use recover::{recover_stale, recover_stale_in_state_dir};
-pub use state_dir::state_dir;
+pub use state_dir::{lock_dir, state_dir, DirLock};
 pub use sysv::{remove_sysv_sem_set, SysvSemSet};
 pub use thread::ForeignThread;
 pub use value::parse_sysctl;

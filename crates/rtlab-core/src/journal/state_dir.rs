@@ -76,13 +76,14 @@ pub(super) fn check_state_dir(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// An exclusive flock on the state directory, held while checking for
-/// conflicts and making a change, and while recovering; released on drop.
-pub(super) struct DirLock {
+/// An exclusive flock on a directory (the state directory, held while
+/// checking for conflicts and making a change, and while recovering; a
+/// cpuset root while a focus starts); released on drop.
+pub struct DirLock {
     _dir: File,
 }
 
-pub(super) fn lock_dir(dir: &Path) -> io::Result<DirLock> {
+pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
     let file = File::open(dir)?;
     loop {
         // SAFETY: the fd is valid for the lifetime of `file`.

@@ -103,6 +103,11 @@ pub(super) fn restore_entry(entry: &Entry) -> Outcome {
             let was = read_value(path).ok();
             match write_value(path, old) {
                 Ok(()) => Outcome::Restored { was },
+                // The change never happened: rtlab died between journaling
+                // it and the kernel refusing the write (an IRQ that cannot
+                // move). Nothing to put back, and a refused write must not
+                // keep the entry (and every later rtlab) stuck forever.
+                Err(_) if was.as_deref() == Some(old.as_str()) => Outcome::Restored { was },
                 Err(e) => Outcome::Failed {
                     error: io_message(&e),
                 },
@@ -206,6 +211,33 @@ pub fn parse_sysctl(assignment: &str) -> Result<(PathBuf, String), JournalError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_write_of_the_value_already_there_is_restored() {
+        // Read-only even for root (a sysctl of mode 0444), as an IRQ the
+        // kernel refuses to move is: a focus SIGKILLed between journaling
+        // its write and the refusal leaves this entry.
+        let path = PathBuf::from("/proc/sys/kernel/osrelease");
+        let now = read_value(&path).unwrap();
+        assert!(write_value(&path, &now).is_err(), "{path:?} is writable");
+        let unchanged = Entry::File {
+            path: path.clone(),
+            old: now.clone(),
+            new: "0".into(),
+        };
+        assert_eq!(
+            restore_entry(&unchanged),
+            Outcome::Restored {
+                was: Some(now.clone())
+            }
+        );
+        let changed = Entry::File {
+            path,
+            old: format!("{now}-other"),
+            new: now,
+        };
+        assert!(matches!(restore_entry(&changed), Outcome::Failed { .. }));
+    }
 
     #[test]
     fn multiple_choice_values() {
