@@ -111,9 +111,22 @@ impl Focus {
         Ok(())
     }
 
-    /// Puts process `pid` back where it came from (it detached).
+    /// Puts process `pid` back where it came from (it detached), with the
+    /// processes it left in the partition: those it forked there, and
+    /// any whose joined ancestor is gone (orphans). Processes of members
+    /// still joined stay.
     pub fn leave(&self, pid: i32) -> Result<(), FocusError> {
-        let undone = self.changes().end_one(|j| j.restore_cgroup_process(pid));
+        let mut changes = self.changes();
+        let origin = changes.origin_of(pid);
+        let undone = changes.end_one(|j| j.restore_cgroup_process(pid));
+        let members = changes.joined();
+        drop(changes);
+        if let Some(origin) = origin {
+            for stray in crate::strays::strays(&self.report.partition, &members) {
+                // Gone meanwhile, or moved by someone else: nothing to do.
+                let _ = move_to_cgroup(&origin, stray);
+            }
+        }
         match undone {
             Some(r) if !r.ok() => Err(FocusError::Failed(r.to_string())),
             _ => Ok(()),

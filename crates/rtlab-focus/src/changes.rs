@@ -51,6 +51,25 @@ impl Changes {
         result
     }
 
+    /// Where process `pid` joined the partition from (None: it did not).
+    pub(crate) fn origin_of(&self, pid: i32) -> Option<std::path::PathBuf> {
+        self.mine.iter().find_map(|e| match e {
+            Entry::CgroupProcess { pid: p, from, .. } if *p == pid => Some(from.clone()),
+            _ => None,
+        })
+    }
+
+    /// The processes that joined the partition and have not left.
+    pub(crate) fn joined(&self) -> Vec<i32> {
+        self.mine
+            .iter()
+            .filter_map(|e| match e {
+                Entry::CgroupProcess { pid, .. } => Some(*pid),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Undoes this focus's changes, newest first; what fails stays in
     /// the journal (for `rtlab restore`) and is retried by a next call.
     pub(crate) fn undo(&mut self) -> Vec<Restored> {

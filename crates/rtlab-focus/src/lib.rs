@@ -22,6 +22,7 @@ mod partition_v2;
 mod preview;
 mod snapshot;
 mod start;
+mod strays;
 mod tasks;
 
 pub use api::{Focus, FocusError, FocusReport, Snapshot, TaskNote};

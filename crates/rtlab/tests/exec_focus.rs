@@ -18,6 +18,8 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const ATTACH_ENV: &str = "RTLAB_TEST_FOCUS_ATTACH";
+/// Set: the attached process forks a helper (`sleep`) once attached.
+const HELPER_ENV: &str = "RTLAB_TEST_FOCUS_HELPER";
 
 /// Not a test of its own: the attached process (see [`Attached`]). It
 /// attaches to the socket in `RTLAB_SOCKET`, says so, and is released
@@ -35,6 +37,13 @@ fn attached_entry() {
     params.name = Some("focused".into());
     let mut task = rtlab_client::Periodic::attach(&params).expect("attach");
     println!("ATTACHED");
+    // A helper forked inside the partition must leave with its parent.
+    if std::env::var_os(HELPER_ENV).is_some() {
+        // Never waited for: the test kills it (this process only sleeps).
+        #[allow(clippy::zombie_processes)]
+        let helper = Command::new("sleep").arg("120").spawn().expect("sleep");
+        println!("HELPER {}", helper.id());
+    }
     let mut released = 0u64;
     while count.is_none_or(|n| released < n) {
         if task.wait_next().is_err() {
@@ -58,7 +67,14 @@ struct Attached {
 
 impl Attached {
     fn start(socket: &Path, activations: Option<u64>) -> Attached {
+        Attached::start_with(socket, activations, false)
+    }
+
+    fn start_with(socket: &Path, activations: Option<u64>, helper: bool) -> Attached {
         let mut command = Command::new(std::env::current_exe().unwrap());
+        if helper {
+            command.env(HELPER_ENV, "1");
+        }
         command
             .args([
                 "attached_entry",
@@ -84,8 +100,8 @@ impl Attached {
         Attached { child, lines }
     }
 
-    /// Waits (up to 30 s) for a line containing `word`.
-    fn says(&self, word: &str) {
+    /// Waits (up to 30 s) for a line containing `word`, and gives it.
+    fn says(&self, word: &str) -> String {
         let give_up = Instant::now() + Duration::from_secs(30);
         loop {
             let left = give_up.saturating_duration_since(Instant::now());
@@ -94,7 +110,7 @@ impl Attached {
                 .recv_timeout(left)
                 .unwrap_or_else(|e| panic!("the attached process never said {word}: {e}"));
             if line.contains(word) {
-                return;
+                return line;
             }
         }
     }
@@ -159,9 +175,25 @@ impl Focused {
 }
 
 impl Drop for Focused {
+    /// A test that failed half-way must not leave the host focused: the
+    /// server's journal is in this temporary directory, gone with it. So
+    /// SIGTERM (it puts everything back), and after a SIGKILL `rtlab
+    /// restore` on its state directory before that goes.
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            common::signal(&self.child, libc::SIGTERM);
+            let give_up = Instant::now() + Duration::from_secs(15);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < give_up {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = rtlab(&self.dir.path().join("state"))
+            .arg("restore")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -282,15 +314,26 @@ fn a_detached_process_leaves_and_serving_goes_on() {
     let (cpu, _host) = require_focus!();
     let before = Snapshot::capture();
     let mut serve = Focused::start(cpu);
-    let first = Attached::start(&serve.socket(), Some(20));
+    let first = Attached::start_with(&serve.socket(), Some(20), true);
+    let helper: u32 = first.says("HELPER")["HELPER ".len()..]
+        .trim()
+        .parse()
+        .unwrap();
     first.says("DETACHED");
     let server = serve.child.id();
-    assert_ne!(
-        cpuset_of(first.pid()),
-        cpuset_of(server),
-        "a detached process has left the partition"
-    );
-    assert!(!cpus_allowed(first.pid()).contains(cpu));
+    for (pid, who) in [
+        (first.pid(), "a detached process"),
+        (helper, "the helper it forked inside"),
+    ] {
+        assert_ne!(
+            cpuset_of(pid),
+            cpuset_of(server),
+            "{who} has left the partition"
+        );
+        assert!(!cpus_allowed(pid).contains(cpu), "{who}");
+    }
+    // SAFETY: kill has no memory preconditions; the helper is this test's.
+    unsafe { libc::kill(helper as i32, libc::SIGKILL) };
     let second = Attached::start(&serve.socket(), Some(20));
     second.says("DETACHED");
     let doc = serve.stop();
