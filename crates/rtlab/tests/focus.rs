@@ -129,7 +129,7 @@ fn wait_for(file: &Path, child: &mut Child) {
 
 /// `rtlab focus CPU -- sh -c SCRIPT` in the background; SCRIPT's `$$` is
 /// written to `dir/ready` once it runs in the partition.
-fn focus_in_background(state: &Path, cpu: usize, dir: &Path) -> (Child, i32) {
+fn focus_in_background(state: &Path, cpu: usize, dir: &Path) -> (Background, i32) {
     let ready = dir.join("ready");
     let script = format!(
         "echo $$ > {0}.tmp && mv {0}.tmp {0} && exec sleep 120",
@@ -140,13 +140,46 @@ fn focus_in_background(state: &Path, cpu: usize, dir: &Path) -> (Child, i32) {
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
+    let background = |child| Background {
+        child,
+        state: state.to_path_buf(),
+    };
     wait_for(&ready, &mut child);
     let pid = std::fs::read_to_string(&ready)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    (child, pid)
+    (background(child), pid)
+}
+
+/// A `rtlab focus` in the background. A test that fails before it ends
+/// must not leave the host focused (its journal is in the test's
+/// temporary state directory, gone with it): dropped, it gets SIGTERM
+/// (it puts everything back), then `rtlab restore` runs on its state
+/// directory.
+struct Background {
+    child: Child,
+    state: PathBuf,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            common::signal(&self.child, libc::SIGTERM);
+            let give_up = Instant::now() + Duration::from_secs(15);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < give_up {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = rtlab(&self.state)
+            .arg("restore")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
 #[test]
@@ -251,8 +284,8 @@ fn restore_after_sigkill(cpu: usize) {
 
     let (mut focus, inner) = focus_in_background(&state, cpu, tmp.path());
     assert!(!focus_dirs().is_empty());
-    common::signal(&focus, libc::SIGKILL);
-    focus.wait().unwrap();
+    common::signal(&focus.child, libc::SIGKILL);
+    focus.child.wait().unwrap();
 
     let out = run(rtlab(&state).args(["restore", "--json"]));
     assert_eq!(
@@ -292,11 +325,14 @@ fn a_second_focus_is_refused_and_the_first_goes_on() {
         cpu.to_string(),
         "the first focus's command moved"
     );
-    assert!(first.try_wait().unwrap().is_none(), "the first focus ended");
+    assert!(
+        first.child.try_wait().unwrap().is_none(),
+        "the first focus ended"
+    );
 
     // SIGTERM ends the first: passed to its command, then put back.
-    common::signal(&first, libc::SIGTERM);
-    let status = first.wait().unwrap();
+    common::signal(&first.child, libc::SIGTERM);
+    let status = first.child.wait().unwrap();
     assert_eq!(
         status.code(),
         Some(128 + libc::SIGTERM),
