@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 /// self-timed worker, its activation 3 missed; BEHAVIOUR changes what
 /// task 1 does.
 const FAKE: &str = r#"#!/usr/bin/env python3
-import json, os, signal, struct, sys
+import json, os, signal, struct, sys, time
 BEHAVIOUR = "@BEHAVIOUR@"
+DONE = "@DIR@/done-"
 args = sys.argv[1:]
 plan = json.loads(args[2])
 def record(tag, small=0, words=(0, 0, 0, 0)):
@@ -33,6 +34,11 @@ start = struct.unpack("<Q", sys.stdin.buffer.read(8))[0]
 k, planned, period = 0, plan["activations"], plan["period_ns"]
 while k < planned:
     if plan["task"] == 1 and k == 5 and BEHAVIOUR == "dies":
+        # Dies once the others have said all: what they measured must be
+        # kept, and a loaded machine may start them after this one.
+        give_up = time.time() + 30
+        while not all(os.path.exists(DONE + t) for t in "02") and time.time() < give_up:
+            time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGKILL)
     if plan["task"] == 1 and k == 5 and BEHAVIOUR == "babbles":
         record(99)
@@ -41,11 +47,15 @@ while k < planned:
     record(3, 0, (activation, 1000 + k, missed, 5000 + k))
     k += 1 + missed
 record(4, 0, (k, 0, 0, 0))
+open(DONE + str(plan["task"]), "w").close()
 "#;
 
 fn fake(dir: &Path, behaviour: &str) -> PathBuf {
     let path = dir.join(format!("fake-rtlab-{}", behaviour.replace(' ', "-")));
-    std::fs::write(&path, FAKE.replace("@BEHAVIOUR@", behaviour)).unwrap();
+    let script = FAKE
+        .replace("@BEHAVIOUR@", behaviour)
+        .replace("@DIR@", &dir.display().to_string());
+    std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
