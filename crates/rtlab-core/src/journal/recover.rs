@@ -246,8 +246,12 @@ mod tests {
         let tmp = TempDir::new().unwrap();
         let dir = state(&tmp);
         let a = target(&tmp, "a", "0");
+        // A directory: no value can be written back to it (a file that
+        // is gone is skipped instead, see value.rs).
+        let stuck = tmp.path().join("stuck");
+        fs::create_dir(&stuck).unwrap();
         let gone = Entry::File {
-            path: tmp.path().join("gone"),
+            path: stuck,
             old: "1".into(),
             new: "0".into(),
         };

@@ -108,6 +108,12 @@ pub(super) fn restore_entry(entry: &Entry) -> Outcome {
                 // move). Nothing to put back, and a refused write must not
                 // keep the entry (and every later rtlab) stuck forever.
                 Err(_) if was.as_deref() == Some(old.as_str()) => Outcome::Restored { was },
+                // The setting went with its file (an IRQ whose device was
+                // removed, a module unloaded): nothing left to put back,
+                // and the entry must not keep every later rtlab stuck.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Outcome::Skipped {
+                    reason: "the file is gone (its device or module went away)".into(),
+                },
                 Err(e) => Outcome::Failed {
                     error: io_message(&e),
                 },
@@ -237,6 +243,25 @@ mod tests {
             new: now,
         };
         assert!(matches!(restore_entry(&changed), Outcome::Failed { .. }));
+    }
+
+    #[test]
+    fn a_file_that_is_gone_is_skipped_not_failed_forever() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let path = tmp.path().join("smp_affinity_list");
+        std::fs::write(&path, "0\n").unwrap();
+        let entry = Entry::File {
+            path: path.clone(),
+            old: "0-1".into(),
+            new: "0".into(),
+        };
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            matches!(restore_entry(&entry), Outcome::Skipped { ref reason } if reason.contains("gone")),
+            "{:?}",
+            restore_entry(&entry)
+        );
+        assert!(!path.exists(), "restoring created the file");
     }
 
     #[test]
