@@ -180,20 +180,7 @@ impl Drop for Focused {
     /// SIGTERM (it puts everything back), and after a SIGKILL `rtlab
     /// restore` on its state directory before that goes.
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            common::signal(&self.child, libc::SIGTERM);
-            let give_up = Instant::now() + Duration::from_secs(15);
-            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < give_up {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = rtlab(&self.dir.path().join("state"))
-            .arg("restore")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        common::end_and_restore(&mut self.child, &self.dir.path().join("state"));
     }
 }
 

@@ -165,20 +165,7 @@ struct Background {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            common::signal(&self.child, libc::SIGTERM);
-            let give_up = Instant::now() + Duration::from_secs(15);
-            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < give_up {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = rtlab(&self.state)
-            .arg("restore")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        common::end_and_restore(&mut self.child, &self.state);
     }
 }
 

@@ -92,6 +92,29 @@ pub fn signal(child: &Child, signal: i32) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
 }
 
+/// Ends `child`, an rtlab that changed the host with its journal in the
+/// test's temporary `state_dir`, and puts the host back: SIGTERM first (it
+/// restores), SIGKILL after 15 s, then `rtlab restore` on `state_dir`
+/// before that directory goes. For the `Drop` of a test's guard: a test
+/// that fails half-way must not leave the host changed.
+pub fn end_and_restore(child: &mut Child, state_dir: &Path) {
+    if let Ok(None) = child.try_wait() {
+        // SAFETY: plain kill(2) on our own child, still running.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let give_up = Instant::now() + Duration::from_secs(15);
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = rtlab(state_dir)
+        .arg("restore")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
 /// A thread at SCHED_FIFO 99 on `cpu` that spins for `stall` every `every`,
 /// `count` times: a latency of known size that a probe on that CPU must see.
 pub fn inject_stalls(
