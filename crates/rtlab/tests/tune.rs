@@ -1107,6 +1107,11 @@ fn rtlab_tune_starttime(pid: i32) -> u64 {
 /// the kernel's last-allocated pid just below it; other processes may take
 /// it first, so it tries again. None when the kernel does not allow it.
 fn spawn_at_pid(pid: i32, program: &str, args: &[&str]) -> Option<Proc> {
+    // A start time counts clock ticks (10 ms at USER_HZ 100): a newcomer at
+    // the same pid within the tick its predecessor started in is the same
+    // thread to anyone reading /proc, rtlab included. CI once started both
+    // within one tick; wait the tick out so the test asks what it means to.
+    std::thread::sleep(Duration::from_millis(25));
     for _ in 0..200 {
         if fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
             return None;
