@@ -242,6 +242,7 @@ fn realistic_result() -> RunResult {
         ],
         noise: None,
         net: None,
+        traffic: None,
     }
 }
 

@@ -2,7 +2,8 @@
 //! plan files of events at exact offsets ([`plan`]), modules that handle
 //! them ([`module`]), the dispatcher that fires each event at its
 //! nanosecond ([`dispatch`]), periodic tasks ([`periodic`]) and periodic
-//! tasks as separate processes ([`processes`]).
+//! tasks as separate processes ([`processes`]), and packet traffic on an
+//! exact schedule ([`traffic`]).
 
 pub mod admission;
 pub mod dispatch;
@@ -12,3 +13,4 @@ pub mod plan;
 pub mod processes;
 pub mod serve;
 pub mod taskset;
+pub mod traffic;

@@ -23,7 +23,7 @@ pub use settings::{DEFAULT_DURATION_NS, DEFAULT_PRIORITY};
 
 use rtlab_core::journal::Journal;
 use rtlab_core::record::LiveStats;
-use rtlab_core::result::{BreakEvent, NetReport, NoiseReport, Series};
+use rtlab_core::result::{BreakEvent, NetReport, NoiseReport, Series, TrafficReport};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -65,6 +65,8 @@ pub struct ProbeOutcome {
     pub noise: Option<NoiseReport>,
     /// The net probe's message counts and timeline.
     pub net: Option<NetReport>,
+    /// `rtlab traffic replay|record`'s packet accounting and accuracy.
+    pub traffic: Option<TrafficReport>,
 }
 
 /// Anything the runner can run and record: each probe's config is one

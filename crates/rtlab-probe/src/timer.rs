@@ -413,6 +413,7 @@ impl ProbeRun for TimerRun {
             warnings: run.warnings,
             noise: None,
             net: None,
+            traffic: None,
             failure: None,
         })
     }

@@ -366,6 +366,7 @@ mod tests {
             warnings: Vec::new(),
             noise: None,
             net: None,
+            traffic: None,
         }
     }
 

@@ -84,6 +84,7 @@ fn run(probe: &str, series: Vec<Series>) -> RunResult {
         campaign: None,
         noise: None,
         net: None,
+        traffic: None,
         warnings: Vec::new(),
     }
 }

@@ -89,6 +89,7 @@ fn run(id: &str, series: Vec<Series>) -> RunResult {
         campaign: None,
         noise: None,
         net: None,
+        traffic: None,
         warnings: vec![],
     }
 }

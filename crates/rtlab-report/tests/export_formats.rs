@@ -118,6 +118,7 @@ fn campaign_run() -> RunResult {
         warnings: vec!["cpu1: no sample recorded".into()],
         noise: None,
         net: None,
+        traffic: None,
     }
 }
 

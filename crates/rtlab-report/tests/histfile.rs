@@ -56,6 +56,7 @@ fn result(series: Vec<Series>) -> RunResult {
         campaign: None,
         noise: None,
         net: None,
+        traffic: None,
         warnings: vec![],
     }
 }

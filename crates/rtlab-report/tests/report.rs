@@ -114,6 +114,7 @@ fn run(id: &str, probe: &str, series: Vec<Series>) -> RunResult {
         campaign: None,
         noise: None,
         net: None,
+        traffic: None,
         warnings: Vec::new(),
     }
 }

@@ -257,6 +257,7 @@ fn record_outcome(result: &mut RunResult, outcome: ProbeOutcome, load_failure: O
     result.break_event = outcome.break_event;
     result.noise = outcome.noise;
     result.net = outcome.net;
+    result.traffic = outcome.traffic;
     for series in &result.series {
         if series.stats.dropped > 0 {
             result.warnings.push(format!(
@@ -287,6 +288,7 @@ fn new_result(request: &mut RunRequest, effective: Effective, warnings: Vec<Stri
         campaign: request.campaign.take(),
         noise: None,
         net: None,
+        traffic: None,
         warnings,
     }
 }

@@ -944,6 +944,7 @@ fn campaign_results() -> Vec<RunResult> {
                         }),
                         noise: None,
                         net: None,
+                        traffic: None,
                         warnings: Vec::new(),
                     });
                 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use effective::{Effective, ThreadSettings};
 pub use probe_reports::{
     NetMessageCounts, NetReport, NetServerCounters, NoiseCpu, NoiseReport, NoiseSource,
-    OsnoiseSummary, TimelineRow,
+    OsnoiseSummary, TimelineRow, TrafficAccuracy, TrafficCounts, TrafficReport, TrafficTxtime,
 };
 pub use run_id::{check_run_id, RUN_ID_MAX_LEN};
 pub use safe_text::{is_invisible, printable, terminal_text};
@@ -76,6 +76,9 @@ pub struct RunResult {
     /// timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<NetReport>,
+    /// `rtlab traffic replay|record`'s packet accounting and accuracy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<TrafficReport>,
     /// Things that could not be done as asked, and anything else a reader
     /// of the figures must know.
     #[serde(default)]

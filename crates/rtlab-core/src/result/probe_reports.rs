@@ -177,3 +177,111 @@ pub struct NetServerCounters {
     #[serde(default)]
     pub connections_refused_per_source: u64,
 }
+
+/// What `rtlab traffic replay` or `rtlab traffic record` found (paper
+/// 002's ARTS): the packets' accounting and how close to the plan they
+/// left or arrived. The error distributions themselves are the run's
+/// series (absolute values, so that percentiles and budgets apply); this
+/// keeps what a series cannot: signs, drift and the within-x figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrafficReport {
+    /// `replay` (the sender's side) or `record` (the receiver's).
+    pub role: String,
+    /// The plan replayed, or the plan written (record `-o`), as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// Where the packets went (`replay --to`) or where they were received
+    /// (`record --listen`), `ADDR:PORT`.
+    pub peer: String,
+    /// Where each departure or arrival time came from: `kernel-tx-software`
+    /// (SO_TIMESTAMPING, software transmit stamps), `user-space` (the
+    /// clock read before send), `kernel-rx` (SO_TIMESTAMPNS), or `mixed`
+    /// (some packets had a kernel stamp, the others the user-space time).
+    pub timestamps: String,
+    /// SO_TXTIME with the ETF qdisc, when the replay used it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txtime: Option<TrafficTxtime>,
+    pub counts: TrafficCounts,
+    /// UDP payload bytes sent or received.
+    pub bytes: u64,
+    /// From the first packet's departure (arrival) to the last's, ns.
+    pub span_ns: u64,
+    /// Packets per second over `span_ns`.
+    pub achieved_pps: f64,
+    /// Packets per second the plan asked for over the same packets (the
+    /// replay's plan, or the plan the stamps name); None when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_pps: Option<f64>,
+    /// One entry per error series of the run (`departure`, `gap`,
+    /// `arrival`, `arrival_gap`, ...).
+    pub accuracy: Vec<TrafficAccuracy>,
+    /// The stream the receiver matched (the replay's random stream id,
+    /// hex), when the packets carried rtlab's stamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+}
+
+/// Packet accounting. Replay: `planned` = `sent` + `skipped` + `failed`
+/// (+ those never reached when stopped early). Record: `received` counts
+/// every datagram, the others only stamped ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrafficCounts {
+    pub planned: u64,
+    /// Handed to the kernel (send returned success).
+    pub sent: u64,
+    /// Sent, but later than `late_after_ns` after the planned instant.
+    pub late: u64,
+    /// A departure counts late above this, ns (the `--late` threshold).
+    pub late_after_ns: u64,
+    /// Reached too late (past `--skip-after`) and not sent.
+    pub skipped: u64,
+    /// The kernel refused the send (a full socket buffer, no route).
+    pub failed: u64,
+    /// Sent without a kernel transmit timestamp (the user-space time was used).
+    pub without_kernel_stamp: u64,
+    pub received: u64,
+    /// Stamped sequence numbers never received (between the first and the
+    /// highest seen, plus those the `--against` plan has past the highest).
+    pub lost: u64,
+    pub duplicates: u64,
+    /// Received after a higher sequence number.
+    pub reordered: u64,
+    /// Datagrams without rtlab's stamp (or of another stream).
+    pub unstamped: u64,
+}
+
+/// How close to the plan one series of packets was.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrafficAccuracy {
+    /// The run's series this describes (its absolute values).
+    pub series: String,
+    /// What is compared: `departure − planned instant`, ...
+    pub meaning: String,
+    pub samples: u64,
+    /// Signed extremes and mean, ns (negative: early or a gap too short).
+    pub min_ns: i64,
+    pub max_ns: i64,
+    pub mean_ns: f64,
+    /// % of samples with |error| ≤ 1 µs and ≤ 5 µs.
+    pub within_1us_pct: f64,
+    pub within_5us_pct: f64,
+    /// Gap series: % of gaps within 1 % of the planned gap (paper 002:
+    /// 99.7 % at 500 µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_1pct_of_gap_pct: Option<f64>,
+    /// Instant series: the least-squares slope of the error over time,
+    /// ns per second: a schedule computed from the previous packet
+    /// drifts, an absolute one does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_ns_per_s: Option<f64>,
+}
+
+/// SO_TXTIME as used by a replay.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrafficTxtime {
+    /// How long before its transmit time each packet was handed to the
+    /// kernel, ns (chosen from the measured wake-up latency, or as given).
+    pub delta_ns: u64,
+    /// Packets the qdisc dropped (their transmit time had passed).
+    pub dropped: u64,
+}

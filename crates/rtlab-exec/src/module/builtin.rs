@@ -18,6 +18,7 @@ pub fn build(decl: &ModuleDecl) -> Result<Box<dyn Module>, String> {
         "udp" => Box::new(Udp::new(decl)?),
         "wake" => Box::new(Wake::new(decl)?),
         "signal" => Box::new(Signal::new(decl)?),
+        "traffic" => super::traffic::plain_sender(decl)?,
         other => return Err(format!("module {}: no kind '{other}'", decl.name)),
     })
 }

@@ -4,7 +4,7 @@
 use crate::plan::model::ModuleDecl;
 
 /// The built-in module kinds.
-pub const KINDS: &[&str] = &["mark", "udp", "wake", "signal"];
+pub const KINDS: &[&str] = &["mark", "udp", "wake", "signal", "traffic"];
 
 /// The settings each kind takes (all others are refused).
 pub fn settings_of(kind: &str) -> Option<&'static [&'static str]> {
@@ -13,6 +13,9 @@ pub fn settings_of(kind: &str) -> Option<&'static [&'static str]> {
         "udp" => &["dest", "size"],
         "wake" => &["via"],
         "signal" => &["pid", "signal"],
+        // A flow of a traffic plan (crate::traffic::format): where it is
+        // sent, and where a recorded or imported flow came from.
+        "traffic" => &["dest", "src"],
         _ => return None,
     })
 }
@@ -62,9 +65,13 @@ fn check_value(decl: &ModuleDecl, key: &str, value: &str) -> Result<(), String> 
         ))
     };
     match (decl.kind.as_str(), key) {
-        ("udp", "dest") => match value.parse::<std::net::SocketAddr>() {
+        ("udp" | "traffic", "dest") => match value.parse::<std::net::SocketAddr>() {
             Ok(addr) if addr.port() != 0 => Ok(()),
             _ => bad("ADDR:PORT, e.g. 127.0.0.1:7700"),
+        },
+        ("traffic", "src") => match value.parse::<std::net::SocketAddr>() {
+            Ok(_) => Ok(()),
+            _ => bad("ADDR:PORT, e.g. 10.0.0.1:5000"),
         },
         ("udp", "size") => match value.parse::<usize>() {
             Ok(n) if (12..=65_507).contains(&n) => Ok(()),

@@ -12,6 +12,7 @@
 mod builtin;
 mod kinds;
 mod model;
+mod traffic;
 
 pub use builtin::build;
 pub use kinds::{settings_of, signal_number, validate, KINDS};

@@ -410,6 +410,7 @@ impl Attachment {
             campaign: None,
             noise: None,
             net: None,
+            traffic: None,
             warnings,
         }
     }

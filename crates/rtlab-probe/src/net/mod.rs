@@ -554,6 +554,7 @@ impl ProbeRun for NetRun {
             warnings,
             noise: None,
             net: Some(net),
+            traffic: None,
         })
     }
 }

@@ -570,6 +570,7 @@ impl ProbeRun for NoiseRun {
             warnings,
             noise: Some(noise),
             net: None,
+            traffic: None,
             failure: (!failures.is_empty()).then(|| failures.join("; ")),
         })
     }

@@ -157,6 +157,7 @@ impl ProbeRun for SwitchRun {
             warnings,
             noise: None,
             net: None,
+            traffic: None,
             failure,
         })
     }

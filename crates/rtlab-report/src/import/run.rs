@@ -41,6 +41,7 @@ pub(crate) fn imported_run(
         campaign: None,
         noise: None,
         net: None,
+        traffic: None,
         warnings,
     }
 }

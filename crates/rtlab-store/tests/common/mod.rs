@@ -160,6 +160,7 @@ pub fn run(id: &str, started_at: &str, host: &str) -> RunResult {
         campaign: None,
         noise: None,
         net: None,
+        traffic: None,
         warnings: Vec::new(),
     }
 }

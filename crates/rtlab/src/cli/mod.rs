@@ -23,6 +23,10 @@ mod report;
 mod runs;
 mod shared;
 mod store;
+mod traffic;
+mod traffic_plan;
+mod traffic_record;
+mod traffic_replay;
 mod tune;
 
 pub use campaign::*;
@@ -40,6 +44,10 @@ pub use report::*;
 pub use runs::*;
 pub use shared::*;
 pub use store::*;
+pub use traffic::*;
+pub use traffic_plan::*;
+pub use traffic_record::*;
+pub use traffic_replay::*;
 pub use tune::*;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -145,6 +153,12 @@ what a SIGKILL or a power loss left behind."
     /// The executive's periodic tasks, and paper 002's KURT table (executive vs SCHED_FIFO).
     #[command(subcommand)]
     Exec(ExecCommand),
+    /// Packet traffic on an exact schedule: record, import, generate, export and replay (paper 002's ARTS).
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  rtlab traffic gen constant --rate 2k --count 2000 -o cbr.plan\n  rtlab traffic record --listen 127.0.0.1:7000 --idle 1s -o got.plan &\n  rtlab traffic replay cbr.plan --to 127.0.0.1:7000\n  rtlab traffic import capture.pcap -o capture.plan\n\nDocs: docs/traffic.md; the plan's traffic events: docs/plan-format.md."
+    )]
+    Traffic(TrafficCommand),
     /// Give CPUs to a command alone: a cpuset partition, every other task and IRQ moved away, all put back after.
     Focus(FocusArgs),
     /// Promote the processes on the critical path and keep them promoted; audit the system.

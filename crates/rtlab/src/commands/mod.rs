@@ -21,12 +21,16 @@ mod report;
 mod restore;
 mod store;
 mod stored;
+mod traffic_plan;
+mod traffic_record;
+mod traffic_replay;
 pub mod tune;
 mod tune_check;
 mod tune_systemd;
 
 use crate::cli::{
-    CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand, RunsAction, StoreCommand,
+    CampaignCommand, Cli, Command, ExecCommand, Measure, Net, PlanCommand, RunsAction,
+    StoreCommand, TrafficCommand,
 };
 use std::process::ExitCode;
 
@@ -68,6 +72,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::Serve(args)) => exec_serve::serve(*args),
         Command::Exec(ExecCommand::Status(args)) => exec_serve::status(&args),
         Command::Focus(args) => focus::run(&args),
+        Command::Traffic(TrafficCommand::Record(args)) => traffic_record::run(*args),
+        Command::Traffic(TrafficCommand::Import(args)) => traffic_plan::import(args),
+        Command::Traffic(TrafficCommand::Gen(args)) => traffic_plan::gen(args),
+        Command::Traffic(TrafficCommand::Export(args)) => traffic_plan::export(args),
+        Command::Traffic(TrafficCommand::Replay(args)) => traffic_replay::run(*args),
         Command::Tune(command) => tune::run(command),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),
