@@ -272,8 +272,9 @@ fn unnamed_file(dir: &Path) -> io::Result<File> {
         .open(dir)
 }
 
-/// Reads until `buffer` is full or the end: whole events per chunk.
-fn read_full(reader: &mut impl io::Read, buffer: &mut [u8]) -> io::Result<usize> {
+/// Reads until `buffer` is full or the end: whole events per chunk (and
+/// whole headers for the capture reader); the bytes read.
+pub(crate) fn read_full(reader: &mut impl io::Read, buffer: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() {
         match reader.read(&mut buffer[filled..]) {

@@ -7,12 +7,23 @@
 
 use super::super::format::{Stamp, TrafficData};
 use super::super::sink::SinkError;
-use super::{ExportAddressing, ImportError};
+use super::import::ImportError;
 use crate::plan::LoadedPlan;
 use etherparse::PacketBuilder;
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+
+/// How `export` addresses its frames (Ethernet II, IPv4 or IPv6, UDP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportAddressing {
+    /// Destination of every packet (`--to`), else each flow's `dest`.
+    pub to: Option<SocketAddr>,
+    /// Source address and port of every packet (flow i gets port + i).
+    pub from: SocketAddr,
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+}
 
 const PCAP_MICROS: u32 = 0xa1b2_c3d4;
 const PCAP_NANOS: u32 = 0xa1b2_3c4d;

@@ -1,7 +1,26 @@
 //! `--filter`: tcpdump's words for UDP datagrams, joined by `and`.
 
-use super::{Dir, Filter, Term};
 use std::net::SocketAddr;
+
+/// Which datagrams to keep: tcpdump's words for UDP, joined by `and`:
+/// `[src|dst] port N`, `[src|dst] host ADDR`, `udp` (every term ANDed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub terms: Vec<Term>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Term {
+    Port { dir: Dir, port: u16 },
+    Host { dir: Dir, addr: std::net::IpAddr },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Src,
+    Dst,
+    Either,
+}
 
 const EXPECTED: &str = "`udp`, `[src|dst] port N` or `[src|dst] host ADDR`";
 

@@ -10,6 +10,7 @@
 //! A record's bytes are read as they arrive (`Read::take`), so a length
 //! field that lies costs what the file holds, not what it claims.
 
+use crate::traffic::sink::read_full;
 use std::io::{self, Read};
 
 /// Blocks and records longer than this are refused unread.
@@ -111,7 +112,7 @@ impl<R: Read> CaptureReader<R> {
     /// Reads the file header (pcap) or the first section header (pcapng).
     pub fn open(mut input: R) -> Result<CaptureReader<R>, String> {
         let mut first = [0u8; 4];
-        let got = read_up_to(&mut input, &mut first).map_err(|e| format!("cannot read: {e}"))?;
+        let got = read_full(&mut input, &mut first).map_err(|e| format!("cannot read: {e}"))?;
         let magic_le = u32::from_le_bytes(first);
         let magic_be = u32::from_be_bytes(first);
         let mut reader = CaptureReader {
@@ -221,7 +222,7 @@ impl<R: Read> CaptureReader<R> {
         let start = self.position;
         let number = self.packets + 1;
         let mut head = [0u8; 16];
-        let got = read_up_to(&mut self.input, &mut head).map_err(|e| self.io_error(e))?;
+        let got = read_full(&mut self.input, &mut head).map_err(|e| self.io_error(e))?;
         self.position += got as u64;
         if got == 0 {
             return Ok(None);
@@ -262,39 +263,21 @@ impl<R: Read> CaptureReader<R> {
         }))
     }
 
-    /// The rest of a section header block whose type was just read.
+    /// The rest of the section header block whose type opened the file.
     fn section_header(&mut self) -> Result<(), String> {
+        let mut length = [0u8; 4];
         let start = self.position - 4;
-        let mut head = [0u8; 8];
-        self.read_exact_at(&mut head, || {
+        self.read_exact_at(&mut length, || {
             format!("byte {start}: the file ends inside a section header block")
         })?;
-        let big_endian = match u32::from_le_bytes([head[4], head[5], head[6], head[7]]) {
-            PCAPNG_BYTE_ORDER => false,
-            m if m.swap_bytes() == PCAPNG_BYTE_ORDER => true,
-            m => {
-                return Err(format!(
-                    "byte {}: section header with byte-order magic {m:08x}, not 1a2b3c4d",
-                    start + 8
-                ))
-            }
-        };
-        let total = u32_of([head[0], head[1], head[2], head[3]], big_endian);
-        self.format = Format::Pcapng {
-            big_endian,
-            interfaces: Vec::new(),
-        };
-        let body_len = block_body_len(total, start, 16)?;
-        // The body after the byte-order magic: versions, section length, options.
-        self.read_block_rest(start, body_len - 4, total, big_endian)?;
-        Ok(())
+        self.section(length)
     }
 
     fn next_pcapng(&mut self) -> Result<Option<Packet<'_>>, String> {
         loop {
             let start = self.position;
             let mut head = [0u8; 8];
-            let got = read_up_to(&mut self.input, &mut head).map_err(|e| self.io_error(e))?;
+            let got = read_full(&mut self.input, &mut head).map_err(|e| self.io_error(e))?;
             self.position += got as u64;
             if got == 0 {
                 return Ok(None);
@@ -311,21 +294,18 @@ impl<R: Read> CaptureReader<R> {
             };
             let kind = u32_of([head[0], head[1], head[2], head[3]], big_endian);
             if kind == PCAPNG_SHB {
-                // A new section: its byte order and interfaces start afresh.
-                self.position = start + 4;
-                self.input_rewind_section(&head[4..8])?;
+                self.section([head[4], head[5], head[6], head[7]])?;
                 continue;
             }
             let total = u32_of([head[4], head[5], head[6], head[7]], big_endian);
             let body_len = block_body_len(total, start, 12)?;
-            match kind {
-                IDB | ENHANCED_PACKET | OBSOLETE_PACKET | SIMPLE_PACKET => {
-                    self.read_block_rest(start, body_len, total, big_endian)?;
-                }
-                _ => {
-                    self.skip_block(start, body_len, total, big_endian)?;
-                    continue;
-                }
+            let keep = matches!(
+                kind,
+                IDB | ENHANCED_PACKET | OBSOLETE_PACKET | SIMPLE_PACKET
+            );
+            self.block_body((start, body_len, total), big_endian, keep)?;
+            if !keep {
+                continue;
             }
             if kind == IDB {
                 let interface = parse_interface(&self.record, big_endian)
@@ -413,10 +393,11 @@ impl<R: Read> CaptureReader<R> {
         Ok((interface, time_ns, data_start..data_end as usize, original))
     }
 
-    /// A section header met after the first: `length_bytes` are its
-    /// length field, read in the old byte order.
-    fn input_rewind_section(&mut self, length_bytes: &[u8]) -> Result<(), String> {
-        let start = self.position - 4;
+    /// A section header whose type and length field (`length`, in a byte
+    /// order its magic, read now, tells) were just read: the byte order
+    /// and the interfaces start afresh.
+    fn section(&mut self, length: [u8; 4]) -> Result<(), String> {
+        let start = self.position - 8;
         let mut magic = [0u8; 4];
         self.read_exact_at(&mut magic, || {
             format!("byte {start}: the file ends inside a section header block")
@@ -431,61 +412,35 @@ impl<R: Read> CaptureReader<R> {
                 ))
             }
         };
-        let b = [
-            length_bytes[0],
-            length_bytes[1],
-            length_bytes[2],
-            length_bytes[3],
-        ];
-        let total = u32_of(b, big_endian);
+        let total = u32_of(length, big_endian);
         self.format = Format::Pcapng {
             big_endian,
             interfaces: Vec::new(),
         };
+        // The body after the byte-order magic: versions, section length, options.
         let body_len = block_body_len(total, start, 16)?;
-        self.read_block_rest(start, body_len - 4, total, big_endian)
+        self.block_body((start, body_len - 4, total), big_endian, true)
     }
 
-    /// Reads `len` body bytes into `record`, then the trailing length.
-    fn read_block_rest(
+    /// Reads a block's `len` body bytes into `record` (skips them unless
+    /// `keep`: statistics, name resolution, custom blocks), then its
+    /// trailing length.
+    fn block_body(
         &mut self,
-        start: u64,
-        len: u64,
-        total: u32,
+        (start, len, total): (u64, u64, u32),
         big_endian: bool,
+        keep: bool,
     ) -> Result<(), String> {
-        let after = self.packets;
-        let cut = move || {
-            format!(
-                "block at byte {start} (after packet {after}): the file ends inside the block \
-                 (a capture cut short?)"
-            )
-        };
-        self.read_record(len, cut)?;
-        self.trailer(start, total, big_endian, cut)
-    }
-
-    /// Skips a block of a kind an import has no use for (statistics, name
-    /// resolution, custom blocks).
-    fn skip_block(
-        &mut self,
-        start: u64,
-        len: u64,
-        total: u32,
-        big_endian: bool,
-    ) -> Result<(), String> {
-        let after = self.packets;
-        let cut = move || {
-            format!(
-                "block at byte {start} (after packet {after}): the file ends inside the block \
-                 (a capture cut short?)"
-            )
-        };
-        let skipped = io::copy(&mut (&mut self.input).take(len), &mut io::sink())
-            .map_err(|e| format!("cannot read: {e}"))?;
-        self.position += skipped;
-        if skipped < len {
-            return Err(cut());
+        let cut = cut_block(start, self.packets);
+        if keep {
+            self.read_record(len, cut)?;
+        } else {
+            let skipped = io::copy(&mut (&mut self.input).take(len), &mut io::sink())
+                .map_err(|e| format!("cannot read: {e}"))?;
+            self.position += skipped;
+            if skipped < len {
+                return Err(cut());
+            }
         }
         self.trailer(start, total, big_endian, cut)
     }
@@ -525,7 +480,7 @@ impl<R: Read> CaptureReader<R> {
     }
 
     fn read_exact_at(&mut self, buf: &mut [u8], cut: impl Fn() -> String) -> Result<(), String> {
-        let got = read_up_to(&mut self.input, buf).map_err(|e| format!("cannot read: {e}"))?;
+        let got = read_full(&mut self.input, buf).map_err(|e| format!("cannot read: {e}"))?;
         self.position += got as u64;
         if got < buf.len() {
             return Err(cut());
@@ -535,6 +490,16 @@ impl<R: Read> CaptureReader<R> {
 
     fn io_error(&self, e: io::Error) -> String {
         format!("byte {}: cannot read: {e}", self.position)
+    }
+}
+
+/// The error of a block the file ends inside.
+fn cut_block(start: u64, after: u64) -> impl Fn() -> String + Copy {
+    move || {
+        format!(
+            "block at byte {start} (after packet {after}): the file ends inside the block \
+             (a capture cut short?)"
+        )
     }
 }
 
@@ -555,7 +520,7 @@ fn block_body_len(total: u32, start: u64, fixed: u32) -> Result<u64, String> {
              may have (not a capture, or a damaged one)"
         ));
     }
-    if total < fixed || total % 4 != 0 {
+    if total < fixed || !total.is_multiple_of(4) {
         return Err(format!(
             "block at byte {start}: a length of {total} bytes (at least {fixed}, a multiple of 4)"
         ));
@@ -618,20 +583,6 @@ fn parse_interface(body: &[u8], big_endian: bool) -> Result<Interface, String> {
         at += 4 + len.div_ceil(4) * 4;
     }
     Ok(interface)
-}
-
-/// Reads until `buf` is full or the input ends; the bytes read.
-fn read_up_to(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match input.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 #[cfg(test)]
