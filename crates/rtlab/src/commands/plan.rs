@@ -325,11 +325,12 @@ pub fn show(args: PlanShowArgs) -> anyhow::Result<ExitCode> {
             let e = events.event(i);
             writeln!(
                 out,
-                "  {i:>10}  {:>14}  {:<16} {:>6}  {}",
+                "  {i:>10}  {:>14}  {:<16} {:>6}  {}{}",
                 format_offset(e.offset_ns),
                 module_name(e.module),
                 e.flags,
-                data_text(&e.data)
+                data_text(&e.data),
+                super::traffic_plan::event_note(&plan.header, &e)
             )?;
         }
     }
