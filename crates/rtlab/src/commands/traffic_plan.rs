@@ -18,7 +18,8 @@ use std::process::ExitCode;
 /// or the packets do not fit a plan (bad input, exit 2).
 fn sink_err(e: SinkError) -> anyhow::Error {
     match e {
-        SinkError::Create { .. } | SinkError::Write { .. } => anyhow::Error::new(e),
+        // The message names the cause already: not a chain that repeats it.
+        SinkError::Create { .. } | SinkError::Write { .. } => anyhow::anyhow!("{e}"),
         other => anyhow::Error::new(InputError(other.to_string())),
     }
 }
