@@ -4,6 +4,7 @@
 use super::plan::progress;
 use crate::cli::{TrafficExportArgs, TrafficGenArgs, TrafficImportArgs, TrafficPattern};
 use crate::input::{bad_input, InputError};
+use crate::terminal::out;
 use rtlab_core::units::parse_duration_ns;
 use rtlab_exec::plan::{Event, PlanHeader};
 use rtlab_exec::traffic::format::{TrafficData, KIND};
@@ -134,7 +135,7 @@ pub fn import(args: TrafficImportArgs) -> anyhow::Result<ExitCode> {
             "read": summary,
             "written": sink_json(&plan),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let mut dropped = Vec::new();
         for (n, what) in [
@@ -153,7 +154,7 @@ pub fn import(args: TrafficImportArgs) -> anyhow::Result<ExitCode> {
                 dropped.push(format!(", {n} {what}"));
             }
         }
-        println!(
+        out!(
             "{}: {} packets, {} UDP datagrams kept in {}{} {}",
             args.file.display(),
             summary.packets,
@@ -359,9 +360,9 @@ pub fn gen(args: TrafficGenArgs) -> anyhow::Result<ExitCode> {
             "seed": args.seed,
             "written": sink_json(&plan),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!(
+        out!(
             "{} packets in {} {}",
             plan.events,
             flows(plan.flows),
@@ -438,9 +439,9 @@ pub fn export(args: TrafficExportArgs) -> anyhow::Result<ExitCode> {
             "bytes": bytes,
             "stream": stream,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!(
+        out!(
             "{}: {frames} frames, stream {stream:#010x} → {} ({})",
             args.plan.display(),
             args.output.display(),
