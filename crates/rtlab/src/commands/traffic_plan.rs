@@ -6,8 +6,6 @@ use crate::cli::{TrafficExportArgs, TrafficGenArgs, TrafficImportArgs, TrafficPa
 use crate::input::{bad_input, InputError};
 use crate::terminal::out;
 use rtlab_core::units::parse_duration_ns;
-use rtlab_exec::plan::{Event, PlanHeader};
-use rtlab_exec::traffic::format::{TrafficData, KIND};
 use rtlab_exec::traffic::gen::{Length, Pattern, Sizes, TrafficGen};
 use rtlab_exec::traffic::pcap::{self, ExportAddressing, Filter, ImportError};
 use rtlab_exec::traffic::sink::{PlanSink, SinkError, SinkSummary};
@@ -449,24 +447,6 @@ pub fn export(args: TrafficExportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What `plan show` adds after a traffic event's hex data:
-/// `  size=1400 digest=89ab...` (`digest=-`: none recorded), or what is
-/// wrong with it; nothing for another module's event.
-pub(crate) fn event_note(header: &PlanHeader, event: &Event) -> String {
-    let traffic = header
-        .modules
-        .get(usize::from(event.module))
-        .is_some_and(|m| m.kind == KIND);
-    if !traffic {
-        return String::new();
-    }
-    match TrafficData::decode(&event.data) {
-        Ok(TrafficData { size, digest: 0 }) => format!("  size={size} digest=-"),
-        Ok(TrafficData { size, digest }) => format!("  size={size} digest={digest:016x}"),
-        Err(e) => format!("  ({e})"),
-    }
 }
 
 #[cfg(test)]
