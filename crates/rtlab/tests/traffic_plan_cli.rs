@@ -111,6 +111,13 @@ fn a_real_capture_imports_with_a_one_line_summary() {
         "{line}"
     );
     assert_eq!(line.lines().count(), 1);
+    // `plan show` reads a traffic event's data: the first datagram is 10
+    // bytes of 0 (tests/data/udp_sender.py).
+    let show = run(rtlab(&dir.path().join("state"))
+        .current_dir(dir.path())
+        .args(["plan", "show", "lo.plan", "--events", "1"]));
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("  size=10 digest=69d307cc20f6ef8d"), "{text}");
 }
 
 #[test]
