@@ -145,3 +145,100 @@ impl Probe for ReplayConfig {
         Ok(Box::new(run::start(self, with)?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlab_core::sched::Policy;
+    use rtlab_core::settings::flag;
+
+    fn config() -> ReplayConfig {
+        ReplayConfig {
+            plan: PathBuf::from("cbr.plan"),
+            to: None,
+            speed: 1.0,
+            repeat: Repeat::Times(1),
+            cpu: None,
+            sched: SchedParams {
+                policy: Policy::Fifo,
+                priority: rtlab_probe::DEFAULT_PRIORITY,
+                deadline: None,
+            },
+            guard: Guard::Auto,
+            skip_after_ns: 1_000_000,
+            late_after_ns: 5_000,
+            stamp: true,
+            stream: 1,
+            timestamps: TxStamps::Kernel,
+            txtime: TxTime::Off,
+            inject: None,
+        }
+    }
+
+    fn refused(config: ReplayConfig) -> String {
+        config.validate().unwrap_err().render(flag)
+    }
+
+    #[test]
+    fn the_defaults_are_valid_and_bad_settings_name_their_flag() {
+        assert_eq!(config().validate(), Ok(()));
+        let speed = refused(ReplayConfig {
+            speed: 0.0,
+            ..config()
+        });
+        assert!(speed.starts_with("--speed: 0"), "{speed}");
+        let nan = refused(ReplayConfig {
+            speed: f64::NAN,
+            ..config()
+        });
+        assert!(nan.starts_with("--speed"), "{nan}");
+        let late = refused(ReplayConfig {
+            late_after_ns: 0,
+            ..config()
+        });
+        assert_eq!(late, "--late: must be above 0");
+        let repeat = refused(ReplayConfig {
+            repeat: Repeat::Times(0),
+            ..config()
+        });
+        assert_eq!(repeat, "--loop: must be at least 1");
+        let guard = refused(ReplayConfig {
+            guard: Guard::Fixed(2_000_000_000),
+            ..config()
+        });
+        assert!(guard.starts_with("--guard 2s"), "{guard}");
+        let txtime = refused(ReplayConfig {
+            txtime: TxTime::Auto,
+            ..config()
+        });
+        assert!(txtime.starts_with("--txtime: SO_TXTIME"), "{txtime}");
+        let skip = refused(ReplayConfig {
+            skip_after_ns: u64::MAX,
+            ..config()
+        });
+        assert!(skip.starts_with("--skip-after"), "{skip}");
+    }
+
+    #[test]
+    fn the_planned_length_is_the_plans_at_its_speed() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("p.plan");
+        std::fs::write(
+            &plan,
+            "rtlab-plan 1\nmodule a traffic\nrepeat 10ms\nevents\n0us a hex:6400\n5ms a hex:6400\n",
+        )
+        .unwrap();
+        let at = |speed, repeat| {
+            ReplayConfig {
+                plan: plan.clone(),
+                speed,
+                repeat,
+                ..config()
+            }
+            .planned_ns()
+        };
+        assert_eq!(at(1.0, Repeat::Times(1)), 10_000_000);
+        assert_eq!(at(2.0, Repeat::Times(3)), 15_000_000);
+        assert_eq!(at(1.0, Repeat::Forever), u64::MAX);
+    }
+}
