@@ -16,11 +16,14 @@ pub struct ExtraSeries {
     pub input: SeriesInput,
 }
 
+/// A plan's modules by name, in the order of its declarations.
+pub type Modules = Vec<(String, Box<dyn Module>)>;
+
 /// Additions to a dispatch; the default adds nothing (`plan run`).
 pub struct Extras {
     /// The plan's modules, one per declaration in its order, built by the
     /// caller; None: built from the declarations (module::build).
-    pub modules: Option<Vec<(String, Box<dyn Module>)>>,
+    pub modules: Option<Modules>,
     pub series: Vec<ExtraSeries>,
     /// Offsets and the repeat period are divided by this (1.0: the plan's
     /// own times, exactly).

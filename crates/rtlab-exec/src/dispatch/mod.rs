@@ -16,7 +16,7 @@ mod extras;
 use crate::module::{self, Module, Slot};
 use crate::plan::{self, EventSource, LoadedPlan};
 use calibrate::Calibration;
-pub use extras::{scaled, ExtraSeries, Extras};
+pub use extras::{scaled, ExtraSeries, Extras, Modules};
 use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};

@@ -5,8 +5,7 @@ use super::collector::{self, Collected, Inputs, Outputs};
 use super::flows::{flows_of, Flow};
 use super::sender::{connect, Departure, FlowSender, SendCounts};
 use super::{ReplayConfig, TxStamps};
-use crate::dispatch::{self, DispatchRun, ExtraSeries, Extras, Repeat};
-use crate::module::Module;
+use crate::dispatch::{self, DispatchRun, ExtraSeries, Extras, Modules, Repeat};
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, TrafficCounts, TrafficReport};
 use rtlab_probe::recorder::{ring_capacity, SeriesInput};
@@ -43,9 +42,9 @@ fn senders(
     flows: &[Flow],
     span_ns: u64,
     counts: &Arc<SendCounts>,
-) -> anyhow::Result<(Vec<(String, Box<dyn Module>)>, Inputs)> {
+) -> anyhow::Result<(Modules, Inputs)> {
     let kernel_stamps = config.timestamps == TxStamps::Kernel;
-    let mut modules: Vec<(String, Box<dyn Module>)> = Vec::with_capacity(flows.len());
+    let mut modules: Modules = Vec::with_capacity(flows.len());
     let mut inputs = Inputs {
         rings: Vec::with_capacity(flows.len()),
         sockets: Vec::with_capacity(flows.len()),
