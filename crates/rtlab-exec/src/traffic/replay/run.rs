@@ -277,6 +277,12 @@ impl About {
                 "{unrecorded} sent packets found the collector's ring full: their departures are not measured"
             ));
         }
+        if c.stamps_refused > 0 {
+            warnings.push(format!(
+                "{} kernel transmit stamps came before their packet's send and were not used (the kernel's count of sent datagrams does not match rtlab's)",
+                c.stamps_refused
+            ));
+        }
         if let Some(e) = &c.queue_error {
             warnings.push(format!("reading transmit stamps: {e}"));
         }

@@ -135,8 +135,10 @@ fn parse(msg: &libc::msghdr) -> Option<TxStamp> {
 
 /// CLOCK_REALTIME − CLOCK_MONOTONIC, measured by reading the real-time
 /// clock between two monotonic reads (the narrowest bracket of a few
-/// tries): its error is half that bracket, tens of ns. NTP slews the
-/// real-time clock, so the collector measures it again every second.
+/// tries): its error is half that bracket, tens of ns. Both clocks run at
+/// the same (NTP-adjusted) rate; a step of the real-time clock
+/// (clock_settime, an NTP step) changes the offset, so the collector
+/// measures it again every second.
 #[derive(Debug, Clone, Copy)]
 pub struct ClockOffset {
     offset_ns: i128,
