@@ -6,13 +6,15 @@
 //! of a traffic plan. No absolute timing is asserted: counts, exact
 //! planned values and accounting identities.
 
+mod common;
+
+use common::{fifo_allowed, run, skip};
 use rtlab_core::result::TrafficReport;
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
 use rtlab_exec::traffic::format::{Stamp, STAMP_BYTES};
 use rtlab_exec::traffic::replay::{ReplayConfig, TxStamps, TxTime};
 use rtlab_probe::{Probe, ProbeOutcome, Start};
-use std::io::Write;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -20,20 +22,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-fn fifo_allowed() -> bool {
-    std::thread::spawn(|| {
-        let param = libc::sched_param { sched_priority: 1 };
-        // SAFETY: valid param for the calling thread.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
-    })
-    .join()
-    .unwrap()
-}
-
-fn skip(reason: &str) {
-    let _ = writeln!(std::io::stderr(), "\nskipped: {reason}");
-}
 
 /// The size of packet `i` of the test plans: one under the stamp's 24
 /// bytes, the others of several sizes.
@@ -81,26 +69,6 @@ fn config(plan: &Path, to: SocketAddr) -> ReplayConfig {
         txtime: TxTime::Off,
         inject: None,
     }
-}
-
-fn run(probe: &dyn Probe, samples: Option<&Path>) -> ProbeOutcome {
-    let dir = tempfile::tempdir().unwrap();
-    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
-        dir.path().join("state"),
-    )));
-    let csv: Option<Box<dyn Write + Send>> =
-        samples.map(|p| Box::new(std::fs::File::create(p).unwrap()) as Box<dyn Write + Send>);
-    let run = probe
-        .start(Start {
-            stop: Arc::new(AtomicBool::new(false)),
-            samples_csv: csv,
-            journal: &journal,
-        })
-        .unwrap();
-    while !run.is_finished() {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    run.finish().unwrap()
 }
 
 /// A loopback receiver taking `expected` datagrams (or what came before
@@ -358,19 +326,10 @@ fn plan_run_of_a_traffic_plan_delivers_every_datagram() {
     }
     let plan = dir.path().join("p.plan");
     std::fs::write(&plan, text).unwrap();
-    let cfg = DispatchConfig {
-        plan,
-        cpu: None,
-        sched: SchedParams {
-            policy: Policy::Fifo,
-            priority: 80,
-            deadline: None,
-        },
-        repeat: Repeat::Times(1),
-        guard: Guard::Fixed(200_000),
-        skip_after_ns: 10_000_000_000,
-        inject: None,
-    };
+    // The replay's own settings as the dispatcher takes them: no --to,
+    // the flow's dest= instead.
+    let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let cfg: DispatchConfig = config(&plan, unused).dispatch();
     let outcome = run(&cfg, None);
     let got = rx.join().unwrap();
     let sizes: Vec<usize> = got.iter().map(Vec::len).collect();

@@ -5,7 +5,9 @@
 //! packet accounting and accuracy.
 
 use crate::text::align;
-use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series, TrafficReport};
+use rtlab_core::result::{
+    NetReport, NoiseReport, RunResult, Series, TrafficAccuracy, TrafficReport,
+};
 // The "within x µs" figures are statistics; re-exported because the
 // tables here are where callers meet them.
 use rtlab_core::units::{human_duration, Micros};
@@ -167,26 +169,39 @@ traffic {}{plan} {direction} {}{stream}; times: {}
     ]
     .map(String::from)
     .to_vec()];
-    let pct = |p: f64| format!("{p:.2} %");
     for a in &t.accuracy {
-        let empty = a.samples == 0;
-        let us = |ns: f64| if empty { "-".to_string() } else { us1(ns) };
-        rows.push(vec![
-            a.series.clone(),
-            a.samples.to_string(),
-            us(a.min_ns as f64),
-            us(a.mean_ns),
-            us(a.max_ns as f64),
-            pct(a.within_1us_pct),
-            pct(a.within_5us_pct),
-            a.within_1pct_of_gap_pct.map_or("-".into(), pct),
-            a.drift_ns_per_s.map_or("-".into(), |d| format!("{d:.1}")),
-        ]);
+        let mut row = vec![a.series.clone()];
+        row.extend(traffic_accuracy_cells(a));
+        rows.push(row);
     }
     out += "signed error against the plan (µs; negative: early or a gap too short):
 ";
     out += &align(&rows, |col, _| col == 0, true);
     out
+}
+
+/// One error series' figures after its name: samples, min, mean and max
+/// (µs; `-` without samples, not zeros that read as perfect), % within
+/// 1 µs, 5 µs and 1 % of the gap, the drift (ns/s).
+pub fn traffic_accuracy_cells(a: &TrafficAccuracy) -> Vec<String> {
+    let us = |ns: f64| {
+        if a.samples == 0 {
+            "-".to_string()
+        } else {
+            us1(ns)
+        }
+    };
+    let pct = |p: f64| format!("{p:.2}%");
+    vec![
+        a.samples.to_string(),
+        us(a.min_ns as f64),
+        us(a.mean_ns),
+        us(a.max_ns as f64),
+        pct(a.within_1us_pct),
+        pct(a.within_5us_pct),
+        a.within_1pct_of_gap_pct.map_or("-".into(), pct),
+        a.drift_ns_per_s.map_or("-".into(), |d| format!("{d:.1}")),
+    ]
 }
 
 /// One value in µs with one decimal, as the papers print them.
@@ -697,7 +712,7 @@ mod tests {
     }
     #[test]
     fn the_traffic_table_accounts_for_every_packet_and_each_error_series() {
-        use rtlab_core::result::{TrafficAccuracy, TrafficCounts};
+        use rtlab_core::result::TrafficCounts;
         let mut t = TrafficReport {
             role: "replay".into(),
             plan: Some("cbr.plan".into()),
@@ -774,8 +789,8 @@ mod tests {
                 "1.2",
                 "2.5",
                 "9.0",
-                "0.00 %",
-                "85.71 %",
+                "0.00%",
+                "85.71%",
                 "-",
                 "-3.2"
             ]

@@ -2,14 +2,14 @@
 //! the collector's two series, and at the end the traffic report.
 
 use super::collector::{self, Collected, Inputs, Outputs};
+use super::config::{ReplayConfig, TxStamps};
 use super::flows::{flows_of, Flow};
 use super::sender::{connect, Departure, FlowSender, SendCounts};
-use super::{ReplayConfig, TxStamps};
 use crate::dispatch::{self, DispatchRun, ExtraSeries, Extras, Modules, Repeat};
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, TrafficCounts, TrafficReport};
 use rtlab_probe::recorder::{ring_capacity, SeriesInput};
-use rtlab_probe::{ProbeOutcome, ProbeRun, Start};
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,6 +19,25 @@ use std::thread::JoinHandle;
 fn flow_ring_capacity(events: u64, span_ns: u64) -> usize {
     let per_half_second = u128::from(events) * 500_000_000 / u128::from(span_ns.max(1));
     (per_half_second as usize).clamp(1024, 1 << 18)
+}
+
+impl Probe for ReplayConfig {
+    fn kind(&self) -> &'static str {
+        "traffic-replay"
+    }
+    fn planned_ns(&self) -> u64 {
+        let once = crate::dispatch::scaled(self.dispatch().planned_ns(), self.speed);
+        match self.repeat {
+            Repeat::Times(_) => once,
+            Repeat::Forever => u64::MAX,
+        }
+    }
+    fn config_json(&self) -> serde_json::Value {
+        rtlab_probe::config_json(self)
+    }
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, with)?))
+    }
 }
 
 pub struct ReplayRun {

@@ -6,7 +6,7 @@
 
 use super::flows::Flow;
 use super::txstamps;
-use crate::module::{Module, Slot};
+use crate::module::{connected_udp, Module, Slot};
 use crate::plan::model::Event;
 use crate::traffic::format::{Stamp, STAMP_BYTES};
 use rtlab_core::clock;
@@ -48,15 +48,8 @@ const SEND_BUFFER_BYTES: usize = 4 << 20;
 /// A flow's socket, connected to its destination (non-blocking, its send
 /// buffer enlarged, transmit stamps asked for when `kernel_stamps`).
 pub fn connect(flow: &Flow, kernel_stamps: bool) -> Result<UdpSocket, String> {
-    let any = if flow.dest.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    };
-    let what = |e: std::io::Error| format!("flow {}: cannot send to {}: {e}", flow.name, flow.dest);
-    let socket = UdpSocket::bind(any).map_err(what)?;
-    socket.connect(flow.dest).map_err(what)?;
-    socket.set_nonblocking(true).map_err(what)?;
+    let socket = connected_udp(flow.dest)
+        .map_err(|e| format!("flow {}: cannot send to {}: {e}", flow.name, flow.dest))?;
     // Best effort: the default buffer still works at modest rates.
     let _ = txstamps::set_send_buffer(socket.as_raw_fd(), SEND_BUFFER_BYTES);
     if kernel_stamps {
