@@ -4,7 +4,7 @@
 
 use super::model::RunView;
 use super::table::Table;
-use crate::probe_summary::traffic_accuracy_cells;
+use crate::traffic_summary::traffic_accuracy_cells;
 
 /// One row per traffic run: its packets, accounted for.
 pub fn traffic_counts_table(runs: &[RunView]) -> Option<Table> {
