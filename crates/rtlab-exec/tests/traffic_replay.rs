@@ -270,6 +270,10 @@ fn refused_sends_are_counted_and_never_fatal() {
     assert!(c.failed > 0, "{c:?}");
     assert_eq!(c.sent + c.skipped + c.failed, c.planned);
     assert_eq!(c.planned, 40);
+    // Every packet reached is a departure or a miss.
+    let departure = &outcome.series[1].stats;
+    assert_eq!(departure.missed, c.skipped + c.failed);
+    assert_eq!(departure.samples + departure.missed, c.planned);
     assert!(outcome.failure.is_none());
     assert!(outcome.warnings.iter().any(|w| w.contains("events failed")));
     // The kernel counts only the datagrams it accepted (OPT_ID): the
@@ -338,4 +342,39 @@ fn plan_run_of_a_traffic_plan_delivers_every_datagram() {
     assert!(got.iter().all(|d| d.iter().all(|&b| b == 0)));
     assert_eq!(outcome.series[0].stats.samples, n as u64);
     assert!(outcome.traffic.is_none());
+}
+
+#[test]
+fn a_loop_without_end_stops_when_told_and_accounts_for_what_it_reached() {
+    if !fifo_allowed() {
+        return skip("SCHED_FIFO not allowed: run as root or with CAP_SYS_NICE");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.plan");
+    write_plan(&plan, "", 10, 1_000);
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut cfg = config(&plan, sink.local_addr().unwrap());
+    cfg.repeat = Repeat::Forever;
+    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
+        dir.path().join("state"),
+    )));
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = cfg
+        .start(Start {
+            stop: Arc::clone(&stop),
+            samples_csv: None,
+            journal: &journal,
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!run.is_finished(), "a loop without end ran to an end");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    assert!(outcome.stopped_early);
+    let c = traffic(&outcome).counts;
+    assert!(c.sent > 10, "{c:?}");
+    assert_eq!(c.planned, c.sent + c.skipped + c.failed);
 }

@@ -206,6 +206,12 @@ impl ProbeRun for ReplayRun {
             .map_err(|_| anyhow::anyhow!("the transmit stamp collector panicked"))?;
         let skipped = outcome.series.first().map_or(0, |s| s.stats.missed);
         let report = about.report(&collected, skipped);
+        // The departure series accounts for every packet reached: one
+        // not sent (skipped or refused) has no departure and counts
+        // missed, so `--budget 'departure:missed=0'` sees it.
+        if let Some(departure) = outcome.series.iter_mut().find(|s| s.name == "departure") {
+            departure.stats.missed = report.counts.skipped + report.counts.failed;
+        }
         outcome
             .warnings
             .extend(about.warnings_of(&collected, &report));
