@@ -11,10 +11,14 @@ mod common;
 use common::{fifo_allowed, run, skip};
 use rtlab_core::result::TrafficReport;
 use rtlab_core::sched::{Policy, SchedParams};
-use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
+use rtlab_exec::dispatch::{
+    start_with, DispatchConfig, Extras, Guard, Inject, Lead, Modules, Repeat,
+};
+use rtlab_exec::module::{Module, Slot};
+use rtlab_exec::plan::Event;
 use rtlab_exec::traffic::format::{Stamp, STAMP_BYTES};
 use rtlab_exec::traffic::replay::{ReplayConfig, TxStamps, TxTime};
-use rtlab_probe::{Probe, ProbeOutcome, Start};
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -377,4 +381,69 @@ fn a_loop_without_end_stops_when_told_and_accounts_for_what_it_reached() {
     let c = traffic(&outcome).counts;
     assert!(c.sent > 10, "{c:?}");
     assert_eq!(c.planned, c.sent + c.skipped + c.failed);
+}
+
+/// Records when each event fired and what the dispatcher said of it.
+struct Recording(Arc<Mutex<Vec<(u64, Slot)>>>);
+
+impl Module for Recording {
+    fn fire(&mut self, _event: &Event, _now_ns: u64) {
+        unreachable!("the dispatcher calls fire_at");
+    }
+    fn fire_at(&mut self, _event: &Event, slot: Slot, now_ns: u64) {
+        self.0.lock().unwrap().push((now_ns, slot));
+    }
+    fn counts(&self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+#[test]
+fn a_lead_fires_each_event_ahead_and_tells_the_module_its_planned_instant() {
+    if !fifo_allowed() {
+        return skip("SCHED_FIFO not allowed: run as root or with CAP_SYS_NICE");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.plan");
+    // Four events 100 ms apart, fired 50 ms ahead (SO_TXTIME's delta):
+    // only a 50 ms stall of the host could make one fire after its instant.
+    write_plan(&plan, "", 4, 100_000);
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let modules: Modules = vec![
+        ("a".into(), Box::new(Recording(Arc::clone(&fired)))),
+        ("b".into(), Box::new(Recording(Arc::clone(&fired)))),
+    ];
+    let extras = Extras {
+        modules: Some(modules),
+        lead: Lead::Fixed(50_000_000),
+        ..Extras::default()
+    };
+    let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let run = start_with(
+        &config(&plan, to).dispatch(),
+        Arc::new(AtomicBool::new(false)),
+        None,
+        extras,
+    )
+    .unwrap();
+    assert_eq!(run.lead_ns(), 50_000_000);
+    let run: Box<dyn ProbeRun> = Box::new(run);
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    let fired = fired.lock().unwrap();
+    let slots: Vec<(u64, u64)> = fired.iter().map(|(_, s)| (s.index, s.planned_ns)).collect();
+    assert_eq!(
+        slots,
+        [(0, 0), (1, 100_000_000), (2, 200_000_000), (3, 300_000_000)]
+    );
+    for (now, slot) in fired.iter() {
+        assert!(
+            *now < slot.start_ns + slot.planned_ns,
+            "fired after its instant"
+        );
+    }
+    // The dispatch series: each event at its planned instant.
+    assert_eq!(outcome.series[0].stats.samples, 4);
 }

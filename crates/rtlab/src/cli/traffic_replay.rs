@@ -55,7 +55,7 @@ pub struct TrafficReplayArgs {
     /// Departure times: kernel (software transmit timestamps where given) or user (the send's clock).
     #[arg(long, default_value = "kernel", value_name = "kernel|user")]
     pub timestamps: String,
-    /// SO_TXTIME with the ETF qdisc: not supported yet, only off.
+    /// SO_TXTIME (an fq or etf qdisc on the route): off, auto (delta = the guard, from the measured wake-up latency) or a delta.
     #[arg(long, default_value = "off", value_name = "off|auto|DURATION")]
     pub txtime: String,
     /// Testing the replay: spin this long before every --inject-every-th packet.

@@ -7,7 +7,7 @@
 
 use super::accuracy::Accuracy;
 use super::sender::Departure;
-use super::txstamps::{self, ClockOffset};
+use super::txstamps::{self, ClockOffset, Queued};
 use rtlab_core::clock;
 use rtlab_probe::recorder::Sample;
 use std::collections::VecDeque;
@@ -56,6 +56,8 @@ pub struct Collected {
     /// (CLOCK_MONOTONIC), of the packets measured.
     pub first: Option<(u64, u64)>,
     pub last: Option<(u64, u64)>,
+    /// Packets the qdisc dropped (SO_TXTIME, their time passed).
+    pub txtime_dropped: u64,
     /// Stamps refused because they came before their packet's send.
     pub stamps_refused: u64,
     /// Errors reading an error queue (the first one's text).
@@ -176,10 +178,11 @@ impl State {
         for (flow, socket) in sockets.iter().enumerate() {
             loop {
                 match txstamps::next(socket.as_raw_fd()) {
-                    Ok(Some(stamp)) => {
+                    Ok(Some(Queued::Stamp(stamp))) => {
                         let at = self.offset.monotonic(stamp.realtime_ns);
                         self.match_stamp(flow, stamp.id, at);
                     }
+                    Ok(Some(Queued::TxtimeDropped)) => self.collected.txtime_dropped += 1,
                     Ok(None) => break,
                     Err(e) => {
                         self.collected

@@ -1,9 +1,10 @@
 //! A replay's settings (the result's `config`) and their check (the
 //! probe that starts it is run.rs's).
 
-use crate::dispatch::{DispatchConfig, Guard, Inject, Repeat};
+use crate::dispatch::{DispatchConfig, Guard, Inject, Lead, Repeat, MAX_GUARD_NS};
 use rtlab_core::sched::SchedParams;
 use rtlab_core::settings::FieldError;
+use rtlab_core::units::human_duration;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -74,17 +75,38 @@ impl ReplayConfig {
         if self.late_after_ns == 0 {
             return Err(FieldError::new("late", "must be above 0"));
         }
-        if self.txtime != TxTime::Off {
-            return Err(FieldError::new(
-                "txtime",
-                "SO_TXTIME is not supported by this rtlab yet: use --txtime off (the default)",
-            ));
+        match self.txtime {
+            TxTime::Off => {}
+            // The packet leaves when the qdisc releases it: only the
+            // kernel's transmit stamp sees that.
+            _ if self.timestamps == TxStamps::User => {
+                return Err(FieldError::new(
+                    "txtime",
+                    "needs --timestamps kernel (the qdisc, not the send, decides the departure)",
+                ))
+            }
+            TxTime::Delta(ns) if ns == 0 || ns > MAX_GUARD_NS => {
+                return Err(FieldError::new(
+                    "txtime",
+                    format!("{}: expected above 0 and at most 1s", human_duration(ns)),
+                ))
+            }
+            TxTime::Auto | TxTime::Delta(_) => {}
         }
         // The dispatcher's own rules; its `repeat` is this command's --loop.
         self.dispatch().validate().map_err(|e| match e.field {
             "repeat" => FieldError::new("loop", e.message),
             _ => e,
         })
+    }
+
+    /// How early the dispatcher fires each packet: SO_TXTIME's delta.
+    pub fn lead(&self) -> Lead {
+        match self.txtime {
+            TxTime::Off => Lead::Fixed(0),
+            TxTime::Auto => Lead::Guard,
+            TxTime::Delta(ns) => Lead::Fixed(ns),
+        }
     }
 
     /// What the dispatcher is given (its modules and speed come apart,
@@ -166,9 +188,18 @@ mod tests {
         assert!(guard.starts_with("--guard 2s"), "{guard}");
         let txtime = refused(ReplayConfig {
             txtime: TxTime::Auto,
+            timestamps: TxStamps::User,
             ..config()
         });
-        assert!(txtime.starts_with("--txtime: SO_TXTIME"), "{txtime}");
+        assert!(
+            txtime.starts_with("--txtime: needs --timestamps kernel"),
+            "{txtime}"
+        );
+        let delta = refused(ReplayConfig {
+            txtime: TxTime::Delta(2_000_000_000),
+            ..config()
+        });
+        assert!(delta.starts_with("--txtime: 2s"), "{delta}");
         let skip = refused(ReplayConfig {
             skip_after_ns: u64::MAX,
             ..config()

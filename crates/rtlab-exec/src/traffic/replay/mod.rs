@@ -9,6 +9,7 @@
 //! - [`flows`]: the plan read once (flows, destinations, largest datagrams);
 //! - [`sender`]: the module that sends a flow's packets (the hot path);
 //! - [`txstamps`]: SO_TIMESTAMPING asked for and read back;
+//! - [`txtime`]: SO_TXTIME, where a qdisc honours it;
 //! - [`collector`]: stamps paired with packets, the `departure` and `gap`
 //!   series;
 //! - [`accuracy`]: the report's online figures;
@@ -21,9 +22,11 @@ mod flows;
 mod run;
 mod sender;
 mod txstamps;
+mod txtime;
 
 pub use accuracy::Accuracy;
 pub use collector::STAMP_WAIT_NS;
 pub use config::{ReplayConfig, TxStamps, TxTime, MAX_SPEED, MIN_SPEED};
 pub use flows::{flows_of, Flow};
 pub use run::ReplayRun;
+pub use txtime::{qdisc_for, Qdisc};

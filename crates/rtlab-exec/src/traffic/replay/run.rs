@@ -2,12 +2,14 @@
 //! the collector's two series, and at the end the traffic report.
 
 use super::collector::{self, Collected, Inputs, Outputs};
-use super::config::{ReplayConfig, TxStamps};
+use super::config::{ReplayConfig, TxStamps, TxTime};
 use super::flows::{flows_of, Flow};
 use super::sender::{connect, Departure, FlowSender, SendCounts};
+use super::txstamps::ClockOffset;
+use super::txtime::qdisc_for;
 use crate::dispatch::{self, DispatchRun, ExtraSeries, Extras, Modules, Repeat};
 use rtlab_core::record::LiveStats;
-use rtlab_core::result::{Series, TrafficCounts, TrafficReport};
+use rtlab_core::result::{Series, TrafficCounts, TrafficReport, TrafficTxtime};
 use rtlab_probe::recorder::{ring_capacity, SeriesInput};
 use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,6 +65,7 @@ fn senders(
     counts: &Arc<SendCounts>,
 ) -> anyhow::Result<(Modules, Inputs)> {
     let kernel_stamps = config.timestamps == TxStamps::Kernel;
+    let with_txtime = config.txtime != TxTime::Off;
     let mut modules: Modules = Vec::with_capacity(flows.len());
     let mut inputs = Inputs {
         rings: Vec::with_capacity(flows.len()),
@@ -71,7 +74,18 @@ fn senders(
         late_after_ns: config.late_after_ns,
     };
     for (index, flow) in flows.iter().enumerate() {
-        let socket = Arc::new(connect(flow, kernel_stamps).map_err(anyhow::Error::msg)?);
+        let qdisc = if with_txtime {
+            Some(qdisc_for(flow.dest).map_err(|e| anyhow::anyhow!("--txtime: {e}"))?)
+        } else {
+            None
+        };
+        let clock = qdisc.as_ref().map(|q| q.clock);
+        // fq reads CLOCK_MONOTONIC, the dispatcher's; etf CLOCK_TAI.
+        let ahead = clock.map(|c| match c {
+            libc::CLOCK_MONOTONIC => 0,
+            other => ClockOffset::of(other).ahead_ns(),
+        });
+        let socket = Arc::new(connect(flow, kernel_stamps, clock).map_err(anyhow::Error::msg)?);
         let (producer, consumer) =
             rtrb::RingBuffer::<Departure>::new(flow_ring_capacity(flow.events, span_ns));
         let sender = FlowSender::new(
@@ -79,6 +93,7 @@ fn senders(
             flow.largest,
             Arc::clone(&socket),
             config.stamp.then_some(config.stream),
+            ahead,
             producer,
             Arc::clone(counts),
         );
@@ -148,6 +163,7 @@ pub fn start(config: &ReplayConfig, with: Start) -> anyhow::Result<ReplayRun> {
         modules: Some(modules),
         series: vec![departure, gap],
         speed: config.speed,
+        lead: config.lead(),
     };
     // On an error here the modules are gone, so the collector ends too.
     let dispatch = dispatch::start_with(&config.dispatch(), with.stop, with.samples_csv, extras)?;
@@ -198,6 +214,7 @@ impl ProbeRun for ReplayRun {
             collector,
             about,
         } = *self;
+        let lead_ns = dispatch.lead_ns();
         // The dispatcher's end drops the senders, which ends the
         // collector, whose end lets the recorder finish.
         let mut outcome = dispatch.finish()?;
@@ -205,7 +222,13 @@ impl ProbeRun for ReplayRun {
             .join()
             .map_err(|_| anyhow::anyhow!("the transmit stamp collector panicked"))?;
         let skipped = outcome.series.first().map_or(0, |s| s.stats.missed);
-        let report = about.report(&collected, skipped);
+        let mut report = about.report(&collected, skipped);
+        if about.config.txtime != TxTime::Off {
+            report.txtime = Some(TrafficTxtime {
+                delta_ns: lead_ns,
+                dropped: collected.txtime_dropped,
+            });
+        }
         // The departure series accounts for every packet reached: one
         // not sent (skipped or refused) has no departure and counts
         // missed, so `--budget 'departure:missed=0'` sees it.
@@ -306,6 +329,12 @@ impl About {
             warnings.push(format!(
                 "{} kernel transmit stamps came before their packet's send and were not used (the kernel's count of sent datagrams does not match rtlab's)",
                 c.stamps_refused
+            ));
+        }
+        if c.txtime_dropped > 0 {
+            warnings.push(format!(
+                "the qdisc dropped {} packets whose transmit time had passed when they reached it (SO_TXTIME): a larger --txtime delta leaves more room",
+                c.txtime_dropped
             ));
         }
         if let Some(e) = &c.queue_error {
