@@ -93,8 +93,11 @@ fn config_from(args: &TrafficReplayArgs) -> anyhow::Result<ReplayConfig> {
     };
     // SO_TXTIME needs a qdisc that honours it on every flow's route.
     if config.txtime != TxTime::Off {
-        for flow in &flows {
-            if let Err(e) = qdisc_for(flow.dest) {
+        let mut dests: Vec<SocketAddr> = flows.iter().map(|f| f.dest).collect();
+        dests.sort_unstable();
+        dests.dedup();
+        for dest in dests {
+            if let Err(e) = qdisc_for(dest) {
                 bad_input!("--txtime: {e}");
             }
         }

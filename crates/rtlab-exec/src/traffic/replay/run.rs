@@ -73,13 +73,25 @@ fn senders(
         kernel_stamps,
         late_after_ns: config.late_after_ns,
     };
+    let mut clocks: Vec<(std::net::SocketAddr, libc::clockid_t)> = Vec::new();
     for (index, flow) in flows.iter().enumerate() {
-        let qdisc = if with_txtime {
-            Some(qdisc_for(flow.dest).map_err(|e| anyhow::anyhow!("--txtime: {e}"))?)
+        let clock = if with_txtime {
+            // One look-up (two processes) per destination, not per flow.
+            let known = clocks.iter().find(|(dest, _)| *dest == flow.dest);
+            let clock = match known {
+                Some(&(_, clock)) => clock,
+                None => {
+                    let clock = qdisc_for(flow.dest)
+                        .map_err(|e| anyhow::anyhow!("--txtime: {e}"))?
+                        .clock;
+                    clocks.push((flow.dest, clock));
+                    clock
+                }
+            };
+            Some(clock)
         } else {
             None
         };
-        let clock = qdisc.as_ref().map(|q| q.clock);
         // fq reads CLOCK_MONOTONIC, the dispatcher's; etf CLOCK_TAI.
         let ahead = clock.map(|c| match c {
             libc::CLOCK_MONOTONIC => 0,
