@@ -1,9 +1,11 @@
 //! Tables that only some probes have: the switch probe's paper-001 layout
 //! (interrupt latency and context switch per mechanism, max and avg ± σ)
-//! the noise probe's sources (paper 002's Table 4.3, per CPU) and the net
-//! probe's message accounting.
+//! the noise probe's sources (paper 002's Table 4.3, per CPU), the net
+//! probe's message accounting and (crate::traffic_summary) the traffic
+//! replay's and recording's packets.
 
-use crate::text::align;
+use crate::text::{align, us1};
+use crate::traffic_summary::traffic_table;
 use rtlab_core::result::{NetReport, NoiseReport, RunResult, Series};
 // The "within x µs" figures are statistics; re-exported because the
 // tables here are where callers meet them.
@@ -23,6 +25,9 @@ pub fn probe_tables(result: &RunResult) -> String {
     }
     if let Some(net) = &result.net {
         out += &net_summary(net);
+    }
+    if let Some(traffic) = &result.traffic {
+        out += &traffic_table(traffic);
     }
     if result
         .series
@@ -88,11 +93,6 @@ pub fn net_summary(net: &NetReport) -> String {
         );
     }
     out
-}
-
-/// One value in µs with one decimal, as the papers print them.
-fn us1(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
 }
 
 /// `max` of a series, or `-` without samples (0.0 would read as perfect).
