@@ -47,7 +47,7 @@ impl Probe for RecordConfig {
     }
 
     fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
-        Ok(Box::new(start(self, with.stop, with.samples_csv)?))
+        Ok(Box::new(RecordRun::start(self, with)?))
     }
 }
 
@@ -69,6 +69,15 @@ pub struct RecordRun {
     cpu: Option<usize>,
     settings: ThreadSettings,
     warnings: Vec<String>,
+}
+
+impl RecordRun {
+    /// Starts recording as [`Probe::start`] does, with the concrete run
+    /// (whose [`local_addr`](Self::local_addr) says the port chosen for
+    /// port 0).
+    pub fn start(config: &RecordConfig, with: Start) -> anyhow::Result<RecordRun> {
+        start(config, with.stop, with.samples_csv)
+    }
 }
 
 fn start(
