@@ -8,7 +8,6 @@
 //! machine-wide lock (`flock /tmp/rtlab-host.lock cargo test -p rtlab-exec
 //! --test traffic_record`).
 
-use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_exec::plan;
 use rtlab_exec::traffic::format::{digest, Stamp, TrafficData};
 use rtlab_exec::traffic::record::{RecordConfig, RecordRun};
@@ -22,18 +21,9 @@ use std::time::{Duration, Instant};
 
 fn config(output: Option<&Path>) -> RecordConfig {
     RecordConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
         output: output.map(Path::to_path_buf),
-        duration_ns: None,
-        count: None,
         idle_ns: Some(400_000_000),
-        against: None,
-        cpu: None,
-        sched: SchedParams {
-            policy: Policy::Fifo,
-            priority: rtlab_probe::DEFAULT_PRIORITY,
-            deadline: None,
-        },
+        ..RecordConfig::new("127.0.0.1:0".parse().unwrap())
     }
 }
 

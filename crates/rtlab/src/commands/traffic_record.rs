@@ -7,7 +7,6 @@ use crate::cli::TrafficRecordArgs;
 use crate::input::{bad_input, InputError};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::result::TrafficReport;
-use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::flag;
 use rtlab_exec::traffic::record::{Against, RecordConfig};
 use rtlab_exec::traffic::sink::PlanSink;
@@ -29,20 +28,16 @@ fn config_from(args: &TrafficRecordArgs) -> anyhow::Result<RecordConfig> {
     if let Some(cpu) = args.cpu.filter(|&cpu| !online.contains(cpu)) {
         bad_input!("--cpu {cpu}: not an online CPU (online: {online})");
     }
-    let config = RecordConfig {
-        listen,
+    let mut config = RecordConfig {
         output: args.output.clone(),
         duration_ns: args.duration,
         count: args.count,
         idle_ns: args.idle,
         against: args.against.clone(),
         cpu: args.cpu,
-        sched: SchedParams {
-            policy: Policy::Fifo,
-            priority: args.priority,
-            deadline: None,
-        },
+        ..RecordConfig::new(listen)
     };
+    config.sched.priority = args.priority;
     config.validate().map_err(|e| InputError(e.render(flag)))?;
     // A port in use, an address not of this host, a port below 1024 for a
     // user without the right: said now, by the flag (the probe binds again

@@ -47,8 +47,8 @@ impl Against {
         })
     }
 
-    /// Events in one repetition.
-    pub fn len(&self) -> u64 {
+    /// Events in one repetition (never 0: `load` refuses an empty plan).
+    pub fn events_per_repetition(&self) -> u64 {
         self.len
     }
 
@@ -99,7 +99,7 @@ mod tests {
             Ok(a) => a,
             Err(e) => panic!("{e}"),
         };
-        assert_eq!(against.len(), 3);
+        assert_eq!(against.events_per_repetition(), 3);
         assert_eq!(against.planned_ns(2), Some(3_000_000));
         assert_eq!(against.planned_ns(4), Some(11_000_000));
         assert_eq!(against.planned_ns(u64::MAX), None);

@@ -1,6 +1,6 @@
 //! What a recording is told, and the one place its settings are checked.
 
-use rtlab_core::sched::SchedParams;
+use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::FieldError;
 use rtlab_probe::settings::{check_priority, check_span, refuse_deadline};
 use serde::Serialize;
@@ -26,6 +26,26 @@ pub struct RecordConfig {
 }
 
 impl RecordConfig {
+    /// Receives on `listen` with the defaults: no plan written, no limit
+    /// (a signal ends it), SCHED_FIFO at rtlab's default priority, not
+    /// pinned.
+    pub fn new(listen: SocketAddr) -> RecordConfig {
+        RecordConfig {
+            listen,
+            output: None,
+            duration_ns: None,
+            count: None,
+            idle_ns: None,
+            against: None,
+            cpu: None,
+            sched: SchedParams {
+                policy: Policy::Fifo,
+                priority: rtlab_probe::DEFAULT_PRIORITY,
+                deadline: None,
+            },
+        }
+    }
+
     /// Checks the settings; errors name `rtlab traffic record`'s flag
     /// without dashes.
     pub fn validate(&self) -> Result<(), FieldError> {
@@ -73,24 +93,10 @@ fn check_positive(key: &'static str, ns: u64) -> Result<(), FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtlab_core::sched::Policy;
     use rtlab_core::settings::flag;
 
-    pub(crate) fn config() -> RecordConfig {
-        RecordConfig {
-            listen: "127.0.0.1:7000".parse().unwrap(),
-            output: None,
-            duration_ns: None,
-            count: None,
-            idle_ns: None,
-            against: None,
-            cpu: None,
-            sched: SchedParams {
-                policy: Policy::Fifo,
-                priority: rtlab_probe::DEFAULT_PRIORITY,
-                deadline: None,
-            },
-        }
+    fn config() -> RecordConfig {
+        RecordConfig::new("127.0.0.1:7000".parse().unwrap())
     }
 
     fn refused(config: RecordConfig) -> (&'static str, String) {

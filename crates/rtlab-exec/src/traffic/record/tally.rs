@@ -268,7 +268,7 @@ impl Tally {
                 let expected = against.expected(highest);
                 (expected, expected.saturating_sub(self.matcher.distinct))
             }
-            (Some(against), None) => (against.len(), against.len()),
+            (Some(against), None) => (against.events_per_repetition(), against.events_per_repetition()),
             (None, Some((lowest, highest))) => {
                 ((highest - lowest).saturating_add(1), self.matcher.lost())
             }
