@@ -11,6 +11,7 @@
 use rtlab_exec::plan;
 use rtlab_exec::traffic::format::{digest, Stamp, TrafficData};
 use rtlab_exec::traffic::record::{RecordConfig, RecordRun};
+use rtlab_exec::traffic::sink::{FlowKey, PlanSink};
 use rtlab_probe::{ProbeOutcome, ProbeRun, Start};
 use std::io::Write;
 use std::net::{SocketAddr, UdpSocket};
@@ -321,4 +322,58 @@ fn an_injected_stall_shows_in_arrival_gap_at_that_packet() {
     // at least the stall there, and at least 1 ms before every packet: the
     // gap exceeds its planned 1 ms by at least the stall.
     assert!(gaps[STALLED - 1] >= STALL_NS, "{}", gaps[STALLED - 1]);
+}
+
+#[test]
+fn against_the_plan_sent_lost_counts_what_never_came_after_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let sent = dir.path().join("sent.plan");
+    // 20 datagrams 500 µs apart; the plan's instants, not the stamps',
+    // are the reference (the stamps below say 0 for every packet).
+    let mut sink = PlanSink::create(&sent).unwrap();
+    let flow = sink
+        .flow(FlowKey {
+            src: None,
+            dest: None,
+        })
+        .unwrap();
+    for i in 0..20u64 {
+        let data = TrafficData {
+            size: 64,
+            digest: 0,
+        };
+        sink.push(i * 500_000, flow, data).unwrap();
+    }
+    sink.finish(|_| {}).unwrap();
+    let outcome = record(
+        RecordConfig {
+            against: Some(sent),
+            ..config(None)
+        },
+        None,
+        |to| {
+            let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            for s in 0..15 {
+                // 3 is never sent, but its time passes.
+                if s != 3 {
+                    tx.send_to(&stamped(3, s, 0, 64), to).unwrap();
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        },
+    );
+    let report = outcome.traffic.unwrap();
+    let c = report.counts;
+    // 3 and 15..20 never came.
+    assert_eq!((c.planned, c.received, c.lost), (20, 14, 6), "{c:?}");
+    // The sender slept at least 500 µs per planned packet, and lo stamps
+    // a datagram in its send call (netdev_tstamp_prequeue): no gap is
+    // shorter than planned, whatever the stamps said.
+    let gap = report
+        .accuracy
+        .iter()
+        .find(|a| a.series == "arrival_gap")
+        .unwrap();
+    assert_eq!(gap.samples, 13);
+    assert!(gap.min_ns >= 0, "{gap:?}");
 }

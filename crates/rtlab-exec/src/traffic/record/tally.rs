@@ -268,7 +268,10 @@ impl Tally {
                 let expected = against.expected(highest);
                 (expected, expected.saturating_sub(self.matcher.distinct))
             }
-            (Some(against), None) => (against.events_per_repetition(), against.events_per_repetition()),
+            (Some(against), None) => (
+                against.events_per_repetition(),
+                against.events_per_repetition(),
+            ),
             (None, Some((lowest, highest))) => {
                 ((highest - lowest).saturating_add(1), self.matcher.lost())
             }
@@ -516,5 +519,32 @@ mod tests {
         assert_eq!(plan.events.len(), 5_000);
         let offsets: Vec<u64> = (0..5_000).map(|i| plan.events.event(i).offset_ns).collect();
         assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn past_65535_flows_the_plan_is_given_up_and_the_counting_goes_on() {
+        let (outlets, _consumers) = outlets();
+        let listen = "127.0.0.1:7000".parse().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("got.plan");
+        let plan = PlanOut {
+            path: path.clone(),
+            sink: PlanSink::create(&path).unwrap(),
+        };
+        let mut tally = Tally::new(listen, Some(plan), None, outlets);
+        for i in 0..70_000u64 {
+            let mut a = arrival(i * 1_000, 0, None);
+            a.src = Some(SocketAddr::from(([10, 0, (i >> 16) as u8, 1], i as u16)));
+            tally.take(&a);
+        }
+        let t = tally.finish();
+        assert_eq!(t.report.counts.received, 70_000);
+        let failure = t.failure.expect("the plan cannot hold the flows");
+        assert!(failure.contains("more than 65535 flows"), "{failure}");
+        assert!(t
+            .warnings
+            .iter()
+            .any(|w| w.contains("more than 65535 sources")));
+        assert!(!path.exists(), "no plan is written");
     }
 }
