@@ -269,7 +269,9 @@ pub struct TrafficAccuracy {
     /// 99.7 % at 500 µs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within_1pct_of_gap_pct: Option<f64>,
-    /// Instant series: the least-squares slope of the error over time,
+    /// Instant series: the least-squares slope over time of the error's
+    /// floor (the smallest error of each block of packets, which stalls
+    /// cannot tilt),
     /// ns per second: a schedule computed from the previous packet
     /// drifts, an absolute one does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,8 @@
 //!
 //! - [`format`]: what a traffic event's 12 bytes hold, and the stamp a
 //!   replay puts at the start of each datagram (docs/plan-format.md);
+//! - [`accuracy`]: how close packets came to their plan (both sides);
+//! - [`clocks`]: the kernel's packet stamps on the schedule's clock;
 //! - [`sink`]: a plan written as packets come, in bounded memory;
 //! - [`gen`]: constant rate, Poisson, bursts and on/off patterns;
 //! - [`pcap`]: pcap and pcapng captures in (UDP flows) and out;
@@ -11,6 +13,8 @@
 //! - [`record`]: the receiver (a probe: kernel receive stamps, a plan
 //!   written, arrivals compared with the plan the stamps name).
 
+pub mod accuracy;
+pub mod clocks;
 pub mod format;
 pub mod gen;
 pub mod pcap;

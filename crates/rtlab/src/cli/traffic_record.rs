@@ -17,8 +17,8 @@ Every datagram is timestamped by the kernel as it arrives (SO_TIMESTAMPNS)
 and written to the plan (-o): one flow per source, offsets from the first
 arrival, sizes and payload digests (never the payloads). Series:
 interarrival (the gaps); when the datagrams carry `rtlab traffic replay`'s
-stamps, also arrival (|arrival - planned instant|, aligned on the first
-stamped datagram) and arrival_gap (|arrival gap - planned gap|), with
+stamps, also arrival (|arrival - planned instant|, aligned on the fastest of
+the first 64 stamped datagrams) and arrival_gap (|arrival gap - planned gap|), with
 lost, duplicate and reordered packets counted. --against: the plan that
 was sent gives the planned instants and the packets expected. Datagrams
 the kernel dropped for a full buffer are counted in a warning. Stops after

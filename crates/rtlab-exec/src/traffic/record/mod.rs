@@ -11,13 +11,11 @@
 //! - `receive`: the measuring thread's loop (hot path);
 //! - `matcher`: stamps' sequences → lost, duplicate and reordered, in
 //!   bounded memory whatever a peer sends;
-//! - `accuracy`: one error series' summary (within 1/5 µs, drift);
 //! - `against`: the plan that was sent, planned instants by sequence;
 //! - `tally`: off the hot path, arrivals → the plan written, the samples
 //!   and the report;
 //! - `run`: the probe (threads, recorder, outcome).
 
-mod accuracy;
 mod against;
 pub mod config;
 mod matcher;

@@ -10,6 +10,7 @@
 //! which the kernel took before.
 
 use super::socket::RxSocket;
+use crate::traffic::clocks::ClockOffset;
 use crate::traffic::format::{self, Stamp};
 use rtlab_core::clock;
 use std::net::SocketAddr;
@@ -18,8 +19,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// One datagram as it crosses the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arrival {
-    /// The kernel's receive stamp (CLOCK_REALTIME ns), or the user-space
-    /// CLOCK_REALTIME after the receive when the kernel gave none.
+    /// The kernel's receive stamp brought to CLOCK_MONOTONIC
+    /// (crate::traffic::clocks: the offset is measured again after each
+    /// batch), or the CLOCK_MONOTONIC time after the receive when the
+    /// kernel gave none.
     pub stamp_ns: u64,
     pub kernel_stamped: bool,
     /// ns from the run's start (CLOCK_MONOTONIC), for the series' time axis.
@@ -55,19 +58,6 @@ pub struct End {
     pub error: Option<String>,
 }
 
-/// CLOCK_REALTIME now, ns: the kernel stamps' clock.
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
-
 /// Receives until a limit or `stop`; `start_ns` is the run's start
 /// (CLOCK_MONOTONIC).
 pub fn receive_loop(
@@ -78,8 +68,9 @@ pub fn receive_loop(
     stop: &AtomicBool,
     start_ns: u64,
 ) -> End {
-    // REALTIME − MONOTONIC, to place kernel stamps on the run's time axis.
-    let realtime_ahead = realtime_ns().wrapping_sub(clock::now_ns());
+    // The kernel's stamps are CLOCK_REALTIME, which may not run at
+    // CLOCK_MONOTONIC's rate (crate::traffic::clocks).
+    let mut realtime = ClockOffset::measure();
     let mut end = End::default();
     let mut last_batch_ns = None;
     'receive: loop {
@@ -108,7 +99,7 @@ pub fn receive_loop(
         }
         let after_ns = clock::now_ns();
         last_batch_ns = Some(after_ns);
-        let user_stamp_ns = after_ns.wrapping_add(realtime_ahead);
+        realtime.refresh(after_ns);
         for i in 0..n {
             if limits.count.is_some_and(|count| end.received >= count) {
                 break 'receive;
@@ -119,14 +110,13 @@ pub fn receive_loop(
             if datagram.dropped.is_some() {
                 end.kernel_dropped = datagram.dropped;
             }
-            let stamp_ns = datagram.kernel_ns.unwrap_or(user_stamp_ns);
+            let stamp_ns = datagram
+                .kernel_ns
+                .map_or(after_ns, |real| realtime.monotonic(real).min(after_ns));
             let arrival = Arrival {
                 stamp_ns,
                 kernel_stamped: datagram.kernel_ns.is_some(),
-                at_ns: stamp_ns
-                    .wrapping_sub(realtime_ahead)
-                    .saturating_sub(start_ns)
-                    .min(after_ns.saturating_sub(start_ns)),
+                at_ns: stamp_ns.saturating_sub(start_ns),
                 size: datagram.payload.len() as u32,
                 digest: format::digest(datagram.payload),
                 src: datagram.src,

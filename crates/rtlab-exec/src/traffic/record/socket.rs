@@ -5,9 +5,9 @@
 //! the same software receive stamp (taken when the packet enters the
 //! stack, before any queueing to this thread), SO_TIMESTAMPNS in one
 //! plain timespec on every kernel and without the flags' variants. The
-//! stamp is CLOCK_REALTIME: only differences between stamps are used, so
-//! its epoch does not matter (a clock step during a recording does; the
-//! offsets written never go backwards, see `tally`).
+//! stamp is CLOCK_REALTIME; the receive loop brings it to CLOCK_MONOTONIC
+//! after each batch (crate::traffic::clocks: the two need not run at the
+//! same rate), and the offsets written never go backwards (see `tally`).
 //!
 //! SO_RXQ_OVFL adds to each datagram the kernel's count of datagrams the
 //! socket dropped because its buffer was full: the one loss a receiver

@@ -5,9 +5,10 @@
 //! order: the `departure` and `gap` series and their online accuracy.
 //! The dispatcher never waits for it.
 
-use super::accuracy::Accuracy;
 use super::sender::Departure;
-use super::txstamps::{self, ClockOffset, Queued};
+use super::txstamps::{self, Queued};
+use crate::traffic::accuracy::Accuracy;
+use crate::traffic::clocks::ClockOffset;
 use rtlab_core::clock;
 use rtlab_probe::recorder::Sample;
 use std::collections::VecDeque;
@@ -258,7 +259,8 @@ impl State {
         let c = &mut self.collected;
         c.departures += 1;
         c.late += u64::from(error > 0 && error as u64 > late_after_ns);
-        c.departure.add(d.planned_ns, error);
+        c.departure
+            .add_instant(i128::from(error), d.planned_ns as f64 / 1e9);
         push(
             &mut out.departure,
             &out.departure_dropped,
@@ -268,7 +270,8 @@ impl State {
         if let Some((last_departed, last_planned)) = c.last {
             let planned_gap = planned.saturating_sub(last_planned);
             let gap_error = (departed as i64 - last_departed as i64) - planned_gap as i64;
-            c.gap.add_gap(d.planned_ns, gap_error, planned_gap);
+            c.gap
+                .add_gap(i128::from(gap_error), u128::from(planned_gap));
             push(&mut out.gap, &out.gap_dropped, d.planned_ns, gap_error);
         }
         c.first.get_or_insert((departed, planned));

@@ -12,10 +12,8 @@
 //! - [`txtime`]: SO_TXTIME, where a qdisc honours it;
 //! - [`collector`]: stamps paired with packets, the `departure` and `gap`
 //!   series;
-//! - [`accuracy`]: the report's online figures;
 //! - [`run`]: the probe run and its traffic report.
 
-mod accuracy;
 mod collector;
 mod config;
 mod flows;
@@ -24,7 +22,6 @@ mod sender;
 mod txstamps;
 mod txtime;
 
-pub use accuracy::Accuracy;
 pub use collector::STAMP_WAIT_NS;
 pub use config::{ReplayConfig, TxStamps, TxTime, MAX_SPEED, MIN_SPEED};
 pub use flows::{flows_of, Flow};

@@ -5,9 +5,9 @@ use super::collector::{self, Collected, Inputs, Outputs};
 use super::config::{ReplayConfig, TxStamps, TxTime};
 use super::flows::{flows_of, Flow};
 use super::sender::{connect, Departure, FlowSender, SendCounts};
-use super::txstamps::ClockOffset;
 use super::txtime::qdisc_for;
 use crate::dispatch::{self, DispatchRun, ExtraSeries, Extras, Modules, Repeat};
+use crate::traffic::clocks::ClockOffset;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, TrafficCounts, TrafficReport, TrafficTxtime};
 use rtlab_probe::recorder::{ring_capacity, SeriesInput};
@@ -306,12 +306,9 @@ impl About {
             planned_pps,
             accuracy: vec![
                 c.departure
-                    .report("departure", "departure − planned instant", false),
-                c.gap.report(
-                    "gap",
-                    "(departure − previous departure) − (planned gap)",
-                    true,
-                ),
+                    .summary("departure", "departure − planned instant"),
+                c.gap
+                    .summary("gap", "(departure − previous departure) − (planned gap)"),
             ],
             stream: self
                 .config

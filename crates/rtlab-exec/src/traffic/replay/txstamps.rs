@@ -5,10 +5,9 @@
 //! count of the datagrams sent before it (`ee_data`), which the sender
 //! counts too: that is how a stamp finds its packet. `OPT_TSONLY` keeps
 //! the datagram's bytes out of the error queue. The stamp is
-//! CLOCK_REALTIME; [`ClockOffset`] brings it to CLOCK_MONOTONIC, the
-//! dispatcher's clock.
+//! CLOCK_REALTIME; [`crate::traffic::clocks::ClockOffset`] brings it to
+//! CLOCK_MONOTONIC, the dispatcher's clock.
 
-use rtlab_core::clock;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -144,89 +143,10 @@ fn parse(msg: &libc::msghdr) -> Option<Queued> {
     }))
 }
 
-/// CLOCK_REALTIME − CLOCK_MONOTONIC, measured by reading the real-time
-/// clock between two monotonic reads (the narrowest bracket of a few
-/// tries): its error is half that bracket, tens of ns. Both clocks run at
-/// the same (NTP-adjusted) rate; a step of the real-time clock
-/// (clock_settime, an NTP step) changes the offset, so the collector
-/// measures it again every second.
-#[derive(Debug, Clone, Copy)]
-pub struct ClockOffset {
-    offset_ns: i128,
-    measured_at: u64,
-}
-
-fn read_clock(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// How often the offset is measured again.
-const REMEASURE_NS: u64 = 1_000_000_000;
-
-impl ClockOffset {
-    /// CLOCK_REALTIME's offset (the transmit stamps' clock).
-    pub fn measure() -> ClockOffset {
-        ClockOffset::of(libc::CLOCK_REALTIME)
-    }
-
-    /// `other` − CLOCK_MONOTONIC (CLOCK_TAI for an etf qdisc).
-    pub fn of(other: libc::clockid_t) -> ClockOffset {
-        let mut best = (u64::MAX, 0i128);
-        for _ in 0..7 {
-            let before = clock::now_ns();
-            let real = read_clock(other);
-            let after = clock::now_ns();
-            let width = after - before;
-            if width < best.0 {
-                let middle = before + width / 2;
-                best = (width, i128::from(real) - i128::from(middle));
-            }
-        }
-        ClockOffset {
-            offset_ns: best.1,
-            measured_at: clock::now_ns(),
-        }
-    }
-
-    /// Measures again if the last measurement is a second old.
-    pub fn refresh(&mut self, now_ns: u64) {
-        if now_ns.saturating_sub(self.measured_at) >= REMEASURE_NS {
-            *self = ClockOffset::measure();
-        }
-    }
-
-    /// An instant of the other clock on CLOCK_MONOTONIC.
-    pub fn monotonic(&self, realtime_ns: u64) -> u64 {
-        (i128::from(realtime_ns) - self.offset_ns).clamp(0, i128::from(u64::MAX)) as u64
-    }
-
-    /// The ns to add to a CLOCK_MONOTONIC instant to have it on the other
-    /// clock.
-    pub fn ahead_ns(&self) -> i64 {
-        self.offset_ns
-            .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_offset_brings_the_real_time_clock_to_the_monotonic_one() {
-        let offset = ClockOffset::measure();
-        let mono = clock::now_ns();
-        let back = offset.monotonic(read_clock(libc::CLOCK_REALTIME));
-        // Only that it converts (no timing asserted): the converted read
-        // comes after the monotonic one, within a generous minute.
-        assert!(back + 1_000_000 >= mono && back < mono + 60_000_000_000);
-    }
+    use rtlab_core::clock;
 
     #[test]
     fn a_send_on_loopback_is_stamped_with_its_count() {
