@@ -643,3 +643,66 @@ fn fuzz_rt_app() {
         iterations: 3000,
     });
 }
+
+// ---------------------------------------------------------------------------
+// Captures (crates/rtlab-exec/src/traffic/pcap/): `rtlab traffic import`
+// ---------------------------------------------------------------------------
+
+/// Reads a pcap or pcapng capture to its end or its first error, and
+/// every packet's UDP datagram, as `traffic import` does.
+fn pcap(input: &[u8]) -> Outcome {
+    use rtlab_exec::traffic::format::MAX_PAYLOAD;
+    use rtlab_exec::traffic::pcap::{link, read::CaptureReader};
+    let Ok(mut reader) = CaptureReader::open(input) else {
+        return Ok(Verdict::Rejected);
+    };
+    let mut expected_number = 1;
+    loop {
+        let packet = match reader.next_packet() {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => {
+                if !e.contains("byte ") {
+                    return Err(format!("an error that says not where: {e}"));
+                }
+                return Ok(Verdict::Rejected);
+            }
+        };
+        if packet.number != expected_number {
+            return Err(format!(
+                "packet {} after packet {}",
+                packet.number,
+                expected_number - 1
+            ));
+        }
+        expected_number += 1;
+        if let Some(d) = link::datagram(packet.link_type, packet.data) {
+            if usize::from(d.size) > MAX_PAYLOAD || d.captured.len() > usize::from(d.size) {
+                return Err(format!(
+                    "datagram of {} bytes, {} captured",
+                    d.size,
+                    d.captured.len()
+                ));
+            }
+        }
+    }
+    if reader.position() != input.len() as u64 {
+        return Err(format!(
+            "the end at byte {} of {}",
+            reader.position(),
+            input.len()
+        ));
+    }
+    Ok(Verdict::Accepted)
+}
+
+#[test]
+fn fuzz_pcap() {
+    fuzz(&Target {
+        name: "pcap",
+        oracle: pcap,
+        derive: None,
+        fixup: None,
+        iterations: 3000,
+    });
+}

@@ -114,6 +114,13 @@ impl PlanSink {
         if let Some(&id) = self.flows.get(&key) {
             return Ok(id);
         }
+        self.declare(key)
+    }
+
+    /// A new flow for `key` even when one was declared for it already
+    /// (`traffic gen --flows 4 --dest X`: four flows to one address);
+    /// [`flow`](Self::flow) then finds the first of them.
+    pub fn declare(&mut self, key: FlowKey) -> Result<u16, SinkError> {
         if self.modules.len() >= MAX_MODULES {
             return Err(SinkError::TooManyFlows);
         }
@@ -131,7 +138,7 @@ impl PlanSink {
             kind: KIND.to_string(),
             settings,
         });
-        self.flows.insert(key, id);
+        self.flows.entry(key).or_insert(id);
         Ok(id)
     }
 
@@ -178,6 +185,11 @@ impl PlanSink {
 
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Flows declared so far.
+    pub fn flows(&self) -> usize {
+        self.modules.len()
     }
 
     /// Offset of the last event pushed.
@@ -260,8 +272,9 @@ fn unnamed_file(dir: &Path) -> io::Result<File> {
         .open(dir)
 }
 
-/// Reads until `buffer` is full or the end: whole events per chunk.
-fn read_full(reader: &mut impl io::Read, buffer: &mut [u8]) -> io::Result<usize> {
+/// Reads until `buffer` is full or the end: whole events per chunk (and
+/// whole headers for the capture reader); the bytes read.
+pub(crate) fn read_full(reader: &mut impl io::Read, buffer: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() {
         match reader.read(&mut buffer[filled..]) {

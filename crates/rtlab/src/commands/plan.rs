@@ -28,7 +28,7 @@ fn open(path: &Path) -> anyhow::Result<LoadedPlan> {
     load(path).map_err(plan_err)
 }
 
-fn progress(total: u64, quiet: bool, what: &str) -> Option<ProgressBar> {
+pub(crate) fn progress(total: u64, quiet: bool, what: &str) -> Option<ProgressBar> {
     if quiet || total < PROGRESS_FROM || !std::io::stderr().is_terminal() {
         return None;
     }
