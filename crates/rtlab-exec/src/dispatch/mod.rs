@@ -11,10 +11,12 @@
 //! as missed. Samples + missed = events.
 
 mod calibrate;
+mod extras;
 
-use crate::module::{self, Module};
+use crate::module::{self, Module, Slot};
 use crate::plan::{self, EventSource, LoadedPlan};
 use calibrate::Calibration;
+pub use extras::{scaled, ExtraSeries, Extras, Modules};
 use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
@@ -145,7 +147,12 @@ impl Probe for DispatchConfig {
     }
 
     fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
-        Ok(Box::new(start(self, with.stop, with.samples_csv)?))
+        Ok(Box::new(start_with(
+            self,
+            with.stop,
+            with.samples_csv,
+            Extras::default(),
+        )?))
     }
 }
 
@@ -176,6 +183,8 @@ pub struct DispatchRun {
     recorder: Option<Recorder>,
     start_ns: u64,
     interval_ns: u64,
+    /// The extra series' name, metric and interval, after `dispatch`.
+    extra: Vec<(String, String, u64)>,
     cpu: Option<usize>,
     settings: ThreadSettings,
     warnings: Vec<String>,
@@ -208,26 +217,38 @@ fn load_checked(path: &Path) -> anyhow::Result<LoadedPlan> {
     Ok(plan)
 }
 
-fn start(
+/// Dispatches `config`'s plan with `extras` (the default: what `rtlab
+/// plan run` does): the caller's modules instead of the plan's, more
+/// series in the recorder, the plan played at a speed.
+pub fn start_with(
     config: &DispatchConfig,
     stop: Arc<AtomicBool>,
     samples_csv: Option<Box<dyn Write + Send>>,
+    extras: Extras,
 ) -> anyhow::Result<DispatchRun> {
     config.validate()?;
     let plan = load_checked(&config.plan)?;
-    let period = DispatchConfig::period_of(&plan);
-    let span = plan.events.event(plan.events.len() - 1).offset_ns + 1;
+    let speed = extras.speed;
+    let period = scaled(DispatchConfig::period_of(&plan), speed).max(1);
+    let span = scaled(plan.events.event(plan.events.len() - 1).offset_ns, speed) + 1;
     // The ring holds two seconds of events at the plan's mean rate.
     // The mean spacing between events (the series' interval).
     let mean_spacing = (span.saturating_sub(1) / (plan.events.len() - 1).max(1)).max(1);
     let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(mean_spacing));
     let dropped = Arc::new(AtomicU64::new(0));
+    let mut inputs = vec![SeriesInput {
+        csv_label: "dispatch".into(),
+        consumer,
+        dropped: Arc::clone(&dropped),
+    }];
+    let mut extra = Vec::new();
+    for series in extras.series {
+        extra.push((series.name, series.metric, series.interval_ns));
+        inputs.push(series.input);
+    }
+    let given_modules = extras.modules;
     let recorder = Recorder::spawn(
-        vec![SeriesInput {
-            csv_label: "dispatch".into(),
-            consumer,
-            dropped: Arc::clone(&dropped),
-        }],
+        inputs,
         None,
         samples_csv.map(|out| SamplesCsv {
             out,
@@ -249,10 +270,16 @@ fn start(
     launch.spawn("the dispatcher".into(), builder, move |gate| {
         let plan = thread_plan;
         let set_up = launch::caught(|| {
-            let mut modules = Vec::with_capacity(plan.header.modules.len());
-            for decl in &plan.header.modules {
-                modules.push((decl.name.clone(), module::build(decl)?));
-            }
+            let modules = match given_modules {
+                Some(modules) => modules,
+                None => {
+                    let mut modules = Vec::with_capacity(plan.header.modules.len());
+                    for decl in &plan.header.modules {
+                        modules.push((decl.name.clone(), module::build(decl)?));
+                    }
+                    modules
+                }
+            };
             let (settings, warnings) =
                 rtlab_probe::thread::set_up_measuring_thread(cfg.cpu, &cfg.sched);
             let (guard_ns, calibration) = match cfg.guard {
@@ -290,6 +317,7 @@ fn start(
                     position: &thread_position,
                     modules,
                     period,
+                    speed,
                     guard_ns,
                     skip_after_ns: cfg.skip_after_ns,
                     inject: cfg.inject,
@@ -322,13 +350,7 @@ fn start(
     }
     let damaged = Arc::new(AtomicBool::new(false));
     let pager = spawn_pager(plan, position, run_stop, Arc::clone(&damaged));
-    if mean_spacing <= ready.guard_ns && rt_throttled() {
-        warnings.push(format!(
-            "events {} apart on average, within the {} guard: the dispatcher hardly sleeps, and the kernel's real-time throttling (kernel.sched_rt_runtime_us) will take the CPU from it for 5 % of every second, skipping events; --sysctl kernel.sched_rt_runtime_us=-1 lifts it for the run",
-            rtlab_core::units::human_duration(mean_spacing),
-            rtlab_core::units::human_duration(ready.guard_ns)
-        ));
-    }
+    warnings.extend(throttle_warning(mean_spacing, ready.guard_ns));
     let start_ns = clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns.saturating_mul(2));
     let thread = launch.go(start_ns).remove(0);
     Ok(DispatchRun {
@@ -338,6 +360,7 @@ fn start(
         recorder: Some(recorder),
         start_ns,
         interval_ns: mean_spacing,
+        extra,
         cpu: config.cpu,
         settings: ready.settings,
         warnings,
@@ -417,7 +440,10 @@ struct Dispatcher<'a> {
     /// Events dispatched so far, over all repetitions (for the pager).
     position: &'a AtomicU64,
     modules: Vec<(String, Box<dyn Module>)>,
+    /// One repetition's length, after the speed.
     period: u64,
+    /// Offsets are divided by this (extras::scaled).
+    speed: f64,
     guard_ns: u64,
     skip_after_ns: u64,
     inject: Option<Inject>,
@@ -447,7 +473,7 @@ impl Dispatcher<'_> {
                 }
                 self.position.store(done, Ordering::Relaxed);
                 let event = self.events.event(index);
-                let at = repetition_start.saturating_add(event.offset_ns);
+                let at = repetition_start.saturating_add(scaled(event.offset_ns, self.speed));
                 if !wait_until(at.saturating_sub(self.guard_ns), stop) {
                     break 'plan;
                 }
@@ -474,7 +500,12 @@ impl Dispatcher<'_> {
                 }
                 let fire = clock::now_ns();
                 if let Some((_, module)) = self.modules.get_mut(usize::from(event.module)) {
-                    module.fire(&event, fire);
+                    let slot = Slot {
+                        index: done - 1,
+                        start_ns,
+                        planned_ns: at - start_ns,
+                    };
+                    module.fire_at(&event, slot, fire);
                 }
                 fired += 1;
                 let sample = Sample {
@@ -506,6 +537,16 @@ impl Dispatcher<'_> {
     }
 }
 
+/// Events closer than the guard keep the dispatcher spinning, which the
+/// kernel's real-time throttling interrupts.
+fn throttle_warning(mean_spacing: u64, guard_ns: u64) -> Option<String> {
+    (mean_spacing <= guard_ns && rt_throttled()).then(|| format!(
+        "events {} apart on average, within the {} guard: the dispatcher hardly sleeps, and the kernel's real-time throttling (kernel.sched_rt_runtime_us) will take the CPU from it for 5 % of every second, skipping events; --sysctl kernel.sched_rt_runtime_us=-1 lifts it for the run",
+        rtlab_core::units::human_duration(mean_spacing),
+        rtlab_core::units::human_duration(guard_ns)
+    ))
+}
+
 /// Whether the kernel throttles real-time threads (sched_rt_runtime_us is
 /// not -1).
 fn rt_throttled() -> bool {
@@ -532,21 +573,36 @@ fn wait_until(wake_ns: u64, stop: &AtomicBool) -> bool {
 }
 
 impl DispatchRun {
-    fn series(&self, stats: SeriesStats) -> Vec<Series> {
-        vec![Series {
-            name: "dispatch".into(),
-            metric: "dispatch_error".into(),
-            cpu: self.cpu,
-            interval_ns: self.interval_ns,
-            thread: self.settings.clone(),
-            stats,
-        }]
+    /// `dispatch`, then the extra series, with `stats` in that order.
+    fn series(&self, stats: Vec<SeriesStats>) -> Vec<Series> {
+        let names = std::iter::once(("dispatch", "dispatch_error", self.interval_ns)).chain(
+            self.extra
+                .iter()
+                .map(|(name, metric, interval)| (name.as_str(), metric.as_str(), *interval)),
+        );
+        names
+            .zip(
+                stats
+                    .into_iter()
+                    .chain(std::iter::repeat_with(SeriesStats::default)),
+            )
+            .map(|((name, metric, interval_ns), stats)| Series {
+                name: name.into(),
+                metric: metric.into(),
+                cpu: self.cpu,
+                interval_ns,
+                thread: self.settings.clone(),
+                stats,
+            })
+            .collect()
     }
 }
 
 impl ProbeRun for DispatchRun {
     fn series_names(&self) -> Vec<String> {
-        vec!["dispatch".into()]
+        std::iter::once("dispatch".to_string())
+            .chain(self.extra.iter().map(|(name, _, _)| name.clone()))
+            .collect()
     }
 
     fn live(&self) -> Vec<LiveStats> {
@@ -572,7 +628,7 @@ impl ProbeRun for DispatchRun {
         let stats = self
             .recorder
             .as_ref()
-            .and_then(|r| r.stats().pop())
+            .map(Recorder::stats)
             .unwrap_or_default();
         self.series(stats)
     }
@@ -588,16 +644,12 @@ impl ProbeRun for DispatchRun {
         // From the plan's start to the dispatcher's end, not to when the
         // runner noticed it.
         let elapsed_ns = end.end_ns.saturating_sub(self.start_ns);
-        let mut stats = self
-            .recorder
-            .take()
-            .expect("finished once")
-            .finish()?
-            .pop()
-            .unwrap_or_default();
+        let mut stats = self.recorder.take().expect("finished once").finish()?;
         // Skipped events ride on the next sample; those after the last
         // sample have none: the thread's own count is the whole truth.
-        stats.missed = end.missed;
+        if let Some(dispatch) = stats.first_mut() {
+            dispatch.missed = end.missed;
+        }
         let mut warnings = std::mem::take(&mut self.warnings);
         for (name, fired, failed) in &end.module_counts {
             if *failed > 0 {

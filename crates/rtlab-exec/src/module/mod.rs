@@ -16,4 +16,4 @@ mod traffic;
 
 pub use builtin::build;
 pub use kinds::{settings_of, signal_number, validate, KINDS};
-pub use model::Module;
+pub use model::{Module, Slot};

@@ -7,6 +7,7 @@ use super::model::{
     CampaignView, Report, ReportOptions, RunSamples, RunView, SeriesView, REPORT_SCHEMA,
 };
 use super::run_tables;
+use super::traffic_tables;
 use crate::evt::EvtReport;
 use crate::text::md_cell;
 use rtlab_core::result::{RunResult, SeriesStats};
@@ -145,6 +146,8 @@ impl Report {
         tables.push(run_tables::pwcet_table(&runs));
         tables.extend(run_tables::within_table(&runs));
         tables.extend(run_tables::max_avg_table(&runs));
+        tables.extend(traffic_tables::traffic_counts_table(&runs));
+        tables.extend(traffic_tables::traffic_accuracy_table(&runs));
 
         // Per metric: one curve per run (its series of that metric merged)
         // when runs are compared, one per series within a single run.

@@ -18,6 +18,7 @@ pub mod run_tables;
 pub mod samples;
 pub mod svg;
 mod table;
+mod traffic_tables;
 
 pub use model::{
     CampaignView, Report, ReportOptions, RunSamples, RunView, SeriesView, REPORT_SCHEMA,

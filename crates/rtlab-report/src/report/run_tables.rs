@@ -278,7 +278,11 @@ pub const WITHIN_US: [u64; 5] = rtlab_stats::quantile::WITHIN_US;
 fn is_lateness(metric: &str) -> bool {
     matches!(
         metric,
-        "wakeup_latency" | "activation_lateness" | "dispatch_error" | "interrupt_latency"
+        "wakeup_latency"
+            | "activation_lateness"
+            | "dispatch_error"
+            | "interrupt_latency"
+            | "departure_error"
     )
 }
 

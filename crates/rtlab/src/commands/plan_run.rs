@@ -8,26 +8,16 @@ use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::flag;
 use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
+use rtlab_exec::plan::LoadedPlan;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Checks the arguments that clap cannot check alone, the plan's file
 /// included, and builds the config; the config's own rules
 /// ([`DispatchConfig::validate`]) name their flag.
 fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
-    if let Some(cpu) = args.cpu {
-        let online = CpuSet::online();
-        if !online.contains(cpu) {
-            bad_input!("--cpu {cpu}: not an online CPU (online: {online})");
-        }
-    }
-    let guard = match args.guard.as_str() {
-        "auto" => Guard::Auto,
-        "0" => Guard::Fixed(0),
-        text => match input::duration(text) {
-            Ok(ns) => Guard::Fixed(ns),
-            Err(e) => bad_input!("--guard {text}: expected auto or a duration ({e})"),
-        },
-    };
+    check_cpu(args.cpu)?;
+    let guard = guard_of(&args.guard)?;
     let config = DispatchConfig {
         plan: args.file.clone(),
         cpu: args.cpu,
@@ -49,14 +39,42 @@ fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
         }),
     };
     config.validate().map_err(|e| InputError(e.render(flag)))?;
-    // Read and check the plan now: a bad file is bad input, named with
-    // its line, before anything runs.
-    let plan = match rtlab_exec::plan::load(&args.file) {
+    checked_plan(&args.file)?;
+    Ok(config)
+}
+
+/// `--cpu N` is an online CPU (the dispatcher pins itself there).
+pub fn check_cpu(cpu: Option<usize>) -> anyhow::Result<()> {
+    if let Some(cpu) = cpu {
+        let online = CpuSet::online();
+        if !online.contains(cpu) {
+            bad_input!("--cpu {cpu}: not an online CPU (online: {online})");
+        }
+    }
+    Ok(())
+}
+
+/// `--guard auto|DURATION`.
+pub fn guard_of(text: &str) -> anyhow::Result<Guard> {
+    Ok(match text {
+        "auto" => Guard::Auto,
+        "0" => Guard::Fixed(0),
+        text => match input::duration(text) {
+            Ok(ns) => Guard::Fixed(ns),
+            Err(e) => bad_input!("--guard {text}: expected auto or a duration ({e})"),
+        },
+    })
+}
+
+/// Reads and checks a plan before anything runs: a bad file is bad input,
+/// named with its line (`rtlab plan run`, `rtlab traffic replay`).
+pub fn checked_plan(file: &Path) -> anyhow::Result<LoadedPlan> {
+    let plan = match rtlab_exec::plan::load(file) {
         Ok(plan) => plan,
         Err(e) => bad_input!("{e}"),
     };
     if plan.events.is_empty() {
-        bad_input!("{}: the plan has no events", args.file.display());
+        bad_input!("{}: the plan has no events", file.display());
     }
     let report = rtlab_exec::plan::check::check_lines(
         &plan.header,
@@ -71,12 +89,12 @@ fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
         let at = error.line.map_or(String::new(), |l| format!(":{l}"));
         bad_input!(
             "{}{at}: {} ({} errors: see `rtlab plan check`)",
-            args.file.display(),
+            file.display(),
             error.message,
             report.errors
         );
     }
-    Ok(config)
+    Ok(plan)
 }
 
 pub fn run(args: PlanRunArgs) -> anyhow::Result<ExitCode> {

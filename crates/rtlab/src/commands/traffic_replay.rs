@@ -1,12 +1,99 @@
 //! `rtlab traffic replay`: a traffic plan's packets, each at its planned
 //! instant, with their departures measured.
-//!
-//! CONTRACT (issue 20): the replay part owns this file.
 
+use super::measure::measure;
+use super::plan_run::{check_cpu, checked_plan, guard_of};
 use crate::cli::TrafficReplayArgs;
+use crate::input::{self, bad_input, InputError};
+use rtlab_core::sched::{Policy, SchedParams};
+use rtlab_core::settings::flag;
+use rtlab_exec::dispatch::{Inject, Repeat};
+use rtlab_exec::traffic::replay::{flows_of, ReplayConfig, TxStamps, TxTime};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
+/// A random stream id, so that a receiver tells this replay's packets
+/// from an earlier one's.
+fn random_stream() -> u32 {
+    let mut bytes = [0u8; 4];
+    // SAFETY: getrandom fills the 4 bytes given.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == 4 {
+        u32::from_le_bytes(bytes)
+    } else {
+        // Without getrandom (very old kernels): the pid and the clock.
+        std::process::id() ^ rtlab_core::clock::now_ns() as u32
+    }
+}
+
+fn timestamps_of(text: &str) -> anyhow::Result<TxStamps> {
+    Ok(match text {
+        "kernel" => TxStamps::Kernel,
+        "user" => TxStamps::User,
+        other => bad_input!("--timestamps {other}: expected kernel or user"),
+    })
+}
+
+fn txtime_of(text: &str) -> anyhow::Result<TxTime> {
+    Ok(match text {
+        "off" => TxTime::Off,
+        "auto" => TxTime::Auto,
+        text => match input::duration(text) {
+            Ok(ns) => TxTime::Delta(ns),
+            Err(e) => bad_input!("--txtime {text}: expected off, auto or a duration ({e})"),
+        },
+    })
+}
+
+/// Checks what clap cannot (the plan included: a traffic plan whose every
+/// flow has somewhere to go) and builds the config; its own rules
+/// ([`ReplayConfig::validate`]) name their flag.
+fn config_from(args: &TrafficReplayArgs) -> anyhow::Result<ReplayConfig> {
+    check_cpu(args.cpu)?;
+    let to = match args.to.as_deref().map(str::parse::<SocketAddr>) {
+        None => None,
+        Some(Ok(to)) if to.port() != 0 => Some(to),
+        Some(_) => bad_input!(
+            "--to {}: expected ADDR:PORT with a port above 0, e.g. 127.0.0.1:7000",
+            args.to.as_deref().unwrap_or_default()
+        ),
+    };
+    let config = ReplayConfig {
+        plan: args.plan.clone(),
+        to,
+        speed: args.speed,
+        repeat: match args.repeat {
+            None => Repeat::Times(1),
+            Some(0) => Repeat::Forever,
+            Some(n) => Repeat::Times(n),
+        },
+        cpu: args.cpu,
+        sched: SchedParams {
+            policy: Policy::Fifo,
+            priority: args.priority,
+            deadline: None,
+        },
+        guard: guard_of(&args.guard)?,
+        skip_after_ns: args.skip_after,
+        late_after_ns: args.late,
+        stamp: !args.no_stamp,
+        stream: random_stream(),
+        timestamps: timestamps_of(&args.timestamps)?,
+        txtime: txtime_of(&args.txtime)?,
+        inject: args.inject_delay.map(|delay_ns| Inject {
+            delay_ns,
+            every: args.inject_every,
+        }),
+    };
+    config.validate().map_err(|e| InputError(e.render(flag)))?;
+    let plan = checked_plan(&args.plan)?;
+    if let Err(e) = flows_of(&plan, to) {
+        bad_input!("{}: {e}", args.plan.display());
+    }
+    Ok(config)
+}
+
 pub fn run(args: TrafficReplayArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    todo!("replay part")
+    let config = config_from(&args)?;
+    measure(Box::new(config), &args.run, &[])?.report(args.run.quiet)
 }
