@@ -1,7 +1,6 @@
 //! `rtlab traffic record`.
 //!
-//! CONTRACT (issue 20): the record part owns this file and may add flags;
-//! the names below are the contract.
+//! The flags' names are issue 20's contract (docs/traffic-record.md).
 
 use super::shared::RunArgs;
 use crate::input;
@@ -12,15 +11,21 @@ use std::path::PathBuf;
 #[command(after_help = "Examples:
   rtlab traffic record --listen 127.0.0.1:7000 --duration 10s -o got.plan
   rtlab traffic record --listen 0.0.0.0:7000 --count 20000 --idle 1s --json run.json
+  rtlab traffic record --listen 127.0.0.1:7000 --idle 1s --against sent.plan --budget 'arrival_gap:p99<10us'
 
 Every datagram is timestamped by the kernel as it arrives (SO_TIMESTAMPNS)
 and written to the plan (-o): one flow per source, offsets from the first
-arrival, sizes and payload digests. Series: interarrival (the gaps); when
-the datagrams carry `rtlab traffic replay`'s stamps, also arrival (|arrival
-- planned instant|, aligned on the first packet) and arrival_gap
-(|arrival gap - planned gap|), with lost, duplicate and reordered packets
-counted. Stops after --duration, --count, --idle or at Ctrl-C.
-Exit code: 0 done, 1 failure or --budget not kept, 2 bad input, 130 signal.")]
+arrival, sizes and payload digests (never the payloads). Series:
+interarrival (the gaps); when the datagrams carry `rtlab traffic replay`'s
+stamps, also arrival (|arrival - planned instant|, aligned on the first
+stamped datagram) and arrival_gap (|arrival gap - planned gap|), with
+lost, duplicate and reordered packets counted. --against: the plan that
+was sent gives the planned instants and the packets expected. Datagrams
+the kernel dropped for a full buffer are counted in a warning. Stops after
+--duration, --count, --idle or at Ctrl-C (the run is then partial, the
+plan written).
+Exit code: 0 done, 1 failure or --budget not kept, 2 bad input, 130 signal.
+Docs: docs/traffic-record.md.")]
 pub struct TrafficRecordArgs {
     /// Where to receive: ADDR:PORT.
     #[arg(long, value_name = "ADDR:PORT")]

@@ -5,54 +5,27 @@
 //! planned instant (so the receiver's error is told apart from the
 //! sender's, which the replay reports).
 //!
-//! CONTRACT (issue 20): the types and signatures are fixed; the bodies are
-//! the record part's.
+//! - [`config`]: the settings and their checks;
+//! - `socket`: the bound UDP socket, its options and batched receive
+//!   (recvmmsg) with each datagram's kernel stamp;
+//! - `receive`: the measuring thread's loop (hot path);
+//! - `matcher`: stamps' sequences → lost, duplicate and reordered, in
+//!   bounded memory whatever a peer sends;
+//! - `accuracy`: one error series' summary (within 1/5 µs, drift);
+//! - `against`: the plan that was sent, planned instants by sequence;
+//! - `tally`: off the hot path, arrivals → the plan written, the samples
+//!   and the report;
+//! - `run`: the probe (threads, recorder, outcome).
 
-use rtlab_core::sched::SchedParams;
-use rtlab_core::settings::FieldError;
-use rtlab_probe::{Probe, ProbeRun, Start};
-use serde::Serialize;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+mod accuracy;
+mod against;
+pub mod config;
+mod matcher;
+mod receive;
+mod run;
+mod socket;
+mod tally;
 
-/// Everything a recording needs; serialized as the result's `config`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RecordConfig {
-    pub listen: SocketAddr,
-    /// The plan written (None: only measured).
-    pub output: Option<PathBuf>,
-    /// Stop after this long (from the start), this many datagrams, or
-    /// once nothing came for `idle_ns` after the first; else at SIGINT.
-    pub duration_ns: Option<u64>,
-    pub count: Option<u64>,
-    pub idle_ns: Option<u64>,
-    /// The plan that was sent: planned instants by stamp sequence (the
-    /// stamps' own planned instants otherwise), and the count expected.
-    pub against: Option<PathBuf>,
-    pub cpu: Option<usize>,
-    pub sched: SchedParams,
-}
-
-impl RecordConfig {
-    /// Checks the settings; errors name `rtlab traffic record`'s flag
-    /// without dashes.
-    pub fn validate(&self) -> Result<(), FieldError> {
-        todo!("record part")
-    }
-}
-
-impl Probe for RecordConfig {
-    fn kind(&self) -> &'static str {
-        "traffic-record"
-    }
-    fn planned_ns(&self) -> u64 {
-        todo!("record part")
-    }
-    fn config_json(&self) -> serde_json::Value {
-        rtlab_probe::config_json(self)
-    }
-    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
-        let _ = with;
-        todo!("record part")
-    }
-}
+pub use against::Against;
+pub use config::RecordConfig;
+pub use run::RecordRun;

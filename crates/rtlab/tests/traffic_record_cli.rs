@@ -1,0 +1,117 @@
+//! `rtlab traffic record` through the binary: a recording ends at
+//! `--count`, prints its run as JSON and writes its plan; bad flags exit 2
+//! and name the flag. The recording promotes a thread and receives timed
+//! traffic: run it under the machine-wide lock (`flock
+//! /tmp/rtlab-host.lock cargo test -p rtlab --test traffic_record_cli`).
+
+mod common;
+
+use common::{assert_refused, rtlab};
+use std::net::UdpSocket;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on now (the kernel's choice, released).
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn stamped(sequence: u64) -> Vec<u8> {
+    let mut payload = vec![0u8; 200];
+    payload[..4].copy_from_slice(b"RTS1");
+    payload[4..8].copy_from_slice(&0x5eed_u32.to_le_bytes());
+    payload[8..16].copy_from_slice(&sequence.to_le_bytes());
+    payload[16..24].copy_from_slice(&(sequence * 1_000_000).to_le_bytes());
+    payload
+}
+
+#[test]
+fn a_recording_ends_at_count_with_its_run_and_its_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let plan = dir.path().join("got.plan");
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = rtlab(dir.path())
+        .args(["traffic", "record", "--listen", &listen, "--count", "50"])
+        .args(["--no-store", "--json", "-", "-o"])
+        .arg(&plan)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Sends until rtlab has its 50 (it binds some time after it starts:
+    // those sent before are not received, and not counted).
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let since = Instant::now();
+    let mut sequence = 0;
+    while child.try_wait().unwrap().is_none() {
+        assert!(since.elapsed() < Duration::from_secs(60), "never ended");
+        tx.send_to(&stamped(sequence), ("127.0.0.1", port)).unwrap();
+        sequence += 1;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["probe"], "traffic-record");
+    assert_eq!(result["status"], "complete");
+    let traffic = &result["traffic"];
+    assert_eq!(traffic["role"], "record");
+    assert_eq!(traffic["peer"], listen.as_str());
+    assert_eq!(traffic["counts"]["received"], 50);
+    assert_eq!(traffic["counts"]["lost"], 0);
+    assert_eq!(traffic["counts"]["duplicates"], 0);
+    assert_eq!(traffic["stream"], "00005eed");
+    let names: Vec<&str> = result["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["interarrival", "arrival", "arrival_gap"]);
+    assert!(
+        stderr.contains("received 50 datagrams from 1 flow"),
+        "{stderr}"
+    );
+    let bytes = std::fs::read(&plan).unwrap();
+    assert!(bytes.starts_with(b"RTLPLAN\0"));
+}
+
+/// `rtlab traffic record ARGS` must exit 2 saying `says`.
+fn refused(args: &[&str], says: &str) {
+    let args: Vec<&str> = ["traffic", "record"].iter().chain(args).copied().collect();
+    assert_refused(&args, &[says]);
+}
+
+#[test]
+fn bad_flags_exit_2_naming_the_flag() {
+    refused(
+        &["--listen", "localhost"],
+        "--listen localhost: expected ADDR:PORT",
+    );
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    refused(
+        &["--listen", &taken],
+        &format!("--listen {taken}: cannot bind"),
+    );
+    let free = format!("127.0.0.1:{}", free_port());
+    refused(
+        &["--listen", &free, "-o", "/nonexistent/dir/got.plan"],
+        "--output /nonexistent/dir/got.plan: cannot write there",
+    );
+    refused(
+        &["--listen", &free, "--against", "/nonexistent/sent.plan"],
+        "--against /nonexistent/sent.plan",
+    );
+    refused(
+        &["--listen", &free, "-o", "-"],
+        "--output: a plan is written to a file",
+    );
+}
