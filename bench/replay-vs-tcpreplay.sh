@@ -25,8 +25,8 @@
 #      constant), inter-departure error = |arrival gap - planned gap|; % of
 #      packets within 1 us / 5 us / 1 % of the gap, p50/p99/p99.9/max,
 #      drift (least-squares slope of the signed error, ns/s), lost.
-# bench/replay_compare.py reads the receivers' JSONs (and rtlab's own
-# departure report) and writes
+# bench/replay_compare.py reads the receivers' JSONs and recorded plans
+# (and rtlab's own departure report) and writes
 #   bench/results/replay-vs-tcpreplay.md     settings + tables + targets
 #   bench/results/replay-vs-tcpreplay.json   every figure
 # The raw files live in a temporary directory removed on exit (KEEP_RAW=DIR
@@ -44,6 +44,9 @@
 #   SIZE=64                      UDP payload bytes (>= 24: rtlab's stamp)
 #   TIMERS="default nano select" tcpreplay's timers (default = no --timer)
 #   PRELOAD=1                    1: tcpreplay --preload-pcap (packets in RAM)
+#   SKIP_AFTER=1s                rtlab replay --skip-after: 1s sends every packet however
+#                                late, as tcpreplay does (rtlab's default, 1ms, skips a
+#                                packet reached later than that and counts it)
 #   SENDER_CPU=1                 CPU both senders are pinned to (default: the last online CPU)
 #   RECEIVER_CPU=0               CPU the receiver is pinned to
 #   PRIO=90                      SCHED_FIFO priority of both senders and the receiver
@@ -67,6 +70,7 @@ COUNTS=${COUNTS:-20000 50000 100000}
 SIZE=${SIZE:-64}
 TIMERS=${TIMERS:-default nano select}
 PRELOAD=${PRELOAD:-1}
+SKIP_AFTER=${SKIP_AFTER:-1s}
 SENDER_CPU=${SENDER_CPU:-$(last_online_cpu)}
 RECEIVER_CPU=${RECEIVER_CPU:-0}
 PRIO=${PRIO:-90}
@@ -179,7 +183,7 @@ timer_args() { [[ $1 == default ]] || echo "--timer=$1"; }
 record_cmd() {  # RUN_FILE_PREFIX PLAN COUNT
     CMD=(ip netns exec "$NS_B" "$RTLAB" traffic record --listen "$ADDR_B:$PORT" --against "$2"
          --count "$3" --idle 2s --cpu "$RECEIVER_CPU" --priority "$PRIO"
-         --json "$1-record.json" --no-store --quiet)
+         -o "$1-got.plan" --json "$1-record.json" --no-store --quiet)
 }
 tcpreplay_cmd() {  # RUN_FILE_PREFIX PCAP TIMER
     local timer
@@ -189,7 +193,7 @@ tcpreplay_cmd() {  # RUN_FILE_PREFIX PCAP TIMER
 }
 rtlab_cmd() {  # RUN_FILE_PREFIX PLAN
     CMD=(ip netns exec "$NS_A" "$RTLAB" traffic replay "$2" --to "$ADDR_B:$PORT" --cpu "$SENDER_CPU"
-         --priority "$PRIO" --json "$1-replay.json" --no-store --quiet)
+         --priority "$PRIO" --skip-after "$SKIP_AFTER" --json "$1-replay.json" --no-store --quiet)
 }
 
 # Starts the receiver and returns once it listens (RECEIVER: its pid).
@@ -219,7 +223,7 @@ wait_receiver() {  # PREFIX
 }
 
 # pair = the rate's place in RATES (its runs are compared with each other).
-start_manifest pair rate count seq tool timer record sender log
+start_manifest pair rate count seq tool timer record got plan sender log
 TOTAL_RUNS=$(( ${#RATE_LIST[@]} * (${#TIMER_LIST[@]} + 1) ))
 seq_no=0
 measure() {  # PAIR RATE COUNT PLAN TOOL TIMER SENDER_INPUT
@@ -240,7 +244,7 @@ measure() {  # PAIR RATE COUNT PLAN TOOL TIMER SENDER_INPUT
     check_run_output "$tool" "$prefix.log" "$sender"
     wait_receiver "$prefix"
     append_manifest_row "$pair" "$rate" "$count" "$seq_no" "$tool" "${timer:--}" \
-        "${prefix##*/}-record.json" "${sender##*/}" "${prefix##*/}.log"
+        "${prefix##*/}-record.json" "${prefix##*/}-got.plan" "${plan##*/}" "${sender##*/}" "${prefix##*/}.log"
 }
 
 for i in "${!RATE_LIST[@]}"; do
@@ -265,7 +269,7 @@ rtlab_cmd "$TMP/runN" "$TMP/rRATE-imported.plan"; RTLAB_TEMPLATE=$(cmd_template 
 record_cmd "$TMP/runN" "$TMP/rRATE.plan" COUNT; RECORD_TEMPLATE=$(cmd_template "${CMD[@]}")
 export BENCH_RTLAB_VERSION=$RTLAB_VERSION BENCH_TCPREPLAY_VERSION=$TCPREPLAY_VERSION
 export BENCH_RTLAB_CMD=$RTLAB_TEMPLATE BENCH_TCPREPLAY_CMD=$TCPREPLAY_TEMPLATE BENCH_RECORD_CMD=$RECORD_TEMPLATE
-export RATES COUNTS SIZE TIMERS PRELOAD SENDER_CPU RECEIVER_CPU PRIO PORT SETTLE LOAD1 NCPU
+export RATES COUNTS SIZE TIMERS PRELOAD SKIP_AFTER SENDER_CPU RECEIVER_CPU PRIO PORT SETTLE LOAD1 NCPU
 python3 - "$TMP/meta.json" "$SCRIPT_DIR" <<'EOF'
 import os, sys
 sys.path.insert(0, sys.argv[2])
@@ -277,7 +281,7 @@ write_meta(
     config={"rates_pps": [int(x) for x in e["RATES"].split()],
             "counts": [int(x) for x in e["COUNTS"].split()],
             "size_bytes": int(e["SIZE"]), "tcpreplay_timers": e["TIMERS"].split(),
-            "tcpreplay_preload_pcap": e["PRELOAD"] == "1",
+            "tcpreplay_preload_pcap": e["PRELOAD"] == "1", "rtlab_skip_after": e["SKIP_AFTER"],
             "sender_cpu": int(e["SENDER_CPU"]), "receiver_cpu": int(e["RECEIVER_CPU"]),
             "priority": int(e["PRIO"]), "policy": "SCHED_FIFO", "port": int(e["PORT"]),
             "settle_s": int(e["SETTLE"]),
