@@ -139,6 +139,27 @@ fn linux_cooked_captures_v1_and_v2() {
 }
 
 #[test]
+fn a_capture_cut_by_its_snap_length_keeps_the_real_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.plan");
+    let s = import(&data("lo_ns_snap80.pcap"), &Filter::default(), &out).unwrap();
+    // 80 bytes: Ethernet 14 + IPv6 40 + UDP 8 leave 18 bytes of payload.
+    let want = expected("lo_ns.pcap");
+    let cut = want.iter().filter(|e| e.size > 18).count() as u64;
+    assert_eq!((s.kept, s.truncated), (20, cut));
+    let plan = load(&out).unwrap();
+    for (i, e) in want.iter().enumerate() {
+        let d = TrafficData::decode(&plan.events.event(i as u64).data).unwrap();
+        let index = (e.size - 10) / 7;
+        let captured = usize::from(e.size.min(18));
+        assert_eq!(
+            (d.size, d.digest),
+            (e.size, digest(&vec![index as u8; captured]))
+        );
+    }
+}
+
+#[test]
 fn the_filter_keeps_what_it_says() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("f.plan");

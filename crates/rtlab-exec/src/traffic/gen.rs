@@ -14,6 +14,7 @@ use super::format::{TrafficData, MAX_PAYLOAD};
 use super::sink::{FlowKey, PlanSink, SinkError};
 use crate::plan::check::MAX_OFFSET_NS;
 use crate::plan::gen::SplitMix64;
+use rtlab_core::units::human_duration;
 
 /// When packets leave.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,8 +111,11 @@ impl TrafficGen {
                     return Err(GenError::new(
                         "every",
                         format!(
-                            "{every_ns} ns is not longer than a burst ({burst} packets {gap_ns} ns \
-                             apart last {span} ns): bursts would overlap"
+                            "{} is not longer than a burst ({burst} packets {} apart last {}): \
+                             bursts would overlap",
+                            human_duration(every_ns),
+                            human_duration(gap_ns),
+                            human_duration(span as u64)
                         ),
                     ));
                 }

@@ -17,7 +17,8 @@ Linux cooked (v1, v2) or raw IP links, keeps the UDP datagrams (IPv4, IPv6,
 VLAN tags) that pass --filter, one flow per source and destination, and
 writes a traffic plan: offsets from the first kept packet, sizes, payload
 digests. Streamed: a capture of 10 M packets is read once, in bounded memory.
-Exit code: 0 written, 2 bad input (the file and where it stops making sense).")]
+Exit code: 0 written, 1 the plan could not be written, 2 bad input (the file
+and where it stops making sense). Docs: docs/traffic-plans.md.")]
 pub struct TrafficImportArgs {
     /// The capture (pcap or pcapng, told apart by its first bytes).
     pub file: PathBuf,
@@ -57,7 +58,8 @@ pub enum TrafficPattern {
 
 Writes a traffic plan, streamed (10 M packets in bounded memory) and
 seeded (the same seed, the same plan). Rates: 2000, 2k, 2000/s, 5/ms.
-Exit code: 0 written, 2 bad input.")]
+Exit code: 0 written, 1 the output could not be written, 2 bad input.
+Docs: docs/traffic-plans.md.")]
 pub struct TrafficGenArgs {
     #[arg(value_enum)]
     pub pattern: TrafficPattern,
@@ -118,7 +120,8 @@ pub struct TrafficGenArgs {
 Writes one Ethernet/IP/UDP frame per event, timestamped exactly at its
 offset, each payload carrying rtlab's stamp (stream, sequence, planned
 instant) so `rtlab traffic record` measures whatever replays it.
-Exit code: 0 written, 2 bad input.")]
+Exit code: 0 written, 1 the output could not be written, 2 bad input.
+Docs: docs/traffic-plans.md.")]
 pub struct TrafficExportArgs {
     /// The traffic plan.
     pub plan: PathBuf,

@@ -10,7 +10,7 @@ use rtlab_exec::plan::check::{check_lines, stats, Report, Severity, MAX_OFFSET_N
 use rtlab_exec::plan::gen::{DataGen, GenSpec, Length, Pattern};
 use rtlab_exec::plan::text::{format_offset, write_event, write_header};
 use rtlab_exec::plan::{
-    load, write_binary_iter, LoadedPlan, ModuleDecl, PlanError, PlanHeader, DATA_BYTES,
+    load, write_binary_iter, Event, LoadedPlan, ModuleDecl, PlanError, PlanHeader, DATA_BYTES,
 };
 use serde_json::json;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -215,6 +215,25 @@ fn data_text(data: &[u8; DATA_BYTES]) -> String {
     data.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What `plan show` adds after a traffic event's hex data:
+/// `  size=1400 digest=89ab...` (`digest=-`: none recorded), or what is
+/// wrong with it; nothing for another module's event.
+fn traffic_note(header: &PlanHeader, event: &Event) -> String {
+    use rtlab_exec::traffic::format::{TrafficData, KIND};
+    let traffic = header
+        .modules
+        .get(usize::from(event.module))
+        .is_some_and(|m| m.kind == KIND);
+    if !traffic {
+        return String::new();
+    }
+    match TrafficData::decode(&event.data) {
+        Ok(TrafficData { size, digest: 0 }) => format!("  size={size} digest=-"),
+        Ok(TrafficData { size, digest }) => format!("  size={size} digest={digest:016x}"),
+        Err(e) => format!("  ({e})"),
+    }
+}
+
 pub fn show(args: PlanShowArgs) -> anyhow::Result<ExitCode> {
     let plan = open(&args.file)?;
     let events = plan.events.as_ref();
@@ -325,11 +344,12 @@ pub fn show(args: PlanShowArgs) -> anyhow::Result<ExitCode> {
             let e = events.event(i);
             writeln!(
                 out,
-                "  {i:>10}  {:>14}  {:<16} {:>6}  {}",
+                "  {i:>10}  {:>14}  {:<16} {:>6}  {}{}",
                 format_offset(e.offset_ns),
                 module_name(e.module),
                 e.flags,
-                data_text(&e.data)
+                data_text(&e.data),
+                traffic_note(&plan.header, &e)
             )?;
         }
     }

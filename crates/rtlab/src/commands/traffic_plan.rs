@@ -4,6 +4,7 @@
 use super::plan::progress;
 use crate::cli::{TrafficExportArgs, TrafficGenArgs, TrafficImportArgs, TrafficPattern};
 use crate::input::{bad_input, InputError};
+use crate::terminal::out;
 use rtlab_core::units::parse_duration_ns;
 use rtlab_exec::traffic::gen::{Length, Pattern, Sizes, TrafficGen};
 use rtlab_exec::traffic::pcap::{self, ExportAddressing, Filter, ImportError};
@@ -16,7 +17,8 @@ use std::process::ExitCode;
 /// or the packets do not fit a plan (bad input, exit 2).
 fn sink_err(e: SinkError) -> anyhow::Error {
     match e {
-        SinkError::Create { .. } | SinkError::Write { .. } => anyhow::Error::new(e),
+        // The message names the cause already: not a chain that repeats it.
+        SinkError::Create { .. } | SinkError::Write { .. } => anyhow::anyhow!("{e}"),
         other => anyhow::Error::new(InputError(other.to_string())),
     }
 }
@@ -131,7 +133,7 @@ pub fn import(args: TrafficImportArgs) -> anyhow::Result<ExitCode> {
             "read": summary,
             "written": sink_json(&plan),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let mut dropped = Vec::new();
         for (n, what) in [
@@ -150,7 +152,7 @@ pub fn import(args: TrafficImportArgs) -> anyhow::Result<ExitCode> {
                 dropped.push(format!(", {n} {what}"));
             }
         }
-        println!(
+        out!(
             "{}: {} packets, {} UDP datagrams kept in {}{} {}",
             args.file.display(),
             summary.packets,
@@ -356,9 +358,9 @@ pub fn gen(args: TrafficGenArgs) -> anyhow::Result<ExitCode> {
             "seed": args.seed,
             "written": sink_json(&plan),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!(
+        out!(
             "{} packets in {} {}",
             plan.events,
             flows(plan.flows),
@@ -435,9 +437,9 @@ pub fn export(args: TrafficExportArgs) -> anyhow::Result<ExitCode> {
             "bytes": bytes,
             "stream": stream,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!(
+        out!(
             "{}: {frames} frames, stream {stream:#010x} → {} ({})",
             args.plan.display(),
             args.output.display(),

@@ -46,7 +46,14 @@ pub fn export(
         file: name.clone(),
         message,
     };
-    let loaded = crate::plan::load(plan).map_err(|e| bad(e.to_string()))?;
+    let loaded = crate::plan::load(plan).map_err(|e| {
+        // A plan's errors start with its name already.
+        let text = e.to_string();
+        bad(text
+            .strip_prefix(&format!("{name}: "))
+            .unwrap_or(&text)
+            .to_string())
+    })?;
     let flows = flow_addresses(&loaded, addressing).map_err(&bad)?;
     let events = loaded.events.as_ref();
     let count = events.len();
