@@ -2,28 +2,16 @@
 //! dispatch error; an injected stall shows at its events; late events are
 //! skipped and counted.
 
+mod common;
+
+use common::{fifo_allowed, run, skip};
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
-use rtlab_probe::{Probe, ProbeOutcome, Start};
-use std::io::Write;
+use rtlab_probe::{Probe, Start};
 use std::net::UdpSocket;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-
-fn fifo_allowed() -> bool {
-    std::thread::spawn(|| {
-        let param = libc::sched_param { sched_priority: 1 };
-        // SAFETY: valid param for the calling thread.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
-    })
-    .join()
-    .unwrap()
-}
-
-fn skip(reason: &str) {
-    let _ = writeln!(std::io::stderr(), "\nskipped: {reason}");
-}
 
 fn config(plan: &Path) -> DispatchConfig {
     DispatchConfig {
@@ -40,26 +28,6 @@ fn config(plan: &Path) -> DispatchConfig {
         skip_after_ns: 10_000_000_000,
         inject: None,
     }
-}
-
-fn run(config: &DispatchConfig, samples: Option<&Path>) -> ProbeOutcome {
-    let dir = tempfile::tempdir().unwrap();
-    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
-        dir.path().join("state"),
-    )));
-    let csv: Option<Box<dyn Write + Send>> =
-        samples.map(|p| Box::new(std::fs::File::create(p).unwrap()) as Box<dyn Write + Send>);
-    let run = config
-        .start(Start {
-            stop: Arc::new(AtomicBool::new(false)),
-            samples_csv: csv,
-            journal: &journal,
-        })
-        .unwrap();
-    while !run.is_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    run.finish().unwrap()
 }
 
 /// A text plan of `n` events `spacing_us` apart for module `module`, whose

@@ -6,13 +6,19 @@
 //! of a traffic plan. No absolute timing is asserted: counts, exact
 //! planned values and accounting identities.
 
+mod common;
+
+use common::{fifo_allowed, run, skip};
 use rtlab_core::result::TrafficReport;
 use rtlab_core::sched::{Policy, SchedParams};
-use rtlab_exec::dispatch::{DispatchConfig, Guard, Inject, Repeat};
+use rtlab_exec::dispatch::{
+    start_with, DispatchConfig, Extras, Guard, Inject, Lead, Modules, Repeat,
+};
+use rtlab_exec::module::{Module, Slot};
+use rtlab_exec::plan::Event;
 use rtlab_exec::traffic::format::{Stamp, STAMP_BYTES};
 use rtlab_exec::traffic::replay::{ReplayConfig, TxStamps, TxTime};
-use rtlab_probe::{Probe, ProbeOutcome, Start};
-use std::io::Write;
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -20,20 +26,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-fn fifo_allowed() -> bool {
-    std::thread::spawn(|| {
-        let param = libc::sched_param { sched_priority: 1 };
-        // SAFETY: valid param for the calling thread.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
-    })
-    .join()
-    .unwrap()
-}
-
-fn skip(reason: &str) {
-    let _ = writeln!(std::io::stderr(), "\nskipped: {reason}");
-}
 
 /// The size of packet `i` of the test plans: one under the stamp's 24
 /// bytes, the others of several sizes.
@@ -81,26 +73,6 @@ fn config(plan: &Path, to: SocketAddr) -> ReplayConfig {
         txtime: TxTime::Off,
         inject: None,
     }
-}
-
-fn run(probe: &dyn Probe, samples: Option<&Path>) -> ProbeOutcome {
-    let dir = tempfile::tempdir().unwrap();
-    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
-        dir.path().join("state"),
-    )));
-    let csv: Option<Box<dyn Write + Send>> =
-        samples.map(|p| Box::new(std::fs::File::create(p).unwrap()) as Box<dyn Write + Send>);
-    let run = probe
-        .start(Start {
-            stop: Arc::new(AtomicBool::new(false)),
-            samples_csv: csv,
-            journal: &journal,
-        })
-        .unwrap();
-    while !run.is_finished() {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    run.finish().unwrap()
 }
 
 /// A loopback receiver taking `expected` datagrams (or what came before
@@ -302,8 +274,17 @@ fn refused_sends_are_counted_and_never_fatal() {
     assert!(c.failed > 0, "{c:?}");
     assert_eq!(c.sent + c.skipped + c.failed, c.planned);
     assert_eq!(c.planned, 40);
+    // Every packet reached is a departure or a miss.
+    let departure = &outcome.series[1].stats;
+    assert_eq!(departure.missed, c.skipped + c.failed);
+    assert_eq!(departure.samples + departure.missed, c.planned);
     assert!(outcome.failure.is_none());
     assert!(outcome.warnings.iter().any(|w| w.contains("events failed")));
+    // The kernel counts only the datagrams it accepted (OPT_ID): the
+    // pairing survives the refused sends.
+    if c.sent > c.without_kernel_stamp {
+        assert_eq!(c.without_kernel_stamp, 0, "{c:?}");
+    }
 }
 
 #[test]
@@ -353,19 +334,10 @@ fn plan_run_of_a_traffic_plan_delivers_every_datagram() {
     }
     let plan = dir.path().join("p.plan");
     std::fs::write(&plan, text).unwrap();
-    let cfg = DispatchConfig {
-        plan,
-        cpu: None,
-        sched: SchedParams {
-            policy: Policy::Fifo,
-            priority: 80,
-            deadline: None,
-        },
-        repeat: Repeat::Times(1),
-        guard: Guard::Fixed(200_000),
-        skip_after_ns: 10_000_000_000,
-        inject: None,
-    };
+    // The replay's own settings as the dispatcher takes them: no --to,
+    // the flow's dest= instead.
+    let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let cfg: DispatchConfig = config(&plan, unused).dispatch();
     let outcome = run(&cfg, None);
     let got = rx.join().unwrap();
     let sizes: Vec<usize> = got.iter().map(Vec::len).collect();
@@ -374,4 +346,104 @@ fn plan_run_of_a_traffic_plan_delivers_every_datagram() {
     assert!(got.iter().all(|d| d.iter().all(|&b| b == 0)));
     assert_eq!(outcome.series[0].stats.samples, n as u64);
     assert!(outcome.traffic.is_none());
+}
+
+#[test]
+fn a_loop_without_end_stops_when_told_and_accounts_for_what_it_reached() {
+    if !fifo_allowed() {
+        return skip("SCHED_FIFO not allowed: run as root or with CAP_SYS_NICE");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.plan");
+    write_plan(&plan, "", 10, 1_000);
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut cfg = config(&plan, sink.local_addr().unwrap());
+    cfg.repeat = Repeat::Forever;
+    let journal = Arc::new(Mutex::new(rtlab_core::journal::Journal::new(
+        dir.path().join("state"),
+    )));
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = cfg
+        .start(Start {
+            stop: Arc::clone(&stop),
+            samples_csv: None,
+            journal: &journal,
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!run.is_finished(), "a loop without end ran to an end");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    assert!(outcome.stopped_early);
+    let c = traffic(&outcome).counts;
+    assert!(c.sent > 10, "{c:?}");
+    assert_eq!(c.planned, c.sent + c.skipped + c.failed);
+}
+
+/// Records when each event fired and what the dispatcher said of it.
+struct Recording(Arc<Mutex<Vec<(u64, Slot)>>>);
+
+impl Module for Recording {
+    fn fire(&mut self, _event: &Event, _now_ns: u64) {
+        unreachable!("the dispatcher calls fire_at");
+    }
+    fn fire_at(&mut self, _event: &Event, slot: Slot, now_ns: u64) {
+        self.0.lock().unwrap().push((now_ns, slot));
+    }
+    fn counts(&self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+#[test]
+fn a_lead_fires_each_event_ahead_and_tells_the_module_its_planned_instant() {
+    if !fifo_allowed() {
+        return skip("SCHED_FIFO not allowed: run as root or with CAP_SYS_NICE");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.plan");
+    // Four events 100 ms apart, fired 50 ms ahead (SO_TXTIME's delta):
+    // only a 50 ms stall of the host could make one fire after its instant.
+    write_plan(&plan, "", 4, 100_000);
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let modules: Modules = vec![
+        ("a".into(), Box::new(Recording(Arc::clone(&fired)))),
+        ("b".into(), Box::new(Recording(Arc::clone(&fired)))),
+    ];
+    let extras = Extras {
+        modules: Some(modules),
+        lead: Lead::Fixed(50_000_000),
+        ..Extras::default()
+    };
+    let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let run = start_with(
+        &config(&plan, to).dispatch(),
+        Arc::new(AtomicBool::new(false)),
+        None,
+        extras,
+    )
+    .unwrap();
+    assert_eq!(run.lead_ns(), 50_000_000);
+    let run: Box<dyn ProbeRun> = Box::new(run);
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let outcome = run.finish().unwrap();
+    let fired = fired.lock().unwrap();
+    let slots: Vec<(u64, u64)> = fired.iter().map(|(_, s)| (s.index, s.planned_ns)).collect();
+    assert_eq!(
+        slots,
+        [(0, 0), (1, 100_000_000), (2, 200_000_000), (3, 300_000_000)]
+    );
+    for (now, slot) in fired.iter() {
+        assert!(
+            *now < slot.start_ns + slot.planned_ns,
+            "fired after its instant"
+        );
+    }
+    // The dispatch series: each event at its planned instant.
+    assert_eq!(outcome.series[0].stats.samples, 4);
 }

@@ -16,3 +16,4 @@ pub mod probe_summary;
 pub mod report;
 pub mod run_summary;
 pub mod text;
+pub mod traffic_summary;

@@ -110,6 +110,11 @@ pub fn md_code(text: &str) -> String {
     format!("{fence}{pad}{clean}{pad}{fence}")
 }
 
+/// One value in µs with one decimal, as the papers print them.
+pub fn us1(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,6 +102,22 @@ fn a_replay_that_cannot_run_is_refused_with_what_is_wrong() {
         &["--guard soon"],
     );
     refused(
+        &[
+            plan,
+            "--to",
+            "127.0.0.1:9",
+            "--txtime",
+            "auto",
+            "--timestamps",
+            "user",
+        ],
+        &["--txtime: needs --timestamps kernel"],
+    );
+    refused(
+        &[plan, "--to", "127.0.0.1:9", "--txtime", "soon"],
+        &["--txtime soon"],
+    );
+    refused(
         &["/nonexistent.plan", "--to", "127.0.0.1:9"],
         &["/nonexistent.plan"],
     );

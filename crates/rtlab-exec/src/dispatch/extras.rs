@@ -28,6 +28,18 @@ pub struct Extras {
     /// Offsets and the repeat period are divided by this (1.0: the plan's
     /// own times, exactly).
     pub speed: f64,
+    /// How long before its instant each event fires (SO_TXTIME hands a
+    /// packet to the kernel ahead of its time); the modules still get the
+    /// planned instant.
+    pub lead: Lead,
+}
+
+/// How early events fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lead {
+    Fixed(u64),
+    /// The guard (auto: from this machine's measured wake-up latency).
+    Guard,
 }
 
 impl Default for Extras {
@@ -36,8 +48,24 @@ impl Default for Extras {
             modules: None,
             series: Vec::new(),
             speed: 1.0,
+            lead: Lead::Fixed(0),
         }
     }
+}
+
+/// The recorder's inputs, `dispatch` first, and the extra series' name,
+/// metric and interval in the same order.
+pub(super) fn recorder_inputs(
+    dispatch: SeriesInput,
+    series: Vec<ExtraSeries>,
+) -> (Vec<SeriesInput>, Vec<(String, String, u64)>) {
+    let mut inputs = vec![dispatch];
+    let mut extra = Vec::with_capacity(series.len());
+    for s in series {
+        extra.push((s.name, s.metric, s.interval_ns));
+        inputs.push(s.input);
+    }
+    (inputs, extra)
 }
 
 /// `ns` played at `speed`: exact at 1.0, else rounded down to the ns.

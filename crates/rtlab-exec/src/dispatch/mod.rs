@@ -16,7 +16,7 @@ mod extras;
 use crate::module::{self, Module, Slot};
 use crate::plan::{self, EventSource, LoadedPlan};
 use calibrate::Calibration;
-pub use extras::{scaled, ExtraSeries, Extras, Modules};
+pub use extras::{scaled, ExtraSeries, Extras, Lead, Modules};
 use rtlab_core::clock;
 use rtlab_core::record::LiveStats;
 use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
@@ -161,6 +161,8 @@ struct Ready {
     settings: ThreadSettings,
     warnings: Vec<String>,
     guard_ns: u64,
+    /// How early each event fires (Extras::lead).
+    lead_ns: u64,
     calibration: Option<Calibration>,
 }
 
@@ -185,6 +187,7 @@ pub struct DispatchRun {
     interval_ns: u64,
     /// The extra series' name, metric and interval, after `dispatch`.
     extra: Vec<(String, String, u64)>,
+    lead_ns: u64,
     cpu: Option<usize>,
     settings: ThreadSettings,
     warnings: Vec<String>,
@@ -236,17 +239,14 @@ pub fn start_with(
     let mean_spacing = (span.saturating_sub(1) / (plan.events.len() - 1).max(1)).max(1);
     let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(mean_spacing));
     let dropped = Arc::new(AtomicU64::new(0));
-    let mut inputs = vec![SeriesInput {
+    let dispatch = SeriesInput {
         csv_label: "dispatch".into(),
         consumer,
         dropped: Arc::clone(&dropped),
-    }];
-    let mut extra = Vec::new();
-    for series in extras.series {
-        extra.push((series.name, series.metric, series.interval_ns));
-        inputs.push(series.input);
-    }
+    };
+    let (inputs, extra) = extras::recorder_inputs(dispatch, extras.series);
     let given_modules = extras.modules;
+    let lead = extras.lead;
     let recorder = Recorder::spawn(
         inputs,
         None,
@@ -294,17 +294,21 @@ pub fn start_with(
                     settings,
                     warnings,
                     guard_ns,
+                    lead_ns: match lead {
+                        Lead::Fixed(ns) => ns,
+                        Lead::Guard => guard_ns,
+                    },
                     calibration,
                 },
                 modules,
             ))
         });
-        let (ready, modules, guard_ns) = match set_up {
+        let (ready, modules, guard_ns, lead_ns) = match set_up {
             Ok((ready, modules)) => {
-                let guard = ready.guard_ns;
-                (Ok(ready), modules, guard)
+                let (guard, lead) = (ready.guard_ns, ready.lead_ns);
+                (Ok(ready), modules, guard, lead)
             }
-            Err(why) => (Err(why), Vec::new(), 0),
+            Err(why) => (Err(why), Vec::new(), 0, 0),
         };
         let planned = match cfg.repeat {
             Repeat::Times(n) => plan.events.len().saturating_mul(n),
@@ -319,6 +323,7 @@ pub fn start_with(
                     period,
                     speed,
                     guard_ns,
+                    lead_ns,
                     skip_after_ns: cfg.skip_after_ns,
                     inject: cfg.inject,
                 };
@@ -351,7 +356,8 @@ pub fn start_with(
     let damaged = Arc::new(AtomicBool::new(false));
     let pager = spawn_pager(plan, position, run_stop, Arc::clone(&damaged));
     warnings.extend(throttle_warning(mean_spacing, ready.guard_ns));
-    let start_ns = clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns.saturating_mul(2));
+    let start_ns =
+        clock::now_ns() + START_MARGIN_NS.max(ready.guard_ns.saturating_mul(2)) + ready.lead_ns;
     let thread = launch.go(start_ns).remove(0);
     Ok(DispatchRun {
         pager,
@@ -361,6 +367,7 @@ pub fn start_with(
         start_ns,
         interval_ns: mean_spacing,
         extra,
+        lead_ns: ready.lead_ns,
         cpu: config.cpu,
         settings: ready.settings,
         warnings,
@@ -445,6 +452,8 @@ struct Dispatcher<'a> {
     /// Offsets are divided by this (extras::scaled).
     speed: f64,
     guard_ns: u64,
+    /// Events fire this long before their instant (Extras::lead).
+    lead_ns: u64,
     skip_after_ns: u64,
     inject: Option<Inject>,
 }
@@ -473,7 +482,8 @@ impl Dispatcher<'_> {
                 }
                 self.position.store(done, Ordering::Relaxed);
                 let event = self.events.event(index);
-                let at = repetition_start.saturating_add(scaled(event.offset_ns, self.speed));
+                let planned = repetition_start.saturating_add(scaled(event.offset_ns, self.speed));
+                let at = planned.saturating_sub(self.lead_ns);
                 if !wait_until(at.saturating_sub(self.guard_ns), stop) {
                     break 'plan;
                 }
@@ -503,13 +513,13 @@ impl Dispatcher<'_> {
                     let slot = Slot {
                         index: done - 1,
                         start_ns,
-                        planned_ns: at - start_ns,
+                        planned_ns: planned - start_ns,
                     };
                     module.fire_at(&event, slot, fire);
                 }
                 fired += 1;
                 let sample = Sample {
-                    at_ns: at - start_ns,
+                    at_ns: planned - start_ns,
                     latency_ns: fire - at,
                     missed: pending_missed,
                 };
@@ -573,6 +583,11 @@ fn wait_until(wake_ns: u64, stop: &AtomicBool) -> bool {
 }
 
 impl DispatchRun {
+    /// How early each event fired (Extras::lead, the guard resolved).
+    pub fn lead_ns(&self) -> u64 {
+        self.lead_ns
+    }
+
     /// `dispatch`, then the extra series, with `stats` in that order.
     fn series(&self, stats: Vec<SeriesStats>) -> Vec<Series> {
         let names = std::iter::once(("dispatch", "dispatch_error", self.interval_ns)).chain(

@@ -2,6 +2,7 @@
 
 use super::kinds::{signal_number, validate};
 use super::model::Module;
+use super::socket::connected_udp;
 use crate::plan::model::{Event, ModuleDecl, DATA_BYTES};
 use rtlab_probe::switch::{futex_wait_for, futex_wake};
 use std::net::{SocketAddr, UdpSocket};
@@ -58,14 +59,7 @@ impl Udp {
             .setting("size")
             .map_or(Ok(64), str::parse::<usize>)
             .map_err(|e| format!("module {}: size: {e}", decl.name))?;
-        let any = if dest.is_ipv4() {
-            "0.0.0.0:0"
-        } else {
-            "[::]:0"
-        };
-        let socket = UdpSocket::bind(any)
-            .and_then(|s| s.connect(dest).map(|()| s))
-            .and_then(|s| s.set_nonblocking(true).map(|()| s))
+        let socket = connected_udp(dest)
             .map_err(|e| format!("module {}: cannot send to {dest}: {e}", decl.name))?;
         Ok(Udp {
             socket,

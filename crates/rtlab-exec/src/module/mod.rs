@@ -12,8 +12,10 @@
 mod builtin;
 mod kinds;
 mod model;
+mod socket;
 mod traffic;
 
 pub use builtin::build;
 pub use kinds::{settings_of, signal_number, validate, KINDS};
 pub use model::{Module, Slot};
+pub use socket::connected_udp;

@@ -3,6 +3,7 @@
 //! timestamps (those are `rtlab traffic replay`'s, crate::traffic::replay).
 
 use super::model::Module;
+use super::socket::connected_udp;
 use crate::plan::model::{Event, ModuleDecl};
 use crate::traffic::format::{TrafficData, MAX_PAYLOAD};
 use std::net::{SocketAddr, UdpSocket};
@@ -18,14 +19,7 @@ pub fn plain_sender(decl: &ModuleDecl) -> Result<Box<dyn Module>, String> {
     let dest: SocketAddr = dest
         .parse()
         .map_err(|_| format!("module {}: dest={dest}: expected ADDR:PORT", decl.name))?;
-    let any = if dest.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    };
-    let socket = UdpSocket::bind(any)
-        .and_then(|s| s.connect(dest).map(|()| s))
-        .and_then(|s| s.set_nonblocking(true).map(|()| s))
+    let socket = connected_udp(dest)
         .map_err(|e| format!("module {}: cannot send to {dest}: {e}", decl.name))?;
     Ok(Box::new(PlainSender {
         socket,

@@ -4,14 +4,7 @@
 
 use super::model::RunView;
 use super::table::Table;
-
-fn us1(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
-}
-
-fn pct(p: f64) -> String {
-    format!("{p:.2}%")
-}
+use crate::traffic_summary::traffic_accuracy_cells;
 
 /// One row per traffic run: its packets, accounted for.
 pub fn traffic_counts_table(runs: &[RunView]) -> Option<Table> {
@@ -64,18 +57,9 @@ pub fn traffic_accuracy_table(runs: &[RunView]) -> Option<Table> {
             continue;
         };
         for a in r.accuracy.iter().filter(|a| a.samples > 0) {
-            t.rows.push(vec![
-                view.label.clone(),
-                a.series.clone(),
-                a.samples.to_string(),
-                us1(a.min_ns as f64),
-                us1(a.mean_ns),
-                us1(a.max_ns as f64),
-                pct(a.within_1us_pct),
-                pct(a.within_5us_pct),
-                a.within_1pct_of_gap_pct.map_or("-".into(), pct),
-                a.drift_ns_per_s.map_or("-".into(), |d| format!("{d:.1}")),
-            ]);
+            let mut row = vec![view.label.clone(), a.series.clone()];
+            row.extend(traffic_accuracy_cells(a));
+            t.rows.push(row);
         }
     }
     (!t.is_empty()).then_some(t)

@@ -20,6 +20,7 @@ nanosecond), never relative to the previous packet. Departures are the
 kernel's software transmit timestamps where it gives them, else the time of
 the send. Series: departure (departure - planned instant), gap (|departure
 gap - planned gap|), dispatch. --budget 'departure:p99.9<5us' checks the run.
+Docs: docs/traffic-replay.md.
 Exit code: 0 done, 1 failure or --budget not kept, 2 bad input, 130 signal.")]
 pub struct TrafficReplayArgs {
     /// The traffic plan (see `rtlab traffic gen|import|record`).
@@ -54,7 +55,7 @@ pub struct TrafficReplayArgs {
     /// Departure times: kernel (software transmit timestamps where given) or user (the send's clock).
     #[arg(long, default_value = "kernel", value_name = "kernel|user")]
     pub timestamps: String,
-    /// SO_TXTIME with the ETF qdisc: off, auto (delta from the measured wake-up latency) or a delta.
+    /// SO_TXTIME (an fq or etf qdisc on the route): off, auto (delta = the guard, from the measured wake-up latency) or a delta.
     #[arg(long, default_value = "off", value_name = "off|auto|DURATION")]
     pub txtime: String,
     /// Testing the replay: spin this long before every --inject-every-th packet.

@@ -8,7 +8,7 @@ use crate::input::{self, bad_input, InputError};
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::flag;
 use rtlab_exec::dispatch::{Inject, Repeat};
-use rtlab_exec::traffic::replay::{flows_of, ReplayConfig, TxStamps, TxTime};
+use rtlab_exec::traffic::replay::{flows_of, qdisc_for, ReplayConfig, TxStamps, TxTime};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -87,8 +87,20 @@ fn config_from(args: &TrafficReplayArgs) -> anyhow::Result<ReplayConfig> {
     };
     config.validate().map_err(|e| InputError(e.render(flag)))?;
     let plan = checked_plan(&args.plan)?;
-    if let Err(e) = flows_of(&plan, to) {
-        bad_input!("{}: {e}", args.plan.display());
+    let flows = match flows_of(&plan, to) {
+        Ok(flows) => flows,
+        Err(e) => bad_input!("{}: {e}", args.plan.display()),
+    };
+    // SO_TXTIME needs a qdisc that honours it on every flow's route.
+    if config.txtime != TxTime::Off {
+        let mut dests: Vec<SocketAddr> = flows.iter().map(|f| f.dest).collect();
+        dests.sort_unstable();
+        dests.dedup();
+        for dest in dests {
+            if let Err(e) = qdisc_for(dest) {
+                bad_input!("--txtime: {e}");
+            }
+        }
     }
     Ok(config)
 }

@@ -7,7 +7,7 @@
 
 use super::accuracy::Accuracy;
 use super::sender::Departure;
-use super::txstamps::{self, ClockOffset};
+use super::txstamps::{self, ClockOffset, Queued};
 use rtlab_core::clock;
 use rtlab_probe::recorder::Sample;
 use std::collections::VecDeque;
@@ -21,6 +21,9 @@ use std::sync::Arc;
 pub const STAMP_WAIT_NS: u64 = 200_000_000;
 /// The longest poll: records are taken at least this often.
 const POLL_MS: libc::c_int = 2;
+/// How far a stamp may seem to precede its send's clock read: the error
+/// of the clock offset (a fraction of a µs), with margin.
+const STAMP_TOLERANCE_NS: u64 = 2_000;
 /// Stamps kept per flow for records not taken yet.
 const MAX_EARLY: usize = 4096;
 
@@ -53,6 +56,10 @@ pub struct Collected {
     /// (CLOCK_MONOTONIC), of the packets measured.
     pub first: Option<(u64, u64)>,
     pub last: Option<(u64, u64)>,
+    /// Packets the qdisc dropped (SO_TXTIME, their time passed).
+    pub txtime_dropped: u64,
+    /// Stamps refused because they came before their packet's send.
+    pub stamps_refused: u64,
     /// Errors reading an error queue (the first one's text).
     pub queue_error: Option<String>,
 }
@@ -66,8 +73,9 @@ struct Pending {
 struct State {
     /// In sequence order.
     pending: VecDeque<Pending>,
-    /// Per flow: (counter, sequence) of the records waiting for a stamp.
-    waiting: Vec<VecDeque<(u32, u64)>>,
+    /// Per flow: (counter, sequence, user-space send time) of the records
+    /// waiting for a stamp.
+    waiting: Vec<VecDeque<(u32, u64, u64)>>,
     /// Per flow: stamps read before their packet's record was taken (the
     /// kernel stamps during the send; the sender pushes the record after).
     early: Vec<VecDeque<(u32, u64)>>,
@@ -155,7 +163,11 @@ impl State {
         );
         let flow = departure.flow as usize;
         if kernel_stamps && flow < self.waiting.len() {
-            self.waiting[flow].push_back((departure.counter, departure.sequence));
+            self.waiting[flow].push_back((
+                departure.counter,
+                departure.sequence,
+                departure.user_ns,
+            ));
             for (id, at_ns) in std::mem::take(&mut self.early[flow]) {
                 self.match_stamp(flow, id, at_ns);
             }
@@ -166,10 +178,11 @@ impl State {
         for (flow, socket) in sockets.iter().enumerate() {
             loop {
                 match txstamps::next(socket.as_raw_fd()) {
-                    Ok(Some(stamp)) => {
+                    Ok(Some(Queued::Stamp(stamp))) => {
                         let at = self.offset.monotonic(stamp.realtime_ns);
                         self.match_stamp(flow, stamp.id, at);
                     }
+                    Ok(Some(Queued::TxtimeDropped)) => self.collected.txtime_dropped += 1,
                     Ok(None) => break,
                     Err(e) => {
                         self.collected
@@ -189,13 +202,20 @@ impl State {
         let Some(waiting) = self.waiting.get_mut(flow) else {
             return;
         };
-        while let Some(&(counter, sequence)) = waiting.front() {
+        while let Some(&(counter, sequence, user_ns)) = waiting.front() {
             // Wrapping order: counters are u32 and may wrap on a long run.
             let behind = id.wrapping_sub(counter) as i32;
             if behind < 0 {
                 return;
             }
             waiting.pop_front();
+            // The kernel stamps during the send, after the clock read
+            // before it: a stamp before that read is another packet's (a
+            // kernel that counted a refused send): better none than it.
+            if behind == 0 && at_ns + STAMP_TOLERANCE_NS < user_ns {
+                self.collected.stamps_refused += 1;
+                return;
+            }
             if behind == 0 {
                 let at = self
                     .pending
@@ -266,5 +286,107 @@ fn push(ring: &mut rtrb::Producer<Sample>, dropped: &AtomicU64, at_ns: u64, erro
     };
     if ring.push(sample).is_err() {
         dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(flows: usize) -> State {
+        State {
+            pending: VecDeque::new(),
+            waiting: vec![VecDeque::new(); flows],
+            early: vec![VecDeque::new(); flows],
+            offset: ClockOffset::measure(),
+            collected: Collected::default(),
+        }
+    }
+
+    fn record(flow: u32, counter: u32, sequence: u64) -> Departure {
+        Departure {
+            flow,
+            counter,
+            sequence,
+            start_ns: 1_000_000,
+            planned_ns: sequence * 100_000,
+            user_ns: 1_000_000 + sequence * 100_000 + 500,
+        }
+    }
+
+    fn outputs() -> (Outputs, rtrb::Consumer<Sample>, rtrb::Consumer<Sample>) {
+        let (departure, d) = rtrb::RingBuffer::new(64);
+        let (gap, g) = rtrb::RingBuffer::new(64);
+        let out = Outputs {
+            departure,
+            gap,
+            departure_dropped: Arc::default(),
+            gap_dropped: Arc::default(),
+        };
+        (out, d, g)
+    }
+
+    fn inputs() -> Inputs {
+        Inputs {
+            rings: Vec::new(),
+            sockets: Vec::new(),
+            kernel_stamps: true,
+            late_after_ns: 5_000,
+        }
+    }
+
+    #[test]
+    fn stamps_find_their_packets_over_flows_also_before_the_record() {
+        let mut s = state(2);
+        // Records taken out of order across the two flows' rings.
+        s.take(record(1, 0, 1), true);
+        s.take(record(0, 0, 0), true);
+        // Packet 0: stamped 1 µs after its send; packet 1: 2 µs after.
+        s.match_stamp(0, 0, 1_001_500);
+        s.match_stamp(1, 0, 1_102_500);
+        // Packet 2's stamp is read before its record is taken.
+        s.match_stamp(0, 1, 1_203_500);
+        s.take(record(0, 1, 2), true);
+        let (mut out, mut d, mut g) = outputs();
+        s.emit(u64::MAX, false, &inputs(), &mut out);
+        assert!(s.pending.is_empty());
+        let c = &s.collected;
+        assert_eq!((c.departures, c.without_kernel_stamp), (3, 0));
+        let errors: Vec<u64> = std::iter::from_fn(|| d.pop().ok())
+            .map(|x| x.latency_ns)
+            .collect();
+        assert_eq!(errors, [1_500, 2_500, 3_500]);
+        let gaps: Vec<u64> = std::iter::from_fn(|| g.pop().ok())
+            .map(|x| x.latency_ns)
+            .collect();
+        assert_eq!(gaps, [1_000, 1_000]);
+        assert_eq!(c.late, 0);
+    }
+
+    #[test]
+    fn a_lost_stamp_or_one_before_its_send_leaves_the_user_space_time() {
+        let mut s = state(1);
+        for k in 0..3 {
+            s.take(record(0, k, u64::from(k)), true);
+        }
+        // Packet 0's stamp never comes; packet 1's precedes its send (as if
+        // the kernel counted one datagram more): refused.
+        s.match_stamp(0, 1, 1_000_000 + 200);
+        s.match_stamp(0, 2, 1_200_000 + 9_000);
+        let (mut out, mut d, _g) = outputs();
+        // Not finishing and nothing expired: packet 0 still waits.
+        s.emit(1_000_000 + 100_000, false, &inputs(), &mut out);
+        assert_eq!(s.collected.departures, 0);
+        s.emit(u64::MAX, true, &inputs(), &mut out);
+        let c = &s.collected;
+        assert_eq!((c.departures, c.without_kernel_stamp), (3, 2));
+        assert_eq!(c.stamps_refused, 1);
+        // User-space times (500 ns), then the stamp 8.5 µs after the send:
+        // late past 5 µs.
+        let errors: Vec<u64> = std::iter::from_fn(|| d.pop().ok())
+            .map(|x| x.latency_ns)
+            .collect();
+        assert_eq!(errors, [500, 500, 9_000]);
+        assert_eq!(c.late, 1);
     }
 }

@@ -66,3 +66,51 @@ pub fn flows_of(plan: &LoadedPlan, to: Option<SocketAddr>) -> Result<Vec<Flow>, 
     }
     Ok(flows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(text: &str) -> LoadedPlan {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.plan");
+        std::fs::write(&path, text).unwrap();
+        crate::plan::load(&path).unwrap()
+    }
+
+    const HEAD: &str =
+        "rtlab-plan 1\nmodule a traffic dest=127.0.0.1:7000\nmodule b traffic\nevents\n";
+
+    #[test]
+    fn each_flow_gets_its_destination_and_largest_datagram() {
+        let plan = plan_of(&format!(
+            "{HEAD}0us a hex:6400\n1us b hex:0005\n2us a hex:c800\n"
+        ));
+        let to: SocketAddr = "10.0.0.2:9000".parse().unwrap();
+        let flows = flows_of(&plan, Some(to)).unwrap();
+        assert_eq!(
+            flows
+                .iter()
+                .map(|f| (f.name.as_str(), f.dest, f.largest, f.events))
+                .collect::<Vec<_>>(),
+            [("a", to, 200, 2), ("b", to, 1280, 1)]
+        );
+        // Without --to: flow b has nowhere to go.
+        let e = flows_of(&plan, None).unwrap_err();
+        assert!(e.contains("flow b has no dest="), "{e}");
+    }
+
+    #[test]
+    fn an_event_that_is_not_a_datagram_is_named_by_its_index() {
+        let to = Some("127.0.0.1:9".parse().unwrap());
+        let reserved = plan_of(&format!("{HEAD}0us a hex:6400\n1us a hex:64000100\n"));
+        let e = flows_of(&reserved, to).unwrap_err();
+        assert!(e.starts_with("event 1: ") && e.contains("reserved"), "{e}");
+        let big = plan_of(&format!("{HEAD}0us a hex:ffff\n"));
+        let e = flows_of(&big, to).unwrap_err();
+        assert!(e.starts_with("event 0: ") && e.contains("65535"), "{e}");
+        let marks = plan_of("rtlab-plan 1\nmodule m mark\nevents\n0us m\n");
+        let e = flows_of(&marks, to).unwrap_err();
+        assert!(e.contains("not a traffic plan"), "{e}");
+    }
+}

@@ -5,9 +5,11 @@
 //! error queue drained off the hot path) where the kernel gives one, else
 //! the user-space send time.
 //!
+//! - [`config`]: the settings, their check, the probe;
 //! - [`flows`]: the plan read once (flows, destinations, largest datagrams);
 //! - [`sender`]: the module that sends a flow's packets (the hot path);
 //! - [`txstamps`]: SO_TIMESTAMPING asked for and read back;
+//! - [`txtime`]: SO_TXTIME, where a qdisc honours it;
 //! - [`collector`]: stamps paired with packets, the `departure` and `gap`
 //!   series;
 //! - [`accuracy`]: the report's online figures;
@@ -15,230 +17,16 @@
 
 mod accuracy;
 mod collector;
+mod config;
 mod flows;
 mod run;
 mod sender;
 mod txstamps;
+mod txtime;
 
 pub use accuracy::Accuracy;
 pub use collector::STAMP_WAIT_NS;
+pub use config::{ReplayConfig, TxStamps, TxTime, MAX_SPEED, MIN_SPEED};
 pub use flows::{flows_of, Flow};
 pub use run::ReplayRun;
-
-use crate::dispatch::{DispatchConfig, Guard, Inject, Repeat};
-use rtlab_core::sched::SchedParams;
-use rtlab_core::settings::FieldError;
-use rtlab_probe::{Probe, ProbeRun, Start};
-use serde::Serialize;
-use std::net::SocketAddr;
-use std::path::PathBuf;
-
-/// Where departure times come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TxStamps {
-    /// The kernel's software transmit timestamps where it gives them, the
-    /// user-space send time for each packet it does not.
-    Kernel,
-    /// The clock read just before each send.
-    User,
-}
-
-/// SO_TXTIME with the ETF qdisc.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TxTime {
-    Off,
-    /// Hand each packet to the kernel this far ahead of its instant,
-    /// chosen from the measured wake-up latency.
-    Auto,
-    Delta(u64),
-}
-
-/// Everything a replay needs; serialized as the result's `config`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReplayConfig {
-    pub plan: PathBuf,
-    /// Every flow goes here; None: each flow's `dest`.
-    pub to: Option<SocketAddr>,
-    /// 2.0 plays the plan twice as fast (offsets divided by it).
-    pub speed: f64,
-    pub repeat: Repeat,
-    pub cpu: Option<usize>,
-    pub sched: SchedParams,
-    pub guard: Guard,
-    /// A packet reached later than this is not sent (counted skipped).
-    pub skip_after_ns: u64,
-    /// A packet that left later than this after its instant counts late.
-    pub late_after_ns: u64,
-    /// Put the stamp (format::Stamp) at the start of each datagram of at
-    /// least 24 bytes.
-    pub stamp: bool,
-    /// The stamp's stream id (random per replay, chosen by the caller).
-    pub stream: u32,
-    pub timestamps: TxStamps,
-    pub txtime: TxTime,
-    /// Testing: a stall of known size the departure errors must show.
-    pub inject: Option<Inject>,
-}
-
-/// The fastest `--speed` and the slowest.
-pub const MAX_SPEED: f64 = 1000.0;
-pub const MIN_SPEED: f64 = 0.001;
-
-impl ReplayConfig {
-    /// Checks the settings (the plan is checked when loaded); errors name
-    /// `rtlab traffic replay`'s flag without dashes.
-    pub fn validate(&self) -> Result<(), FieldError> {
-        if !(MIN_SPEED..=MAX_SPEED).contains(&self.speed) {
-            return Err(FieldError::new(
-                "speed",
-                format!("{}: expected {MIN_SPEED} to {MAX_SPEED}", self.speed),
-            ));
-        }
-        if self.late_after_ns == 0 {
-            return Err(FieldError::new("late", "must be above 0"));
-        }
-        if self.txtime != TxTime::Off {
-            return Err(FieldError::new(
-                "txtime",
-                "SO_TXTIME is not supported by this rtlab yet: use --txtime off (the default)",
-            ));
-        }
-        // The dispatcher's own rules; its `repeat` is this command's --loop.
-        self.dispatch().validate().map_err(|e| match e.field {
-            "repeat" => FieldError::new("loop", e.message),
-            _ => e,
-        })
-    }
-
-    /// What the dispatcher is given (its modules and speed come apart,
-    /// dispatch::Extras).
-    pub fn dispatch(&self) -> DispatchConfig {
-        DispatchConfig {
-            plan: self.plan.clone(),
-            cpu: self.cpu,
-            sched: self.sched,
-            repeat: self.repeat,
-            guard: self.guard,
-            skip_after_ns: self.skip_after_ns,
-            inject: self.inject,
-        }
-    }
-}
-
-impl Probe for ReplayConfig {
-    fn kind(&self) -> &'static str {
-        "traffic-replay"
-    }
-    fn planned_ns(&self) -> u64 {
-        let once = crate::dispatch::scaled(self.dispatch().planned_ns(), self.speed);
-        match self.repeat {
-            Repeat::Times(_) => once,
-            Repeat::Forever => u64::MAX,
-        }
-    }
-    fn config_json(&self) -> serde_json::Value {
-        rtlab_probe::config_json(self)
-    }
-    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
-        Ok(Box::new(run::start(self, with)?))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rtlab_core::sched::Policy;
-    use rtlab_core::settings::flag;
-
-    fn config() -> ReplayConfig {
-        ReplayConfig {
-            plan: PathBuf::from("cbr.plan"),
-            to: None,
-            speed: 1.0,
-            repeat: Repeat::Times(1),
-            cpu: None,
-            sched: SchedParams {
-                policy: Policy::Fifo,
-                priority: rtlab_probe::DEFAULT_PRIORITY,
-                deadline: None,
-            },
-            guard: Guard::Auto,
-            skip_after_ns: 1_000_000,
-            late_after_ns: 5_000,
-            stamp: true,
-            stream: 1,
-            timestamps: TxStamps::Kernel,
-            txtime: TxTime::Off,
-            inject: None,
-        }
-    }
-
-    fn refused(config: ReplayConfig) -> String {
-        config.validate().unwrap_err().render(flag)
-    }
-
-    #[test]
-    fn the_defaults_are_valid_and_bad_settings_name_their_flag() {
-        assert_eq!(config().validate(), Ok(()));
-        let speed = refused(ReplayConfig {
-            speed: 0.0,
-            ..config()
-        });
-        assert!(speed.starts_with("--speed: 0"), "{speed}");
-        let nan = refused(ReplayConfig {
-            speed: f64::NAN,
-            ..config()
-        });
-        assert!(nan.starts_with("--speed"), "{nan}");
-        let late = refused(ReplayConfig {
-            late_after_ns: 0,
-            ..config()
-        });
-        assert_eq!(late, "--late: must be above 0");
-        let repeat = refused(ReplayConfig {
-            repeat: Repeat::Times(0),
-            ..config()
-        });
-        assert_eq!(repeat, "--loop: must be at least 1");
-        let guard = refused(ReplayConfig {
-            guard: Guard::Fixed(2_000_000_000),
-            ..config()
-        });
-        assert!(guard.starts_with("--guard 2s"), "{guard}");
-        let txtime = refused(ReplayConfig {
-            txtime: TxTime::Auto,
-            ..config()
-        });
-        assert!(txtime.starts_with("--txtime: SO_TXTIME"), "{txtime}");
-        let skip = refused(ReplayConfig {
-            skip_after_ns: u64::MAX,
-            ..config()
-        });
-        assert!(skip.starts_with("--skip-after"), "{skip}");
-    }
-
-    #[test]
-    fn the_planned_length_is_the_plans_at_its_speed() {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = dir.path().join("p.plan");
-        std::fs::write(
-            &plan,
-            "rtlab-plan 1\nmodule a traffic\nrepeat 10ms\nevents\n0us a hex:6400\n5ms a hex:6400\n",
-        )
-        .unwrap();
-        let at = |speed, repeat| {
-            ReplayConfig {
-                plan: plan.clone(),
-                speed,
-                repeat,
-                ..config()
-            }
-            .planned_ns()
-        };
-        assert_eq!(at(1.0, Repeat::Times(1)), 10_000_000);
-        assert_eq!(at(2.0, Repeat::Times(3)), 15_000_000);
-        assert_eq!(at(1.0, Repeat::Forever), u64::MAX);
-    }
-}
+pub use txtime::{qdisc_for, Qdisc};

@@ -2,14 +2,16 @@
 //! the collector's two series, and at the end the traffic report.
 
 use super::collector::{self, Collected, Inputs, Outputs};
+use super::config::{ReplayConfig, TxStamps, TxTime};
 use super::flows::{flows_of, Flow};
 use super::sender::{connect, Departure, FlowSender, SendCounts};
-use super::{ReplayConfig, TxStamps};
+use super::txstamps::ClockOffset;
+use super::txtime::qdisc_for;
 use crate::dispatch::{self, DispatchRun, ExtraSeries, Extras, Modules, Repeat};
 use rtlab_core::record::LiveStats;
-use rtlab_core::result::{Series, TrafficCounts, TrafficReport};
+use rtlab_core::result::{Series, TrafficCounts, TrafficReport, TrafficTxtime};
 use rtlab_probe::recorder::{ring_capacity, SeriesInput};
-use rtlab_probe::{ProbeOutcome, ProbeRun, Start};
+use rtlab_probe::{Probe, ProbeOutcome, ProbeRun, Start};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,6 +21,25 @@ use std::thread::JoinHandle;
 fn flow_ring_capacity(events: u64, span_ns: u64) -> usize {
     let per_half_second = u128::from(events) * 500_000_000 / u128::from(span_ns.max(1));
     (per_half_second as usize).clamp(1024, 1 << 18)
+}
+
+impl Probe for ReplayConfig {
+    fn kind(&self) -> &'static str {
+        "traffic-replay"
+    }
+    fn planned_ns(&self) -> u64 {
+        let once = crate::dispatch::scaled(self.dispatch().planned_ns(), self.speed);
+        match self.repeat {
+            Repeat::Times(_) => once,
+            Repeat::Forever => u64::MAX,
+        }
+    }
+    fn config_json(&self) -> serde_json::Value {
+        rtlab_probe::config_json(self)
+    }
+    fn start(&self, with: Start) -> anyhow::Result<Box<dyn ProbeRun>> {
+        Ok(Box::new(start(self, with)?))
+    }
 }
 
 pub struct ReplayRun {
@@ -44,6 +65,7 @@ fn senders(
     counts: &Arc<SendCounts>,
 ) -> anyhow::Result<(Modules, Inputs)> {
     let kernel_stamps = config.timestamps == TxStamps::Kernel;
+    let with_txtime = config.txtime != TxTime::Off;
     let mut modules: Modules = Vec::with_capacity(flows.len());
     let mut inputs = Inputs {
         rings: Vec::with_capacity(flows.len()),
@@ -51,8 +73,31 @@ fn senders(
         kernel_stamps,
         late_after_ns: config.late_after_ns,
     };
+    let mut clocks: Vec<(std::net::SocketAddr, libc::clockid_t)> = Vec::new();
     for (index, flow) in flows.iter().enumerate() {
-        let socket = Arc::new(connect(flow, kernel_stamps).map_err(anyhow::Error::msg)?);
+        let clock = if with_txtime {
+            // One look-up (two processes) per destination, not per flow.
+            let known = clocks.iter().find(|(dest, _)| *dest == flow.dest);
+            let clock = match known {
+                Some(&(_, clock)) => clock,
+                None => {
+                    let clock = qdisc_for(flow.dest)
+                        .map_err(|e| anyhow::anyhow!("--txtime: {e}"))?
+                        .clock;
+                    clocks.push((flow.dest, clock));
+                    clock
+                }
+            };
+            Some(clock)
+        } else {
+            None
+        };
+        // fq reads CLOCK_MONOTONIC, the dispatcher's; etf CLOCK_TAI.
+        let ahead = clock.map(|c| match c {
+            libc::CLOCK_MONOTONIC => 0,
+            other => ClockOffset::of(other).ahead_ns(),
+        });
+        let socket = Arc::new(connect(flow, kernel_stamps, clock).map_err(anyhow::Error::msg)?);
         let (producer, consumer) =
             rtrb::RingBuffer::<Departure>::new(flow_ring_capacity(flow.events, span_ns));
         let sender = FlowSender::new(
@@ -60,6 +105,7 @@ fn senders(
             flow.largest,
             Arc::clone(&socket),
             config.stamp.then_some(config.stream),
+            ahead,
             producer,
             Arc::clone(counts),
         );
@@ -129,6 +175,7 @@ pub fn start(config: &ReplayConfig, with: Start) -> anyhow::Result<ReplayRun> {
         modules: Some(modules),
         series: vec![departure, gap],
         speed: config.speed,
+        lead: config.lead(),
     };
     // On an error here the modules are gone, so the collector ends too.
     let dispatch = dispatch::start_with(&config.dispatch(), with.stop, with.samples_csv, extras)?;
@@ -179,6 +226,7 @@ impl ProbeRun for ReplayRun {
             collector,
             about,
         } = *self;
+        let lead_ns = dispatch.lead_ns();
         // The dispatcher's end drops the senders, which ends the
         // collector, whose end lets the recorder finish.
         let mut outcome = dispatch.finish()?;
@@ -186,7 +234,19 @@ impl ProbeRun for ReplayRun {
             .join()
             .map_err(|_| anyhow::anyhow!("the transmit stamp collector panicked"))?;
         let skipped = outcome.series.first().map_or(0, |s| s.stats.missed);
-        let report = about.report(&collected, skipped);
+        let mut report = about.report(&collected, skipped);
+        if about.config.txtime != TxTime::Off {
+            report.txtime = Some(TrafficTxtime {
+                delta_ns: lead_ns,
+                dropped: collected.txtime_dropped,
+            });
+        }
+        // The departure series accounts for every packet reached: one
+        // not sent (skipped or refused) has no departure and counts
+        // missed, so `--budget 'departure:missed=0'` sees it.
+        if let Some(departure) = outcome.series.iter_mut().find(|s| s.name == "departure") {
+            departure.stats.missed = report.counts.skipped + report.counts.failed;
+        }
         outcome
             .warnings
             .extend(about.warnings_of(&collected, &report));
@@ -275,6 +335,18 @@ impl About {
         if unrecorded > 0 {
             warnings.push(format!(
                 "{unrecorded} sent packets found the collector's ring full: their departures are not measured"
+            ));
+        }
+        if c.stamps_refused > 0 {
+            warnings.push(format!(
+                "{} kernel transmit stamps came before their packet's send and were not used (the kernel's count of sent datagrams does not match rtlab's)",
+                c.stamps_refused
+            ));
+        }
+        if c.txtime_dropped > 0 {
+            warnings.push(format!(
+                "the qdisc dropped {} packets whose transmit time had passed when they reached it (SO_TXTIME): a larger --txtime delta leaves more room",
+                c.txtime_dropped
             ));
         }
         if let Some(e) = &c.queue_error {

@@ -5,8 +5,8 @@
 //! each sent packet's record pushed into a ring for the collector.
 
 use super::flows::Flow;
-use super::txstamps;
-use crate::module::{Module, Slot};
+use super::{txstamps, txtime};
+use crate::module::{connected_udp, Module, Slot};
 use crate::plan::model::Event;
 use crate::traffic::format::{Stamp, STAMP_BYTES};
 use rtlab_core::clock;
@@ -47,16 +47,13 @@ const SEND_BUFFER_BYTES: usize = 4 << 20;
 
 /// A flow's socket, connected to its destination (non-blocking, its send
 /// buffer enlarged, transmit stamps asked for when `kernel_stamps`).
-pub fn connect(flow: &Flow, kernel_stamps: bool) -> Result<UdpSocket, String> {
-    let any = if flow.dest.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    };
-    let what = |e: std::io::Error| format!("flow {}: cannot send to {}: {e}", flow.name, flow.dest);
-    let socket = UdpSocket::bind(any).map_err(what)?;
-    socket.connect(flow.dest).map_err(what)?;
-    socket.set_nonblocking(true).map_err(what)?;
+pub fn connect(
+    flow: &Flow,
+    kernel_stamps: bool,
+    txtime_clock: Option<libc::clockid_t>,
+) -> Result<UdpSocket, String> {
+    let socket = connected_udp(flow.dest)
+        .map_err(|e| format!("flow {}: cannot send to {}: {e}", flow.name, flow.dest))?;
     // Best effort: the default buffer still works at modest rates.
     let _ = txstamps::set_send_buffer(socket.as_raw_fd(), SEND_BUFFER_BYTES);
     if kernel_stamps {
@@ -66,6 +63,10 @@ pub fn connect(flow: &Flow, kernel_stamps: bool) -> Result<UdpSocket, String> {
                 flow.name
             )
         })?;
+    }
+    if let Some(clock) = txtime_clock {
+        txtime::enable(socket.as_raw_fd(), clock)
+            .map_err(|e| format!("flow {}: SO_TXTIME: {e}", flow.name))?;
     }
     Ok(socket)
 }
@@ -78,6 +79,9 @@ pub struct FlowSender {
     datagram: Vec<u8>,
     /// The stream id of the stamps; None: `--no-stamp`.
     stream: Option<u32>,
+    /// SO_TXTIME: what to add to a CLOCK_MONOTONIC instant to have it on
+    /// the qdisc's clock; None: plain sends.
+    txtime_ahead_ns: Option<i64>,
     counter: u32,
     ring: rtrb::Producer<Departure>,
     counts: Arc<SendCounts>,
@@ -91,6 +95,7 @@ impl FlowSender {
         largest: usize,
         socket: Arc<UdpSocket>,
         stream: Option<u32>,
+        txtime_ahead_ns: Option<i64>,
         ring: rtrb::Producer<Departure>,
         counts: Arc<SendCounts>,
     ) -> FlowSender {
@@ -99,6 +104,7 @@ impl FlowSender {
             socket,
             datagram: vec![0u8; largest],
             stream,
+            txtime_ahead_ns,
             counter: 0,
             ring,
             counts,
@@ -136,7 +142,16 @@ impl Module for FlowSender {
             None => {}
         }
         let user_ns = clock::now_ns();
-        if self.socket.send(payload).is_err() {
+        let sent = match self.txtime_ahead_ns {
+            None => self.socket.send(payload),
+            Some(ahead) => {
+                // The planned instant itself: the qdisc holds the packet
+                // until then.
+                let planned = (slot.start_ns + slot.planned_ns).saturating_add_signed(ahead);
+                txtime::send_at(self.socket.as_raw_fd(), payload, planned)
+            }
+        };
+        if sent.is_err() {
             self.failed += 1;
             self.counts.failed.fetch_add(1, Ordering::Relaxed);
             return;

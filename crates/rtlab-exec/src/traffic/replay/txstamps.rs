@@ -65,9 +65,17 @@ pub struct TxStamp {
     pub realtime_ns: u64,
 }
 
-/// The next transmit stamp queued on `fd`: Ok(None) when the queue is
-/// empty; queued errors that are not transmit stamps are passed over.
-pub fn next(fd: RawFd) -> io::Result<Option<TxStamp>> {
+/// What the error queue says of a sent packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    Stamp(TxStamp),
+    /// The qdisc dropped a packet sent with SO_TXTIME (its time passed).
+    TxtimeDropped,
+}
+
+/// The next transmit stamp or SO_TXTIME drop queued on `fd`: Ok(None)
+/// when the queue is empty; other queued errors are passed over.
+pub fn next(fd: RawFd) -> io::Result<Option<Queued>> {
     loop {
         // u64s: the control buffer must be aligned for cmsghdr.
         let mut control = [0u64; 64];
@@ -98,8 +106,8 @@ pub fn next(fd: RawFd) -> io::Result<Option<TxStamp>> {
     }
 }
 
-/// The stamp in a message of the error queue, if it holds one.
-fn parse(msg: &libc::msghdr) -> Option<TxStamp> {
+/// The stamp or drop in a message of the error queue, if it holds one.
+fn parse(msg: &libc::msghdr) -> Option<Queued> {
     let mut realtime_ns = None;
     let mut id = None;
     // SAFETY: walking the control messages the kernel wrote into msg.
@@ -118,6 +126,9 @@ fn parse(msg: &libc::msghdr) -> Option<TxStamp> {
                 || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
             {
                 let err: libc::sock_extended_err = std::ptr::read_unaligned(body.cast());
+                if err.ee_origin == super::txtime::SO_EE_ORIGIN_TXTIME {
+                    return Some(Queued::TxtimeDropped);
+                }
                 if err.ee_errno == libc::ENOMSG as u32
                     && err.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
                 {
@@ -127,29 +138,31 @@ fn parse(msg: &libc::msghdr) -> Option<TxStamp> {
             cmsg = libc::CMSG_NXTHDR(msg, cmsg);
         }
     }
-    Some(TxStamp {
+    Some(Queued::Stamp(TxStamp {
         id: id?,
         realtime_ns: realtime_ns?,
-    })
+    }))
 }
 
 /// CLOCK_REALTIME − CLOCK_MONOTONIC, measured by reading the real-time
 /// clock between two monotonic reads (the narrowest bracket of a few
-/// tries): its error is half that bracket, tens of ns. NTP slews the
-/// real-time clock, so the collector measures it again every second.
+/// tries): its error is half that bracket, tens of ns. Both clocks run at
+/// the same (NTP-adjusted) rate; a step of the real-time clock
+/// (clock_settime, an NTP step) changes the offset, so the collector
+/// measures it again every second.
 #[derive(Debug, Clone, Copy)]
 pub struct ClockOffset {
     offset_ns: i128,
     measured_at: u64,
 }
 
-fn realtime_ns() -> u64 {
+fn read_clock(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -157,11 +170,17 @@ fn realtime_ns() -> u64 {
 const REMEASURE_NS: u64 = 1_000_000_000;
 
 impl ClockOffset {
+    /// CLOCK_REALTIME's offset (the transmit stamps' clock).
     pub fn measure() -> ClockOffset {
+        ClockOffset::of(libc::CLOCK_REALTIME)
+    }
+
+    /// `other` − CLOCK_MONOTONIC (CLOCK_TAI for an etf qdisc).
+    pub fn of(other: libc::clockid_t) -> ClockOffset {
         let mut best = (u64::MAX, 0i128);
         for _ in 0..7 {
             let before = clock::now_ns();
-            let real = realtime_ns();
+            let real = read_clock(other);
             let after = clock::now_ns();
             let width = after - before;
             if width < best.0 {
@@ -182,9 +201,16 @@ impl ClockOffset {
         }
     }
 
-    /// A CLOCK_REALTIME instant on CLOCK_MONOTONIC.
+    /// An instant of the other clock on CLOCK_MONOTONIC.
     pub fn monotonic(&self, realtime_ns: u64) -> u64 {
         (i128::from(realtime_ns) - self.offset_ns).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// The ns to add to a CLOCK_MONOTONIC instant to have it on the other
+    /// clock.
+    pub fn ahead_ns(&self) -> i64 {
+        self.offset_ns
+            .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }
 }
 
@@ -196,7 +222,7 @@ mod tests {
     fn the_offset_brings_the_real_time_clock_to_the_monotonic_one() {
         let offset = ClockOffset::measure();
         let mono = clock::now_ns();
-        let back = offset.monotonic(realtime_ns());
+        let back = offset.monotonic(read_clock(libc::CLOCK_REALTIME));
         // Only that it converts (no timing asserted): the converted read
         // comes after the monotonic one, within a generous minute.
         assert!(back + 1_000_000 >= mono && back < mono + 60_000_000_000);
@@ -216,7 +242,8 @@ mod tests {
         let until = clock::now_ns() + 2_000_000_000;
         while ids.len() < 3 && clock::now_ns() < until {
             match next(tx.as_raw_fd()).unwrap() {
-                Some(s) => ids.push(s.id),
+                Some(Queued::Stamp(s)) => ids.push(s.id),
+                Some(Queued::TxtimeDropped) => panic!("no SO_TXTIME here"),
                 None => std::thread::sleep(std::time::Duration::from_millis(1)),
             }
         }
