@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_refused, rtlab};
+use common::{assert_refused, read_json, rtlab, signal, wait_until_running};
 use std::net::UdpSocket;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -79,8 +79,7 @@ fn a_recording_ends_at_count_with_its_run_and_its_plan() {
         stderr.contains("received 50 datagrams from 1 flow"),
         "{stderr}"
     );
-    let bytes = std::fs::read(&plan).unwrap();
-    assert!(bytes.starts_with(b"RTLPLAN\0"));
+    assert_eq!(rtlab_exec::plan::load(&plan).unwrap().events.len(), 50);
 }
 
 /// `rtlab traffic record ARGS` must exit 2 saying `says`.
@@ -114,4 +113,63 @@ fn bad_flags_exit_2_naming_the_flag() {
         &["--listen", &free, "-o", "-"],
         "--output: a plan is written to a file",
     );
+}
+
+/// Ends the rtlab of a test that failed half-way (and undoes what it
+/// changed on the host).
+struct Running<'a> {
+    child: std::process::Child,
+    state: &'a std::path::Path,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        common::end_and_restore(&mut self.child, self.state);
+    }
+}
+
+#[test]
+fn sigint_keeps_what_came_as_a_partial_run_and_writes_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let plan = dir.path().join("got.plan");
+    let json = dir.path().join("run.json");
+    let child = rtlab(dir.path())
+        .args([
+            "traffic",
+            "record",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--no-store", "--quiet", "-o"])
+        .arg(&plan)
+        .arg("--json")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running {
+        child,
+        state: dir.path(),
+    };
+    // Running: the socket is bound (the probe binds before it starts).
+    wait_until_running(&json, &mut running.child);
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for sequence in 0..30 {
+        tx.send_to(&stamped(sequence), ("127.0.0.1", port)).unwrap();
+    }
+    // Until a checkpoint shows all 30 (29 gaps) came.
+    let since = Instant::now();
+    while read_json(&json).is_none_or(|r| r["series"][0]["samples"] != 29) {
+        assert!(since.elapsed() < Duration::from_secs(60), "never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(&running.child, libc::SIGINT);
+    let status = running.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let result = read_json(&json).unwrap();
+    assert_eq!(result["status"], "partial");
+    assert_eq!(result["traffic"]["counts"]["received"], 30);
+    assert_eq!(rtlab_exec::plan::load(&plan).unwrap().events.len(), 30);
 }

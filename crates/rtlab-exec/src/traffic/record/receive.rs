@@ -141,5 +141,7 @@ pub fn receive_loop(
         }
     }
     end.end_ns = clock::now_ns();
+    // Drops after the last datagram received rode on none.
+    end.kernel_dropped = end.kernel_dropped.max(socket.drops());
     end
 }
