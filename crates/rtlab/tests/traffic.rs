@@ -64,15 +64,7 @@ impl Lab {
     /// `traffic gen ARGS -o NAME`: the plan's path.
     fn gen(&self, name: &str, args: &[&str]) -> PathBuf {
         let plan = self.path(name);
-        let out = self.rtlab(
-            &[
-                &["traffic", "gen"],
-                args,
-                &["-o", plan.to_str().unwrap(), "--quiet"],
-            ]
-            .concat(),
-        );
-        assert_eq!(out.status.code(), Some(0), "traffic gen {args:?}");
+        gen(&self.state(), &plan, args);
         plan
     }
 
@@ -151,6 +143,24 @@ fn cpu_args(cpu: usize) -> Vec<String> {
     } else {
         Vec::new()
     }
+}
+
+/// `traffic gen ARGS -o PLAN`, which must succeed.
+fn gen(state: &Path, plan: &Path, args: &[&str]) {
+    let out = run(rtlab(state).args(["traffic", "gen"]).args(args).args([
+        "-o",
+        plan.to_str().unwrap(),
+        "--quiet",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "traffic gen {args:?}");
+}
+
+/// `traffic import CAPTURE -o PLAN ARGS`.
+fn import(state: &Path, capture: &Path, plan: &Path, args: &[&str]) -> std::process::Output {
+    run(rtlab(state)
+        .args(["traffic", "import", capture.to_str().unwrap()])
+        .args(["-o", plan.to_str().unwrap(), "--quiet"])
+        .args(args))
 }
 
 fn result(path: &Path) -> Value {
@@ -443,17 +453,12 @@ fn a_replay_captured_by_tshark_and_tcpdump_imports_with_its_departures_and_repla
         let name = capture.file_name().unwrap().to_str().unwrap();
         let imported = lab.path(&format!("{name}.plan"));
         let filter = format!("udp and dst port {port}");
-        let out = lab.rtlab(&[
-            "traffic",
-            "import",
-            capture.to_str().unwrap(),
-            "--filter",
-            &filter,
-            "-o",
-            imported.to_str().unwrap(),
-            "--json",
-            "--quiet",
-        ]);
+        let out = import(
+            &lab.state(),
+            capture,
+            &imported,
+            &["--filter", &filter, "--json"],
+        );
         assert_eq!(out.status.code(), Some(0), "traffic import {name}");
         let said: Value = serde_json::from_slice(&out.stdout).expect("import --json");
         eprintln!("import {name}: {said}");
@@ -480,21 +485,11 @@ fn truncated_and_garbage_captures_are_refused_with_the_file_and_where() {
     let state = dir.path().join("state");
     let plan = dir.path().join("cbr.plan");
     let pcap = dir.path().join("cbr.pcap");
-    let out = run(rtlab(&state).args([
-        "traffic",
-        "gen",
-        "constant",
-        "--rate",
-        "1k",
-        "--count",
-        "50",
-        "--size",
-        "100",
-        "-o",
-        plan.to_str().unwrap(),
-        "--quiet",
-    ]));
-    assert_eq!(out.status.code(), Some(0));
+    gen(
+        &state,
+        &plan,
+        &["constant", "--rate", "1k", "--count", "50", "--size", "100"],
+    );
     let out = run(rtlab(&state).args([
         "traffic",
         "export",
@@ -517,14 +512,7 @@ fn truncated_and_garbage_captures_are_refused_with_the_file_and_where() {
 
     for bad in [&truncated, &garbage, &header_only] {
         let output = dir.path().join("never.plan");
-        let out = run(rtlab(&state).args([
-            "traffic",
-            "import",
-            bad.to_str().unwrap(),
-            "-o",
-            output.to_str().unwrap(),
-            "--quiet",
-        ]));
+        let out = import(&state, bad, &output, &[]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{}: {stderr}", bad.display());
         assert!(
@@ -539,14 +527,7 @@ fn truncated_and_garbage_captures_are_refused_with_the_file_and_where() {
     }
     // What stops making sense in the truncated capture is its last record,
     // the one the cut went through; the ones before it are not blamed.
-    let out = run(rtlab(&state).args([
-        "traffic",
-        "import",
-        truncated.to_str().unwrap(),
-        "-o",
-        dir.path().join("never.plan").to_str().unwrap(),
-        "--quiet",
-    ]));
+    let out = import(&state, &truncated, &dir.path().join("never.plan"), &[]);
     let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
     assert!(
         stderr.contains("truncat") || stderr.contains("ends") || stderr.contains("short"),
@@ -622,95 +603,39 @@ fn bad_input_names_the_flag_or_the_file_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let plan = dir.path().join("cbr.plan");
-    let out = run(rtlab(&state).args([
-        "traffic",
-        "gen",
-        "constant",
-        "--rate",
-        "1k",
-        "--count",
-        "10",
-        "-o",
-        plan.to_str().unwrap(),
-        "--quiet",
-    ]));
-    assert_eq!(out.status.code(), Some(0));
+    gen(
+        &state,
+        &plan,
+        &["constant", "--rate", "1k", "--count", "10"],
+    );
     let missing = dir.path().join("no-such.plan");
     let never = dir.path().join("never.plan");
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let (plan, missing, never) = (
+        plan.to_str().unwrap(),
+        missing.to_str().unwrap(),
+        never.to_str().unwrap(),
+    );
+    // Each command line (split at spaces) and what its message must name.
+    let cases = [
+        (format!("replay {plan} --to nonsense"), "--to"),
+        (format!("replay {missing} --to 127.0.0.1:9"), missing),
+        ("record --listen 1.2.3.4:99999 --count 1".into(), "--listen"),
         (
-            vec![
-                "traffic",
-                "replay",
-                plan.to_str().unwrap(),
-                "--to",
-                "nonsense",
-            ],
-            "--to",
-        ),
-        (
-            vec![
-                "traffic",
-                "replay",
-                missing.to_str().unwrap(),
-                "--to",
-                "127.0.0.1:9",
-            ],
-            missing.to_str().unwrap(),
-        ),
-        (
-            vec![
-                "traffic",
-                "record",
-                "--listen",
-                "1.2.3.4:99999",
-                "--count",
-                "1",
-            ],
-            "--listen",
-        ),
-        (
-            vec![
-                "traffic",
-                "gen",
-                "constant",
-                "--rate",
-                "0",
-                "--count",
-                "10",
-                "-o",
-                never.to_str().unwrap(),
-            ],
+            format!("gen constant --rate 0 --count 10 -o {never}"),
             "--rate",
         ),
         (
-            vec![
-                "traffic",
-                "replay",
-                plan.to_str().unwrap(),
-                "--to",
-                "127.0.0.1:9",
-                "--speed",
-                "0",
-            ],
+            format!("replay {plan} --to 127.0.0.1:9 --speed 0"),
             "--speed",
         ),
-        (
-            vec![
-                "traffic",
-                "import",
-                missing.to_str().unwrap(),
-                "-o",
-                never.to_str().unwrap(),
-            ],
-            missing.to_str().unwrap(),
-        ),
+        (format!("import {missing} -o {never}"), missing),
     ];
-    for (args, named) in cases {
+    for (line, named) in cases {
+        let args: Vec<&str> = ["traffic"].into_iter().chain(line.split(' ')).collect();
         let out = run(rtlab(&state).args(&args));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(named), "{args:?} names {named}: {stderr}");
-        assert!(!never.exists(), "{args:?} wrote no plan");
+        assert!(!Path::new(never).exists(), "{args:?} wrote no plan");
     }
 }
