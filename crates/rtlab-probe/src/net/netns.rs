@@ -20,8 +20,12 @@ pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 /// The port rtlab's own server listens on inside its namespace.
 pub const SERVER_PORT: u16 = 7700;
-const CLIENT_MAC: &str = "02:72:74:6c:00:01";
-const SERVER_MAC: &str = "02:72:74:6c:00:02";
+/// The veth ends' fixed MAC addresses and names (each inside its own
+/// namespace, so the names never meet the host's).
+pub const CLIENT_MAC: &str = "02:72:74:6c:00:01";
+pub const SERVER_MAC: &str = "02:72:74:6c:00:02";
+pub const CLIENT_DEVICE: &str = "rtlab-c";
+pub const SERVER_DEVICE: &str = "rtlab-s";
 
 /// The two namespaces, held open.
 pub struct NetnsPair {
@@ -47,25 +51,25 @@ impl NetnsPair {
             &pair.client,
             &format!(
                 "link set lo up\n\
-                 link add rtlab-c address {CLIENT_MAC} type veth peer name rtlab-s address {SERVER_MAC} netns {server_path}\n\
-                 addr add {CLIENT_ADDR}/30 dev rtlab-c\n\
-                 link set rtlab-c up\n\
-                 neigh replace {SERVER_ADDR} lladdr {SERVER_MAC} dev rtlab-c nud permanent\n"
+                 link add {CLIENT_DEVICE} address {CLIENT_MAC} type veth peer name {SERVER_DEVICE} address {SERVER_MAC} netns {server_path}\n\
+                 addr add {CLIENT_ADDR}/30 dev {CLIENT_DEVICE}\n\
+                 link set {CLIENT_DEVICE} up\n\
+                 neigh replace {SERVER_ADDR} lladdr {SERVER_MAC} dev {CLIENT_DEVICE} nud permanent\n"
             ),
         )?;
         ip_batch(
             &pair.server,
             &format!(
                 "link set lo up\n\
-                 addr add {SERVER_ADDR}/30 dev rtlab-s\n\
-                 link set rtlab-s up\n\
-                 neigh replace {CLIENT_ADDR} lladdr {CLIENT_MAC} dev rtlab-s nud permanent\n"
+                 addr add {SERVER_ADDR}/30 dev {SERVER_DEVICE}\n\
+                 link set {SERVER_DEVICE} up\n\
+                 neigh replace {CLIENT_ADDR} lladdr {CLIENT_MAC} dev {SERVER_DEVICE} nud permanent\n"
             ),
         )?;
         // The kernel attaches a device's queue discipline asynchronously
         // after its carrier comes up; until then it drops what is sent.
-        wait_until_up(&pair.client, "rtlab-c")?;
-        wait_until_up(&pair.server, "rtlab-s")?;
+        wait_until_up(&pair.client, CLIENT_DEVICE)?;
+        wait_until_up(&pair.server, SERVER_DEVICE)?;
         Ok(pair)
     }
 

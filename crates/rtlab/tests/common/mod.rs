@@ -1,6 +1,9 @@
 //! Shared helpers of rtlab's end-to-end tests.
 #![allow(dead_code)]
 
+#[allow(unused_imports)]
+pub mod netns;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
