@@ -343,6 +343,15 @@ def summary_lines(res):
     return lines
 
 
+
+def busy_note(env):
+    """Says other work was running when the load average per CPU was high."""
+    try:
+        per_cpu = float(env.get("loadavg_1min_at_start")) / float(env.get("cpus"))
+    except (TypeError, ValueError):
+        return ""
+    return ": other work was running" if per_cpu > 0.5 else ""
+
 def render_md(res):
     cfg = res["config"]
     t = res["summary"]["targets"]
@@ -358,8 +367,8 @@ def render_md(res):
              "receive stamp is taken inside the packet's transmit call, so these are the "
              "senders' departure errors.\n",
              f"Measured {res['date']} on {res['host']} ({env.get('cpus', '?')} CPUs, 1-min load "
-             f"average {env.get('loadavg_1min_at_start', '?')} at the start: other builds were "
-             "running). **This VM has multi-ms host stalls** (the hypervisor takes its CPUs away "
+             f"average {env.get('loadavg_1min_at_start', '?')} at the start{busy_note(env)}). "
+             "**This VM has multi-ms host stalls** (the hypervisor takes its CPUs away "
              "now and then): they show in the max and p99.9 columns of every sender alike; read "
              "the % within and drift columns first.\n",
              *summary_lines(res), "",
