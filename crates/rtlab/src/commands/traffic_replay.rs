@@ -91,6 +91,16 @@ fn config_from(args: &TrafficReplayArgs) -> anyhow::Result<ReplayConfig> {
         Ok(flows) => flows,
         Err(e) => bad_input!("{}: {e}", args.plan.display()),
     };
+    // Back to back, a plan whose events are all at one instant repeats
+    // every nanosecond: a loop of it is a flood, not a replay.
+    let last_offset = plan.events.event(plan.events.len() - 1).offset_ns;
+    if config.repeat != Repeat::Times(1) && plan.header.repeat_ns.is_none() && last_offset == 0 {
+        bad_input!(
+            "--loop: {}: every event is at offset 0 and the plan has no repeat period, so its \
+             repetitions would follow each other 1 ns apart; give it a `repeat` period",
+            args.plan.display()
+        );
+    }
     // SO_TXTIME needs a qdisc that honours it on every flow's route.
     if config.txtime != TxTime::Off {
         let mut dests: Vec<SocketAddr> = flows.iter().map(|f| f.dest).collect();
