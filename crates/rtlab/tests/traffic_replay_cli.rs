@@ -131,6 +131,10 @@ fn a_replay_that_cannot_run_is_refused_with_what_is_wrong() {
         refused(&args, &["--loop", "offset 0", "repeat"]);
     }
     refused(
+        &[plan, "--to", "127.0.0.1:9", "--inject-delay", "1h"],
+        &["--inject-delay: at most 1s"],
+    );
+    refused(
         &["/nonexistent.plan", "--to", "127.0.0.1:9"],
         &["/nonexistent.plan"],
     );
