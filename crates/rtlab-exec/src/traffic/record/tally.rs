@@ -597,7 +597,7 @@ mod tests {
         for i in 0..300u64 {
             let planned = i * 1_000_000 + i.saturating_sub(100) * 10_000_000;
             tally.take(&arrival(
-                1 << 30 | i * 1_000_000,
+                (1 << 30) + i * 1_000_000,
                 5000,
                 stamp(3, i, planned),
             ));
