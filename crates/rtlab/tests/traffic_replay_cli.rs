@@ -130,6 +130,12 @@ fn a_replay_that_cannot_run_is_refused_with_what_is_wrong() {
         args.extend_from_slice(looped);
         refused(&args, &["--loop", "offset 0", "repeat"]);
     }
+    // Root does not send broadcast for a plan: the kernel refuses it
+    // without SO_BROADCAST, and that is said before anything runs.
+    refused(
+        &[plan, "--to", "255.255.255.255:9"],
+        &["flow a: cannot send to 255.255.255.255:9 (--to)"],
+    );
     refused(
         &[plan, "--to", "127.0.0.1:9", "--inject-delay", "1h"],
         &["--inject-delay: at most 1s"],
