@@ -113,6 +113,13 @@ fn bad_flags_exit_2_naming_the_flag() {
         &["--listen", &free, "-o", "-"],
         "--output: a plan is written to a file",
     );
+    // Found at the end, a directory cost the recording its plan.
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    refused(
+        &["--listen", &free, "-o", dir],
+        &format!("--output {dir}: cannot write there: Is a directory"),
+    );
 }
 
 /// Ends the rtlab of a test that failed half-way (and undoes what it

@@ -117,6 +117,29 @@ fn a_replay_that_cannot_run_is_refused_with_what_is_wrong() {
         &[plan, "--to", "127.0.0.1:9", "--txtime", "soon"],
         &["--txtime soon"],
     );
+    // One instant, no repeat period: looped, 1 ns apart without end.
+    let instant = dir.path().join("i.plan");
+    std::fs::write(
+        &instant,
+        "rtlab-plan 1\nmodule a traffic\nevents\n0ms a hex:6400\n0ms a hex:6400\n",
+    )
+    .unwrap();
+    let instant = instant.to_str().unwrap();
+    for looped in [&["--loop", "3"][..], &["--loop"]] {
+        let mut args = vec![instant, "--to", "127.0.0.1:9"];
+        args.extend_from_slice(looped);
+        refused(&args, &["--loop", "offset 0", "repeat"]);
+    }
+    // Root does not send broadcast for a plan: the kernel refuses it
+    // without SO_BROADCAST, and that is said before anything runs.
+    refused(
+        &[plan, "--to", "255.255.255.255:9"],
+        &["flow a: cannot send to 255.255.255.255:9 (--to)"],
+    );
+    refused(
+        &[plan, "--to", "127.0.0.1:9", "--inject-delay", "1h"],
+        &["--inject-delay: at most 1s"],
+    );
     refused(
         &["/nonexistent.plan", "--to", "127.0.0.1:9"],
         &["/nonexistent.plan"],

@@ -108,6 +108,20 @@ impl DispatchConfig {
         if self.inject.is_some_and(|inject| inject.every == 0) {
             return Err(FieldError::new("inject_every", "must be at least 1"));
         }
+        // The stall is a spin at real-time priority, deaf to a stop: an
+        // hour of it held a CPU through SIGINT and SIGTERM.
+        if self
+            .inject
+            .is_some_and(|inject| inject.delay_ns > MAX_GUARD_NS)
+        {
+            return Err(FieldError::new(
+                "inject_delay",
+                format!(
+                    "at most {} (the dispatcher spins through it, deaf to a stop)",
+                    human_duration(MAX_GUARD_NS)
+                ),
+            ));
+        }
         check_priority(&self.sched)
     }
 
@@ -774,6 +788,12 @@ mod tests {
         };
         assert_eq!(inject(1).validate(), Ok(()));
         assert_eq!(refused(inject(0)).0, "inject_every");
+        let stall = |delay_ns| DispatchConfig {
+            inject: Some(Inject { delay_ns, every: 1 }),
+            ..config()
+        };
+        assert_eq!(stall(MAX_GUARD_NS).validate(), Ok(()));
+        assert_eq!(refused(stall(3_600_000_000_000)).0, "inject_delay");
         let mut zero = config();
         zero.sched.priority = 0;
         assert_eq!(refused(zero).0, "priority");

@@ -84,6 +84,12 @@ impl PlanSink {
                 "a plan is written to a file, not to stdout",
             )));
         }
+        // Found at `finish` only, a directory named as the output cost a
+        // whole recording or import its plan.
+        let trailing_slash = output.as_os_str().as_encoded_bytes().ends_with(b"/");
+        if trailing_slash || output.is_dir() {
+            return Err(create(io::Error::from_raw_os_error(libc::EISDIR)));
+        }
         let dir = match output.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -346,6 +352,17 @@ mod tests {
         );
         // Nothing but the plan in the directory: the spill had no name.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_directory_as_the_output_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        for output in [sub.clone(), dir.path().join("new/")] {
+            let e = PlanSink::create(&output).err().unwrap();
+            assert!(e.to_string().contains("Is a directory"), "{e}");
+        }
     }
 
     #[test]

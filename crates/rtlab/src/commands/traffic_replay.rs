@@ -8,6 +8,7 @@ use crate::input::{self, bad_input, InputError};
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::flag;
 use rtlab_exec::dispatch::{Inject, Repeat};
+use rtlab_exec::module::connected_udp;
 use rtlab_exec::traffic::replay::{flows_of, qdisc_for, ReplayConfig, TxStamps, TxTime};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -91,6 +92,30 @@ fn config_from(args: &TrafficReplayArgs) -> anyhow::Result<ReplayConfig> {
         Ok(flows) => flows,
         Err(e) => bad_input!("{}: {e}", args.plan.display()),
     };
+    // Back to back, a plan whose events are all at one instant repeats
+    // every nanosecond: a loop of it is a flood, not a replay.
+    let last_offset = plan.events.event(plan.events.len() - 1).offset_ns;
+    if config.repeat != Repeat::Times(1) && plan.header.repeat_ns.is_none() && last_offset == 0 {
+        bad_input!(
+            "--loop: {}: every event is at offset 0 and the plan has no repeat period, so its \
+             repetitions would follow each other 1 ns apart; give it a `repeat` period",
+            args.plan.display()
+        );
+    }
+    // A destination the kernel will not send to (a broadcast address:
+    // rtlab never sets SO_BROADCAST; no route) is bad input, said now by
+    // its flow, not a failed run stored after the warm-up.
+    for flow in &flows {
+        if let Err(e) = connected_udp(flow.dest) {
+            let by = if to.is_some() { "--to" } else { "dest=" };
+            bad_input!(
+                "{}: flow {}: cannot send to {} ({by}): {e}",
+                args.plan.display(),
+                flow.name,
+                flow.dest
+            );
+        }
+    }
     // SO_TXTIME needs a qdisc that honours it on every flow's route.
     if config.txtime != TxTime::Off {
         let mut dests: Vec<SocketAddr> = flows.iter().map(|f| f.dest).collect();

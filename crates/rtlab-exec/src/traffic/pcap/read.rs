@@ -15,6 +15,10 @@ use std::io::{self, Read};
 
 /// Blocks and records longer than this are refused unread.
 pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+/// Interfaces a pcapng section may declare: each costs memory while the
+/// section lasts, and a file of nothing but 20-byte interface blocks
+/// grew it past the file's own size.
+pub const MAX_INTERFACES: usize = 1 << 16;
 
 const PCAP_MICROS: u32 = 0xa1b2_c3d4;
 const PCAP_NANOS: u32 = 0xa1b2_3c4d;
@@ -311,6 +315,12 @@ impl<R: Read> CaptureReader<R> {
                 let interface = parse_interface(&self.record, big_endian)
                     .map_err(|e| format!("interface block at byte {start}: {e}"))?;
                 if let Format::Pcapng { interfaces, .. } = &mut self.format {
+                    if interfaces.len() >= MAX_INTERFACES {
+                        return Err(format!(
+                            "interface block at byte {start}: more than {MAX_INTERFACES} \
+                             interfaces in one section (not a capture, or a damaged one)"
+                        ));
+                    }
                     interfaces.push(interface);
                 }
                 continue;
@@ -609,6 +619,31 @@ mod tests {
         assert_eq!(e, "not a pcap or pcapng capture (first bytes 12 34 56 78)");
         let e = CaptureReader::open(&[][..]).err().unwrap();
         assert!(e.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn a_section_of_endless_interfaces_is_refused() {
+        let mut file = Vec::new();
+        let block = |file: &mut Vec<u8>, kind: u32, body: &[u8]| {
+            let total = (12 + body.len()) as u32;
+            file.extend_from_slice(&kind.to_le_bytes());
+            file.extend_from_slice(&total.to_le_bytes());
+            file.extend_from_slice(body);
+            file.extend_from_slice(&total.to_le_bytes());
+        };
+        let mut shb = PCAPNG_BYTE_ORDER.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_le_bytes());
+        block(&mut file, PCAPNG_SHB, &shb);
+        for _ in 0..=MAX_INTERFACES {
+            block(&mut file, IDB, &[1, 0, 0, 0, 0, 0, 4, 0]);
+        }
+        let mut r = CaptureReader::open(&file[..]).unwrap();
+        let e = r.next_packet().err().unwrap();
+        assert!(
+            e.contains(&format!("more than {MAX_INTERFACES} interfaces")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::traffic::accuracy::Accuracy;
 use crate::traffic::format::{TrafficData, MAX_PAYLOAD};
 use crate::traffic::sink::{FlowKey, PlanSink};
 use rtlab_core::result::{TrafficCounts, TrafficReport};
+use rtlab_core::units::human_duration;
 use rtlab_probe::recorder::Sample;
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -34,6 +35,15 @@ use std::sync::Arc;
 
 /// Stamped datagrams held until the reference is chosen among them.
 pub const REFERENCE_PACKETS: usize = 64;
+
+/// Errors larger than this (1 s) are not sampled into the `arrival` and
+/// `arrival_gap` series, only summed into the accuracy table and counted.
+/// A peer chooses its stamps' planned instants, so it chooses these
+/// errors: a new µs value per datagram grew the series' 1 µs histogram
+/// (a map entry per distinct µs) by every packet of a flood. Bounded, a
+/// series holds at most a million µs bins; a real replay's packet that
+/// is a second off its plan is a stall the report names anyway.
+pub const MAX_SAMPLED_ERROR_NS: u64 = 1_000_000_000;
 
 /// The series, in the order of [`Outlets`].
 pub const SERIES: [(&str, &str); 3] = [
@@ -101,6 +111,8 @@ pub struct Tally {
     planned_range: Option<(u64, u64)>,
     arrival: Accuracy,
     gap: Accuracy,
+    /// Errors past [`MAX_SAMPLED_ERROR_NS`], not sampled.
+    unsampled: u64,
 }
 
 /// A finished tally.
@@ -148,6 +160,7 @@ impl Tally {
             planned_range: None,
             arrival: Accuracy::default(),
             gap: Accuracy::default(),
+            unsampled: 0,
         }
     }
 
@@ -276,15 +289,22 @@ impl Tally {
         let error = since(arrival_ns, reference_arrival) - since(planned, reference_planned);
         let at_s = since(arrival_ns, reference_arrival) as f64 / 1e9;
         self.arrival.add_instant(error, at_s);
-        self.outlets.push(1, at_ns, saturated(error.unsigned_abs()));
+        self.sample(1, at_ns, error);
         if let Some((arrival_j, planned_j)) = self.previous_stamped {
             let planned_gap = since(planned, planned_j);
             let gap_error = since(arrival_ns, arrival_j) - planned_gap;
             self.gap.add_gap(gap_error, planned_gap.unsigned_abs());
-            self.outlets
-                .push(2, at_ns, saturated(gap_error.unsigned_abs()));
+            self.sample(2, at_ns, gap_error);
         }
         self.previous_stamped = Some((arrival_ns, planned));
+    }
+
+    /// An error into its series, unless past [`MAX_SAMPLED_ERROR_NS`].
+    fn sample(&mut self, series: usize, at_ns: u64, error_ns: i128) {
+        match u64::try_from(error_ns.unsigned_abs()) {
+            Ok(size) if size <= MAX_SAMPLED_ERROR_NS => self.outlets.push(series, at_ns, size),
+            _ => self.unsampled += 1,
+        }
     }
 
     /// The report, the warnings, and the plan written.
@@ -410,6 +430,14 @@ impl Tally {
             ),
         );
         say(
+            self.unsampled,
+            format!(
+                "{} arrival or gap errors were past {} (stamps that do not fit their stream: a broken or hostile sender, or a stall): in the accuracy table, not in the arrival and arrival_gap series",
+                self.unsampled,
+                human_duration(MAX_SAMPLED_ERROR_NS)
+            ),
+        );
+        say(
             self.clamped,
             format!(
                 "{} datagrams were stamped before the one received ahead of them (a clock step, or CPUs stamping out of order): written at the previous offset",
@@ -430,10 +458,6 @@ impl Tally {
         }
         warnings
     }
-}
-
-fn saturated(ns: u128) -> u64 {
-    u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -561,6 +585,36 @@ mod tests {
         assert_eq!(plan.events.len(), 5_000);
         let offsets: Vec<u64> = (0..5_000).map(|i| plan.events.event(i).offset_ns).collect();
         assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn errors_a_peer_makes_past_a_second_are_summed_not_sampled() {
+        let (outlets, consumers) = outlets();
+        let listen = "127.0.0.1:7000".parse().unwrap();
+        let mut tally = Tally::new(listen, None, None, outlets);
+        // 1 ms apart; from sequence 100 on, each planned 10 ms later than
+        // the one before it: errors of -10 ms, -20 ms, ... -1.99 s.
+        for i in 0..300u64 {
+            let planned = i * 1_000_000 + i.saturating_sub(100) * 10_000_000;
+            tally.take(&arrival(
+                (1 << 30) + i * 1_000_000,
+                5000,
+                stamp(3, i, planned),
+            ));
+        }
+        let t = tally.finish();
+        let arrival = &t.report.accuracy[0];
+        assert_eq!((arrival.samples, arrival.min_ns), (300, -1_990_000_000));
+        // Sequences 0-200 are within 1 s of their plan; every gap is.
+        assert_eq!(consumers[1].slots(), 201);
+        assert_eq!(consumers[2].slots(), 299);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.starts_with("99 arrival or gap errors were past 1s")),
+            "{:?}",
+            t.warnings
+        );
     }
 
     #[test]
