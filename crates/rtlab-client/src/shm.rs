@@ -124,8 +124,28 @@ impl Page {
     /// ahead of its releases is not believed: only the newest `most` (at
     /// most one ring) are read, and what was skipped is lost to the
     /// client's own statistics only.
-    pub fn drain(&self, tail: u64, most: u64, mut each: impl FnMut(Activation)) -> u64 {
-        let head = self.client.ring_head.load(Ordering::Acquire);
+    pub fn drain(&self, tail: u64, most: u64, each: impl FnMut(Activation)) -> u64 {
+        self.drain_to(tail, self.head(), most, each)
+    }
+
+    /// Server: how many samples the client has pushed so far. Read before
+    /// what the samples are checked against (the executive's latest
+    /// activation, the clock), then [`drain_to`](Self::drain_to) that
+    /// head: every sample up to it was pushed after its activation was
+    /// made and before those reads, so none is judged against values read
+    /// before it existed.
+    pub fn head(&self) -> u64 {
+        self.client.ring_head.load(Ordering::Acquire)
+    }
+
+    /// Server: [`drain`](Self::drain) up to `head` (from [`head`](Self::head)).
+    pub fn drain_to(
+        &self,
+        tail: u64,
+        head: u64,
+        most: u64,
+        mut each: impl FnMut(Activation),
+    ) -> u64 {
         let pending = head.wrapping_sub(tail).min(RING_CAPACITY as u64).min(most);
         let mut tail = head.wrapping_sub(pending);
         while tail != head {

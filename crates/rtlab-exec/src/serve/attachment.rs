@@ -196,6 +196,11 @@ impl Attachment {
         let Some(mapping) = &self.mapping else {
             return;
         };
+        // The samples' head first, then what they are checked against: a
+        // sample pushed after `latest` was read would be for an activation
+        // later than it and thrown away as impossible (CI lost one of 200
+        // so, to the executive's next release racing this drain).
+        let head = mapping.page().head();
         // The release count is a wrapping u32 (the page's futex word).
         let released = self.table.slot(self.slot).released();
         let most = u64::from(released.wrapping_sub(self.lateness.samples() as u32));
@@ -213,7 +218,7 @@ impl Attachment {
             &mut self.budget_overruns,
             &mut self.unbelieved,
         );
-        self.tail = mapping.page().drain(self.tail, most, |sample| {
+        self.tail = mapping.page().drain_to(self.tail, head, most, |sample| {
             if sample.activation_ns < first
                 || sample.activation_ns > latest
                 || sample.start_ns > sample.end_ns
