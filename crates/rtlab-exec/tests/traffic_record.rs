@@ -8,6 +8,8 @@
 //! machine-wide lock (`flock /tmp/rtlab-host.lock cargo test -p rtlab-exec
 //! --test traffic_record`).
 
+mod common;
+
 use rtlab_exec::plan;
 use rtlab_exec::traffic::format::{digest, Stamp, TrafficData};
 use rtlab_exec::traffic::record::{RecordConfig, RecordRun};
@@ -18,7 +20,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn config(output: Option<&Path>) -> RecordConfig {
     RecordConfig {
@@ -28,15 +30,8 @@ fn config(output: Option<&Path>) -> RecordConfig {
     }
 }
 
-/// A hang guard, not a timing claim.
-const HANG: Duration = Duration::from_secs(60);
-
 fn wait_finished(run: &RecordRun) {
-    let since = Instant::now();
-    while !run.is_finished() {
-        assert!(since.elapsed() < HANG, "the recording never ended");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::eventually("the recording's end", || run.is_finished());
 }
 
 /// Records with `config` while `send` sends to the bound address; the
@@ -225,11 +220,7 @@ fn a_stop_keeps_what_came_and_writes_the_plan() {
             .unwrap();
     }
     // Until all 30 went through (29 gaps), then the "signal".
-    let since = Instant::now();
-    while run.live()[0].samples < 29 {
-        assert!(since.elapsed() < HANG, "the datagrams never came");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::eventually("all 30 datagrams' arrival", || run.live()[0].samples >= 29);
     assert!(!run.is_finished(), "no limit: only the stop ends it");
     stop.store(true, Ordering::Relaxed);
     wait_finished(&run);

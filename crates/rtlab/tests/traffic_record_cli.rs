@@ -9,7 +9,6 @@ mod common;
 use common::{assert_refused, read_json, rtlab, signal, wait_until_running};
 use std::net::UdpSocket;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 /// A port nobody listens on now (the kernel's choice, released).
 fn free_port() -> u16 {
@@ -47,14 +46,12 @@ fn a_recording_ends_at_count_with_its_run_and_its_plan() {
     // Sends until rtlab has its 50 (it binds some time after it starts:
     // those sent before are not received, and not counted).
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let since = Instant::now();
     let mut sequence = 0;
-    while child.try_wait().unwrap().is_none() {
-        assert!(since.elapsed() < Duration::from_secs(60), "never ended");
+    common::eventually("the recording's end at --count", || {
         tx.send_to(&stamped(sequence), ("127.0.0.1", port)).unwrap();
         sequence += 1;
-        std::thread::sleep(Duration::from_millis(1));
-    }
+        child.try_wait().unwrap().is_some()
+    });
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -167,11 +164,9 @@ fn sigint_keeps_what_came_as_a_partial_run_and_writes_the_plan() {
         tx.send_to(&stamped(sequence), ("127.0.0.1", port)).unwrap();
     }
     // Until a checkpoint shows all 30 (29 gaps) came.
-    let since = Instant::now();
-    while read_json(&json).is_none_or(|r| r["series"][0]["samples"] != 29) {
-        assert!(since.elapsed() < Duration::from_secs(60), "never came");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::eventually("a checkpoint with all 30 datagrams", || {
+        read_json(&json).is_some_and(|r| r["series"][0]["samples"] == 29)
+    });
     signal(&running.child, libc::SIGINT);
     let status = running.child.wait().unwrap();
     assert_eq!(status.code(), Some(130));

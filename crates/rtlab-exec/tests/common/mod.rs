@@ -45,3 +45,16 @@ pub fn run(probe: &dyn Probe, samples: Option<&Path>) -> ProbeOutcome {
     }
     run.finish().unwrap()
 }
+
+/// Polls `done` until it holds. A hang guard, not a timing claim: the
+/// bound (a minute) only keeps a broken build from hanging CI, and the
+/// failure says what never happened.
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..6_000 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{what} never happened");
+}

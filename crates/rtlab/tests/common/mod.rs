@@ -279,3 +279,16 @@ pub fn wait_until_serving(child: &mut Child, socket: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Polls `done` until it holds. A hang guard, not a timing claim: the
+/// bound (a minute) only keeps a broken build from hanging CI, and the
+/// failure says what never happened.
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..6_000 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{what} never happened");
+}

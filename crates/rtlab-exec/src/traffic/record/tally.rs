@@ -465,6 +465,7 @@ mod tests {
     use super::*;
     use crate::traffic::format::Stamp;
     use rtlab_probe::recorder::Sample;
+    use std::path::Path;
 
     fn outlets() -> (Outlets, Vec<rtrb::Consumer<Sample>>) {
         let mut outlets = Outlets {
@@ -554,17 +555,27 @@ mod tests {
         assert_eq!(gap_at_3.latency_ns, 40_000);
     }
 
-    #[test]
-    fn hostile_stamps_and_clock_steps_are_counted_not_panicked_on() {
-        let (outlets, _consumers) = outlets();
-        let listen = "127.0.0.1:7000".parse().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("got.plan");
+    /// A tally on 127.0.0.1:7000 writing `got.plan` in `dir`, with its
+    /// series' consumers (kept alive by the caller, not looked at).
+    fn tally_writing(dir: &Path) -> (Tally, PathBuf, Vec<rtrb::Consumer<Sample>>) {
+        let (outlets, consumers) = outlets();
+        let path = dir.join("got.plan");
         let plan = PlanOut {
             path: path.clone(),
             sink: PlanSink::create(&path).unwrap(),
         };
-        let mut tally = Tally::new(listen, Some(plan), None, outlets);
+        let listen = "127.0.0.1:7000".parse().unwrap();
+        (
+            Tally::new(listen, Some(plan), None, outlets),
+            path,
+            consumers,
+        )
+    }
+
+    #[test]
+    fn hostile_stamps_and_clock_steps_are_counted_not_panicked_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut tally, path, _consumers) = tally_writing(dir.path());
         for i in 0..5_000u64 {
             let sequence = if i % 2 == 0 { 1 << 63 } else { i };
             let planned = if i % 3 == 0 { u64::MAX } else { i };
@@ -619,15 +630,8 @@ mod tests {
 
     #[test]
     fn past_65535_flows_the_plan_is_given_up_and_the_counting_goes_on() {
-        let (outlets, _consumers) = outlets();
-        let listen = "127.0.0.1:7000".parse().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("got.plan");
-        let plan = PlanOut {
-            path: path.clone(),
-            sink: PlanSink::create(&path).unwrap(),
-        };
-        let mut tally = Tally::new(listen, Some(plan), None, outlets);
+        let (mut tally, path, _consumers) = tally_writing(dir.path());
         for i in 0..70_000u64 {
             let mut a = arrival(i * 1_000, 0, None);
             a.src = Some(SocketAddr::from(([10, 0, (i >> 16) as u8, 1], i as u16)));
