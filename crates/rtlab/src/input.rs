@@ -61,6 +61,38 @@ pub fn rate_period(s: &str) -> Result<u64, String> {
     rtlab_core::units::parse_rate_period_ns(s).map_err(|e| e.to_string())
 }
 
+/// Events per second (`traffic gen --rate`, `plan gen --rate`): `2000`,
+/// `2k`, `1.5M`, `2000/s`, `5/ms`, `3/us`, `2khz`.
+pub fn per_second(text: &str) -> Result<f64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let lower = lower.strip_suffix("pps").unwrap_or(&lower);
+    let (number, per_s) = if let Some((n, unit)) = lower.split_once('/') {
+        let per_s = match unit {
+            "s" => 1.0,
+            "ms" => 1e3,
+            "us" => 1e6,
+            _ => return Err(format!("unknown unit '/{unit}' (expected /s, /ms or /us)")),
+        };
+        (n, per_s)
+    } else if let Some(n) = lower
+        .strip_suffix("mhz")
+        .or_else(|| lower.strip_suffix('m'))
+    {
+        (n, 1e6)
+    } else if let Some(n) = lower
+        .strip_suffix("khz")
+        .or_else(|| lower.strip_suffix('k'))
+    {
+        (n, 1e3)
+    } else {
+        (lower.strip_suffix("hz").unwrap_or(lower), 1.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(n * per_s),
+        _ => Err("expected packets per second: 2000, 2k, 1.5M, 2000/s or 5/ms".into()),
+    }
+}
+
 /// clap value parser for `--cpus`.
 pub fn cpus(s: &str) -> Result<rtlab_core::cpuset::CpuSelection, String> {
     rtlab_core::cpuset::CpuSelection::parse(s).map_err(|e| e.to_string())
@@ -112,7 +144,19 @@ impl clap::builder::TypedValueParser for Label {
 
 #[cfg(test)]
 mod tests {
-    use super::{hist_max_us, InputError};
+    use super::{hist_max_us, per_second, InputError};
+
+    #[test]
+    fn events_per_second_read_with_or_without_a_unit() {
+        assert_eq!(per_second("2000"), Ok(2000.0));
+        assert_eq!(per_second("2k"), Ok(2000.0));
+        assert_eq!(per_second("1.5M"), Ok(1_500_000.0));
+        assert_eq!(per_second("2000/s"), Ok(2000.0));
+        assert_eq!(per_second("5/ms"), Ok(5000.0));
+        assert_eq!(per_second("2khz"), Ok(2000.0));
+        assert!(per_second("0").is_err());
+        assert!(per_second("5/h").unwrap_err().contains("/h"));
+    }
 
     /// `measure timer --hist-max` and `export --hist-max` hold one rule,
     /// with one message each way it is broken.

@@ -389,27 +389,12 @@ fn module_arg(text: &str) -> anyhow::Result<ModuleDecl> {
     Ok(decl)
 }
 
-/// `1000/s`, `5/ms`, `2.5khz`: the mean gap in ns.
+/// `1000/s`, `5/ms`, `2.5khz` (read as `crate::input::per_second`): the
+/// mean gap in ns.
 fn rate_arg(text: &str) -> anyhow::Result<f64> {
-    let lower = text.trim().to_ascii_lowercase();
-    let (number, per_ns) = if let Some((n, unit)) = lower.split_once('/') {
-        let per = match unit {
-            "s" => 1e9,
-            "ms" => 1e6,
-            "us" => 1e3,
-            _ => bad_input!("--rate {text}: unknown unit '/{unit}' (expected /s, /ms or /us)"),
-        };
-        (n.to_string(), per)
-    } else if let Some(n) = lower.strip_suffix("khz") {
-        (n.to_string(), 1e6)
-    } else if let Some(n) = lower.strip_suffix("hz") {
-        (n.to_string(), 1e9)
-    } else {
-        bad_input!("--rate {text}: expected events per time, e.g. 1000/s, 5/ms or 2khz");
-    };
-    match number.trim().parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(per_ns / n),
-        _ => bad_input!("--rate {text}: expected a positive number before the unit"),
+    match crate::input::per_second(text) {
+        Ok(per_second) => Ok(1e9 / per_second),
+        Err(e) => bad_input!("--rate {text}: {e}"),
     }
 }
 

@@ -165,37 +165,6 @@ pub fn import(args: TrafficImportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `2000`, `2k`, `1.5M`, `2000/s`, `5/ms`, `3/us`, `2khz`: packets per second.
-pub fn packet_rate(text: &str) -> Result<f64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let lower = lower.strip_suffix("pps").unwrap_or(&lower);
-    let (number, per_s) = if let Some((n, unit)) = lower.split_once('/') {
-        let per_s = match unit {
-            "s" => 1.0,
-            "ms" => 1e3,
-            "us" => 1e6,
-            _ => return Err(format!("unknown unit '/{unit}' (expected /s, /ms or /us)")),
-        };
-        (n, per_s)
-    } else if let Some(n) = lower
-        .strip_suffix("mhz")
-        .or_else(|| lower.strip_suffix('m'))
-    {
-        (n, 1e6)
-    } else if let Some(n) = lower
-        .strip_suffix("khz")
-        .or_else(|| lower.strip_suffix('k'))
-    {
-        (n, 1e3)
-    } else {
-        (lower.strip_suffix("hz").unwrap_or(lower), 1.0)
-    };
-    match number.trim().parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(n * per_s),
-        _ => Err("expected packets per second: 2000, 2k, 1.5M, 2000/s or 5/ms".into()),
-    }
-}
-
 fn duration_flag(flag: &str, text: &Option<String>) -> anyhow::Result<Option<u64>> {
     match text {
         None => Ok(None),
@@ -227,7 +196,7 @@ fn size_flag(text: &str) -> anyhow::Result<Sizes> {
 /// The pattern the flags describe; flags of another pattern are refused.
 fn pattern_of(args: &TrafficGenArgs) -> anyhow::Result<Pattern> {
     let rate = match &args.rate {
-        Some(text) => match packet_rate(text) {
+        Some(text) => match crate::input::per_second(text) {
             Ok(r) => Some(r),
             Err(e) => bad_input!("--rate {text}: {e}"),
         },
@@ -447,21 +416,4 @@ pub fn export(args: TrafficExportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_read_like_the_rest_of_rtlab() {
-        assert_eq!(packet_rate("2000"), Ok(2000.0));
-        assert_eq!(packet_rate("2k"), Ok(2000.0));
-        assert_eq!(packet_rate("1.5M"), Ok(1_500_000.0));
-        assert_eq!(packet_rate("2000/s"), Ok(2000.0));
-        assert_eq!(packet_rate("5/ms"), Ok(5000.0));
-        assert_eq!(packet_rate("2khz"), Ok(2000.0));
-        assert!(packet_rate("0").is_err());
-        assert!(packet_rate("5/h").unwrap_err().contains("/h"));
-    }
 }
