@@ -3,6 +3,8 @@
 
 #[allow(unused_imports)]
 pub mod netns;
+#[allow(unused_imports)]
+pub mod postgres;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
