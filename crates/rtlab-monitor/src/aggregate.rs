@@ -142,13 +142,16 @@ impl CpuFigures {
     }
 
     pub fn summary(&self) -> CpuSummary {
+        let max_ns = self.max_ns.load(Ordering::Relaxed);
         CpuSummary {
             cpu: self.cpu,
             samples: self.samples.load(Ordering::Relaxed),
             missed: self.missed.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
-            max_ns: self.max_ns.load(Ordering::Relaxed),
-            p99_ns: self.quantiles().value_at_quantile(0.99),
+            max_ns,
+            // The recorder answers with its bucket's top, which may be
+            // above the largest sample itself.
+            p99_ns: self.quantiles().value_at_quantile(0.99).min(max_ns),
             measuring_ns: self.measuring_ns.load(Ordering::Relaxed),
         }
     }
