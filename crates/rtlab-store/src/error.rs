@@ -235,7 +235,11 @@ impl StoreError {
         // connection messages), and a server's detail is kept as given.
         let cause = match e.as_db_error() {
             Some(db) => format!("{}: {}", db.severity(), db.message()),
-            None => e.to_string(),
+            // "error connecting to server" alone does not say why.
+            None => match std::error::Error::source(e) {
+                Some(source) => format!("{e}: {source}"),
+                None => e.to_string(),
+            },
         };
         match connection {
             true => StoreError::Unreachable { path, cause },
