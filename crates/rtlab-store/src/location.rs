@@ -24,7 +24,8 @@ pub enum Location {
 /// A PostgreSQL database: the client's settings and the URL as shown.
 #[derive(Clone)]
 pub struct PgTarget {
-    pub(crate) config: postgres::Config,
+    /// Boxed: it is large, and a [`Location`] is mostly a file.
+    pub(crate) config: Box<postgres::Config>,
     /// `postgresql://user@host:port/db`, never a password: what messages,
     /// JSON and kept runs name.
     shown: String,
@@ -140,7 +141,10 @@ impl PgTarget {
         }
         config.application_name("rtlab");
         let shown = shown(&config);
-        Ok(PgTarget { config, shown })
+        Ok(PgTarget {
+            config: Box::new(config),
+            shown,
+        })
     }
 
     /// Connects, in plain text (no TLS), within the connect timeout.

@@ -181,39 +181,21 @@ fn bad_urls_and_unreachable_servers_are_bad_input() {
     );
 }
 
+/// Five runs of one second, one after the other.
 const CAMPAIGN: &str = r#"
 name = "dropped"
 duration = "1s"
-
+repeat = 5
 [[probe]]
 kind = "timer"
 cpus = "0"
-interval = "1ms"
-
 [[load]]
 name = "idle"
 run = []
-
 [[configuration]]
 name = "p80"
 policy = "fifo"
 priority = 80
-[[configuration]]
-name = "p81"
-policy = "fifo"
-priority = 81
-[[configuration]]
-name = "p82"
-policy = "fifo"
-priority = 82
-[[configuration]]
-name = "p83"
-policy = "fifo"
-priority = 83
-[[configuration]]
-name = "p84"
-policy = "fifo"
-priority = 84
 "#;
 
 /// Ends the campaign (and puts the host back) if the test fails first.
