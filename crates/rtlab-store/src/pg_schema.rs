@@ -28,7 +28,9 @@ pub(crate) fn schema_version<C: postgres::GenericClient>(
             &[],
         )
         .map_err(err)?;
-    let (tables, marked): (i64, bool) = (row.get(0), row.get(1));
+    // try_get, never get: a server sending other types is an error, not a panic.
+    let (tables, marked): (i64, bool) =
+        (row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?);
     if !marked {
         return match tables {
             0 => Ok(0),
@@ -50,8 +52,8 @@ pub(crate) fn schema_version<C: postgres::GenericClient>(
             rows.len()
         )));
     };
-    let application: Option<String> = row.get(0);
-    let version: Option<i64> = row.get(1);
+    let application: Option<String> = row.try_get(0).map_err(err)?;
+    let version: Option<i64> = row.try_get(1).map_err(err)?;
     match (application.as_deref(), version) {
         (Some("rtlab"), Some(version)) => {
             u32::try_from(version).map_err(|_| foreign(format!("its schema version is {version}")))

@@ -294,6 +294,15 @@ fn write_in(
         &values,
     )
     .map_err(err)?;
+    insert_series(db, run, encoded).map_err(err)
+}
+
+/// The `series` and `spikes` rows of a run.
+fn insert_series(
+    db: &mut dyn Sql,
+    run: &RunResult,
+    encoded: &Encoded,
+) -> Result<(), crate::db::DbError> {
     for (position, (series, (hist_ns, hist_us))) in
         run.series.iter().zip(&encoded.histograms).enumerate()
     {
@@ -330,8 +339,7 @@ fn write_in(
                 hist_ns.into(),
                 hist_us.into(),
             ],
-        )
-        .map_err(err)?;
+        )?;
         for (rank, spike) in stats.top.iter().enumerate() {
             db.execute(
                 "INSERT INTO spikes (run_id, series_index, series, rank, sample, at_ns,
@@ -346,8 +354,7 @@ fn write_in(
                     int(spike.at_ns).into(),
                     int(spike.latency_ns).into(),
                 ],
-            )
-            .map_err(err)?;
+            )?;
         }
     }
     Ok(())
