@@ -140,6 +140,14 @@ impl PgTarget {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         config.application_name("rtlab");
+        // A peer that vanished (a host powered off) is noticed within a
+        // minute rather than the system's two hours.
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(Duration::from_secs(30));
+        }
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(Duration::from_secs(30));
+        }
         let shown = shown(&config);
         Ok(PgTarget {
             config: Box::new(config),
@@ -147,9 +155,35 @@ impl PgTarget {
         })
     }
 
-    /// Connects, in plain text (no TLS), within the connect timeout.
-    pub(crate) fn connect(&self) -> Result<postgres::Client, postgres::Error> {
-        self.config.connect(postgres::NoTls)
+    /// Connects, in plain text (no TLS). The client's connect timeout
+    /// covers the socket only: a server that takes the connection and
+    /// never answers would hold the start-up forever. So the connection
+    /// is made by a thread of its own, given twice the connect timeout
+    /// (socket, then start-up) and left behind if it takes longer.
+    pub(crate) fn connect(&self, path: &Path) -> Result<postgres::Client, StoreError> {
+        let config = self.config.clone();
+        let limit = 2 * config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        let (sender, answer) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("rtlab-pg-connect".into())
+            .spawn(move || {
+                let _ = sender.send(config.connect(postgres::NoTls));
+            })
+            .map_err(|e| StoreError::Unreachable {
+                path: path.to_path_buf(),
+                cause: format!("cannot start a thread to connect: {e}"),
+            })?;
+        match answer.recv_timeout(limit) {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(StoreError::postgres(path, &e)),
+            Err(_) => Err(StoreError::Unreachable {
+                path: path.to_path_buf(),
+                cause: format!("the server did not answer within {} s", limit.as_secs()),
+            }),
+        }
     }
 }
 

@@ -104,9 +104,7 @@ fn pg_cause(e: postgres::Error) -> String {
 fn connect(target: &PgTarget, read_only: bool) -> Result<Store, StoreError> {
     let location = Location::Postgres(target.clone());
     let path = location.shown_path();
-    let mut client = target
-        .connect()
-        .map_err(|e| StoreError::postgres(&path, &e))?;
+    let mut client = target.connect(&path)?;
     let mut session = SESSION.to_string();
     if read_only {
         session.push_str(" SET default_transaction_read_only = on;");

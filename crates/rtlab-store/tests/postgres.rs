@@ -465,3 +465,20 @@ fn a_dropped_connection_keeps_the_run_and_push_stores_it_once() {
     let again = store.push_kept(&dirs).unwrap();
     assert!(again.stored.is_empty() && again.already.is_empty());
 }
+
+/// A "server" that takes the connection and never answers: the open ends
+/// with an error (the start-up is bounded too, not only the socket).
+#[test]
+fn a_server_that_never_answers_is_unreachable_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(dir.path().join(".s.PGSQL.5432")).unwrap();
+    let socket_dir = dir.path().display().to_string().replace('/', "%2F");
+    let at = location(&format!(
+        "postgresql://rtlab@{socket_dir}/lab?connect_timeout=1"
+    ));
+    let error = Store::open_location_read_only(&at).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+    assert!(error.to_string().contains("did not answer"), "{error}");
+    drop(listener);
+}
