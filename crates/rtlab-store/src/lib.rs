@@ -44,7 +44,7 @@ pub use check::CheckReport;
 pub use columns::{status_name, STATUSES};
 pub use db::BUSY_TIMEOUT;
 pub use error::StoreError;
-pub use location::{is_postgres_url, redact, Location, PgTarget, CONNECT_TIMEOUT};
+pub use location::{is_postgres_url, redact, redact_args, Location, PgTarget, CONNECT_TIMEOUT};
 pub use migrations::LATEST as SCHEMA_VERSION;
 pub use open::{Store, READ_ONLY_OLDEST};
 pub use push::{kept_dir, PushFailure, PushReport};

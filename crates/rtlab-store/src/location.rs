@@ -214,6 +214,20 @@ fn shown(config: &postgres::Config) -> String {
     )
 }
 
+/// A command line as a result records it: each PostgreSQL URL (`--db
+/// URL`, `--db=URL`) with its password replaced by `***`.
+pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|arg| match arg.split_once('=') {
+            Some((flag, url)) if flag.starts_with("--") && is_postgres_url(url) => {
+                format!("{flag}={}", redact(url))
+            }
+            _ if is_postgres_url(&arg) => redact(&arg),
+            _ => arg,
+        })
+        .collect()
+}
+
 /// The URL with any password replaced by `***`, for a message about a URL
 /// that did not parse.
 pub fn redact(url: &str) -> String {
@@ -312,6 +326,27 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn recorded_command_lines_hold_no_password() {
+        let args = [
+            "rtlab",
+            "runs",
+            "--db",
+            "postgres://u:pw@h/d",
+            "--db=postgresql://v:pw@h/d",
+        ];
+        assert_eq!(
+            redact_args(args.map(String::from)),
+            [
+                "rtlab",
+                "runs",
+                "--db",
+                "postgres://u:***@h/d",
+                "--db=postgresql://v:***@h/d"
+            ]
+        );
     }
 
     #[test]
