@@ -440,6 +440,7 @@ fn check(
         )
     };
     let (regressed, reason) = match (beyond, interval) {
+        (false, _) if change.is_some_and(|p| p < 0.0) => (false, "lower".to_string()),
         (false, _) => (false, format!("within {threshold}")),
         (true, Some((lo, hi))) if lo > 0 => (
             true,

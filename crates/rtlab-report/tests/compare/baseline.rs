@@ -27,7 +27,7 @@ fn a_clear_regression_regresses() {
     let mut data = Data(21);
     let a = single("A", stats_of(&data.latencies(20_000, 0)));
     let b = single("B", stats_of(&data.latencies(20_000, 10_000)));
-    let c = against_baseline(&a, &[b], &BaselineOptions::default()).unwrap();
+    let c = against_baseline(&a, std::slice::from_ref(&b), &BaselineOptions::default()).unwrap();
     assert_eq!(c.regressed, 1);
     let check = &c.pairs[0].checks[0];
     assert!(check.regressed);
@@ -41,6 +41,14 @@ fn a_clear_regression_regresses() {
     assert_eq!(c.verdict, "1 of 1 pairs regressed beyond 10% (p99)");
     assert!(baseline_table(&c).contains("REGRESSED beyond 10%, significant"));
     assert!(baseline_markdown(&c).contains("REGRESSED"));
+    // The other way round it is better, and passes.
+    let c = against_baseline(&b, &[a], &BaselineOptions::default()).unwrap();
+    assert_eq!(c.regressed, 0);
+    assert!(
+        c.pairs[0].checks[0].verdict.ends_with(", lower"),
+        "{:?}",
+        c.pairs[0].checks
+    );
 }
 
 #[test]
