@@ -1,5 +1,5 @@
 //! `rtlab store check`: SQLite's own checks, the schema, and every run
-//! read back (docs/store.md).
+//! read back, on either database (docs/store.md).
 
 use std::path::PathBuf;
 
@@ -7,6 +7,7 @@ use rtlab_core::result::{check_run_id, printable, RunResult};
 use serde::Serialize;
 
 use crate::columns::uint;
+use crate::db::{Dialect, Row, Value};
 use crate::error::StoreError;
 use crate::open::Store;
 
@@ -23,26 +24,23 @@ pub struct CheckReport {
 
 impl Store {
     /// The store's integrity: SQLite's `integrity_check` and
-    /// `foreign_key_check`, the schema version and tables, and every run
-    /// row read back as a `RunResult` whose id is its row's and valid, with
-    /// as many `series` rows as series. Problems are listed, not raised.
+    /// `foreign_key_check` (PostgreSQL enforces its constraints itself),
+    /// the schema version and tables, and every run row read back as a
+    /// `RunResult` whose id is its row's and valid, with as many `series`
+    /// rows as series. Problems are listed, not raised.
     pub fn check(&self) -> Result<CheckReport, StoreError> {
+        let sqlite = self.dialect() == Dialect::Sqlite;
         let mut problems = Vec::new();
-        let mut statement = self
-            .conn
-            .prepare("PRAGMA integrity_check")
-            .map_err(|e| self.err(e))?;
-        let lines = statement
-            .query_map([], |row| row.get::<_, String>(0))
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        if lines != ["ok"] {
-            problems.extend(
-                lines
-                    .iter()
-                    .map(|l| format!("integrity: {}", printable(l, 200))),
-            );
+        if sqlite {
+            let lines = self.read(|db| db.rows("PRAGMA integrity_check", &[]))?;
+            let lines: Vec<String> = lines.into_iter().map(|row| first_text(row)).collect();
+            if lines != ["ok"] {
+                problems.extend(
+                    lines
+                        .iter()
+                        .map(|l| format!("integrity: {}", printable(l, 200))),
+                );
+            }
         }
         // An older schema is not a problem (the next write migrates it):
         // its tables are checked for the version it says it is.
@@ -67,73 +65,31 @@ impl Store {
                 problems,
             });
         }
-        let mut statement = self
-            .conn
-            .prepare("PRAGMA foreign_key_check")
-            .map_err(|e| self.err(e))?;
-        let orphans = statement
-            .query_map([], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        for (table, rowid) in orphans {
-            problems.push(format!(
-                "row {rowid} of `{table}` belongs to no run (foreign key)"
-            ));
+        if sqlite {
+            let orphans = self.read(|db| db.rows("PRAGMA foreign_key_check", &[]))?;
+            for row in orphans {
+                let table = row.first().and_then(Value::text).unwrap_or_default();
+                let rowid = row.get(1).and_then(Value::int).unwrap_or_default();
+                problems.push(format!(
+                    "row {rowid} of `{table}` belongs to no run (foreign key)"
+                ));
+            }
         }
-        let mut statement = self
-            .conn
-            .prepare(
-                "SELECT r.id, r.result, (SELECT count(*) FROM series WHERE run_id = r.id)
-                 FROM runs AS r ORDER BY r.id",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut rows = statement.query([]).map_err(|e| self.err(e))?;
-        let mut runs = 0;
-        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            runs += 1;
-            let id: String = row.get(0).map_err(|e| self.err(e))?;
-            let shown = printable(&id, 80);
-            if let Err(why) = check_run_id(&id) {
-                problems.push(format!("run `{shown}`: {why}"));
-            }
-            let json: Result<String, _> = row.get(1);
-            let run = match json.map(|json| serde_json::from_str::<RunResult>(&json)) {
-                Ok(Ok(run)) => run,
-                Ok(Err(e)) => {
-                    problems.push(format!("run `{shown}`: its JSON is not a run: {e}"));
-                    continue;
-                }
-                Err(e) => {
-                    problems.push(format!("run `{shown}`: its JSON cannot be read: {e}"));
-                    continue;
-                }
+        // One run at a time: a store's JSON may not fit in memory at once.
+        let ids = self.read(|db| db.rows("SELECT id FROM runs ORDER BY id", &[]))?;
+        let runs = ids.len();
+        for id in ids.into_iter().map(first_text) {
+            let row = self.read(|db| {
+                db.row(
+                    "SELECT r.result, (SELECT count(*) FROM series WHERE run_id = r.id)
+                     FROM runs AS r WHERE r.id = ?1",
+                    &[(&id).into()],
+                )
+            })?;
+            let Some(row) = row else {
+                continue; // deleted meanwhile
             };
-            if run.id != id {
-                problems.push(format!(
-                    "run `{shown}`: its JSON says id `{}`",
-                    printable(&run.id, 80)
-                ));
-            }
-            if let Some(at) = serde_json::to_value(&run)
-                .ok()
-                .and_then(|v| control_text(&v))
-            {
-                problems.push(format!(
-                    "run `{shown}`: the text at {at} holds control characters (stored before \
-                     rtlab refused them; shown escaped, exported as it is): delete the run, or export, \
-                     fix and import it"
-                ));
-            }
-            let series: i64 = row.get(2).map_err(|e| self.err(e))?;
-            if uint(series) != run.series.len() as u64 {
-                problems.push(format!(
-                    "run `{shown}`: {series} series rows for {} series in its JSON",
-                    run.series.len()
-                ));
-            }
+            problems.extend(check_run(&id, &row));
         }
         Ok(CheckReport {
             db: self.path.clone(),
@@ -142,6 +98,62 @@ impl Store {
             problems,
         })
     }
+}
+
+/// The first column of a row as text ("" when it is not).
+fn first_text(row: Row) -> String {
+    row.into_iter()
+        .next()
+        .and_then(Value::into_text)
+        .unwrap_or_default()
+}
+
+/// What is wrong with one run's row (its result JSON and series count).
+fn check_run(id: &str, row: &Row) -> Vec<String> {
+    let shown = printable(id, 80);
+    let mut problems = Vec::new();
+    if let Err(why) = check_run_id(id) {
+        problems.push(format!("run `{shown}`: {why}"));
+    }
+    let run = match row.first() {
+        Some(Value::Text(json)) => match serde_json::from_str::<RunResult>(json) {
+            Ok(run) => run,
+            Err(e) => {
+                problems.push(format!("run `{shown}`: its JSON is not a run: {e}"));
+                return problems;
+            }
+        },
+        _ => {
+            problems.push(format!(
+                "run `{shown}`: its JSON cannot be read: it is not text"
+            ));
+            return problems;
+        }
+    };
+    if run.id != id {
+        problems.push(format!(
+            "run `{shown}`: its JSON says id `{}`",
+            printable(&run.id, 80)
+        ));
+    }
+    if let Some(at) = serde_json::to_value(&run)
+        .ok()
+        .and_then(|v| control_text(&v))
+    {
+        problems.push(format!(
+            "run `{shown}`: the text at {at} holds control characters (stored before \
+             rtlab refused them; shown escaped, exported as it is): delete the run, or export, \
+             fix and import it"
+        ));
+    }
+    let series = row.get(1).and_then(Value::int).unwrap_or(0);
+    if uint(series) != run.series.len() as u64 {
+        problems.push(format!(
+            "run `{shown}`: {series} series rows for {} series in its JSON",
+            run.series.len()
+        ));
+    }
+    problems
 }
 
 /// The JSON path of the first key or string holding a control character

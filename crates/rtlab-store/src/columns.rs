@@ -1,5 +1,5 @@
 //! How values are stored in columns: statuses by name, integers saturated
-//! into SQLite's signed 64 bits.
+//! into signed 64 bits (SQLite's INTEGER, PostgreSQL's BIGINT).
 
 use rtlab_core::result::RunStatus;
 
@@ -15,16 +15,6 @@ pub fn status_name(status: RunStatus) -> &'static str {
         RunStatus::Break => "break",
         RunStatus::Failed => "failed",
     }
-}
-
-/// SQL for the sum of an integer column that saturates at i64::MAX.
-/// SQLite's sum() fails the whole query with 'integer overflow' instead,
-/// and counts read from an imported file can be as large as i64::MAX (a
-/// histfile's overflow line): `rtlab runs` then failed on that store for
-/// good. total() sums in floating point, exact below 2^53 and 0.0 for no
-/// rows, and CAST takes a real beyond i64 to i64::MAX.
-pub(crate) fn saturating_sum(column: &str) -> String {
-    format!("CAST(total({column}) AS INTEGER)")
 }
 
 /// A u64 as an SQLite integer. Columns saturate at i64::MAX (292 years in

@@ -50,7 +50,7 @@ pub enum StoreError {
         from: u32,
         to: u32,
         description: &'static str,
-        cause: rusqlite::Error,
+        cause: String,
     },
 
     #[error(
@@ -69,6 +69,21 @@ pub enum StoreError {
         path: PathBuf,
         cause: rusqlite::Error,
     },
+
+    /// The PostgreSQL server refused a statement (not a connection problem).
+    #[error("result store {}: {cause}", path.display())]
+    Postgres { path: PathBuf, cause: String },
+
+    /// The PostgreSQL server could not be reached, or the connection
+    /// dropped: a save retries, then keeps the run ([`Store::save_or_keep`]).
+    ///
+    /// [`Store::save_or_keep`]: crate::Store::save_or_keep
+    #[error(
+        "cannot reach result store {}: {cause}; check that the server runs and that the URL \
+         names its host or socket directory, user and database (--db or RTLAB_DB)",
+        path.display()
+    )]
+    Unreachable { path: PathBuf, cause: String },
 
     #[error("no run `{id}` in result store {}", path.display())]
     NotFound { path: PathBuf, id: String },
@@ -137,13 +152,18 @@ pub enum StoreError {
     #[error(
         "run {id} was not stored in {}: {cause}; {}",
         path.display(),
-        match kept {
-            Ok(kept) => format!(
+        match (kept, push) {
+            (Ok(kept), true) => format!(
+                "it was kept in {kept} instead: store it with `rtlab store push --db {}` once \
+                 the server can be reached",
+                path.display()
+            ),
+            (Ok(kept), false) => format!(
                 "it was kept in {kept} instead: store it with `rtlab import {}` once the \
                  store can be written",
                 kept.file.display()
             ),
-            Err(why) => format!("keeping it in a file failed too ({why})"),
+            (Err(why), _) => format!("keeping it in a file failed too ({why})"),
         }
     )]
     Unsaved {
@@ -152,6 +172,9 @@ pub enum StoreError {
         cause: Box<StoreError>,
         /// The file the run was kept in, or why it could not be written.
         kept: Result<crate::unsaved::Kept, String>,
+        /// The store is a PostgreSQL database: `rtlab store push` stores
+        /// the runs kept for it.
+        push: bool,
     },
 
     /// A filter or id the store cannot use: the message says what was expected.
@@ -173,6 +196,60 @@ impl StoreError {
             },
             _ => StoreError::Sqlite { path, cause },
         }
+    }
+}
+
+impl StoreError {
+    /// Names the store in an error of either database: a PostgreSQL error
+    /// that is about the connection (refused, dropped, the server shutting
+    /// down) is [`StoreError::Unreachable`], one the server gave for a
+    /// statement [`StoreError::Postgres`].
+    pub(crate) fn from_db(path: &std::path::Path, e: crate::db::DbError) -> Self {
+        use crate::db::DbError;
+        match e {
+            DbError::Sqlite(e) => StoreError::sqlite(path, crate::open::BUSY_TIMEOUT, e),
+            DbError::Postgres(e) => StoreError::postgres(path, &e),
+            DbError::Type(why) => StoreError::Postgres {
+                path: path.to_path_buf(),
+                cause: why,
+            },
+        }
+    }
+
+    pub(crate) fn postgres(path: &std::path::Path, e: &postgres::Error) -> Self {
+        let path = path.to_path_buf();
+        let connection = match e.as_db_error() {
+            // 08: connection exception; 57P: the server shutting down or
+            // not accepting connections yet.
+            Some(db) => {
+                let code = db.code().code();
+                code.starts_with("08") || code.starts_with("57P")
+            }
+            None => {
+                e.is_closed()
+                    || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+                    || e.to_string().contains("timed out")
+            }
+        };
+        // The client's own text: it holds no password (only server and
+        // connection messages), and a server's detail is kept as given.
+        let cause = match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.severity(), db.message()),
+            // "error connecting to server" alone does not say why.
+            None => match std::error::Error::source(e) {
+                Some(source) => format!("{e}: {source}"),
+                None => e.to_string(),
+            },
+        };
+        match connection {
+            true => StoreError::Unreachable { path, cause },
+            false => StoreError::Postgres { path, cause },
+        }
+    }
+
+    /// Whether a retry on a new connection may succeed.
+    pub fn is_connection(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. })
     }
 }
 

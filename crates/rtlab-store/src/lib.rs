@@ -1,6 +1,11 @@
 //! rtlab's result store: every run, its latency series and their spikes in
-//! an embedded SQLite database (docs/store.md).
+//! an embedded SQLite database, or in a PostgreSQL database shared by a lab
+//! or a fleet (docs/store.md).
 //!
+//! - Where: a [`Location`], parsed once from `--db` / `RTLAB_DB`: a file,
+//!   or a `postgres://` URL (shown everywhere without its password).
+//! - One [`Store`] API on both: the statements differ per dialect
+//!   (db.rs), the logic around them is written once.
 //! - The database lives at `$XDG_DATA_HOME/rtlab/results.db` (else
 //!   `$HOME/.local/share/rtlab/results.db`) unless the user passes `--db`.
 //! - It runs in WAL mode with `synchronous=FULL`: a run saved is on disk, and
@@ -22,9 +27,13 @@
 
 mod check;
 mod columns;
+mod db;
 mod error;
+mod location;
 mod migrations;
 mod open;
+mod pg;
+mod push;
 mod query;
 mod tags;
 mod unsaved;
@@ -33,10 +42,13 @@ mod write;
 pub use check::CheckReport;
 pub use columns::{status_name, STATUSES};
 pub use error::StoreError;
+pub use location::{is_postgres_url, redact, Location, PgTarget, CONNECT_TIMEOUT};
 pub use migrations::LATEST as SCHEMA_VERSION;
 pub use open::{Store, BUSY_TIMEOUT, READ_ONLY_OLDEST};
+pub use push::{kept_dir, PushFailure, PushReport};
 pub use query::{RunFilter, RunSummary};
 pub use tags::{check_tag, TAG_MAX_LEN};
 pub use unsaved::{
     choose_unsaved_dirs, keep_unsaved, keep_unsaved_in, unsaved_dir, unsaved_dirs, Kept, UnsavedDir,
 };
+pub use write::RECONNECT_FOR;

@@ -1,7 +1,10 @@
 //! The schema's history. Each migration takes the database from the version
-//! before it to its own; `PRAGMA user_version` holds the version reached.
-//! Migrations are only ever appended: a released one is never edited, since
-//! databases in the field were built by it.
+//! before it to its own, in both dialects: SQLite (`PRAGMA user_version`
+//! holds the version reached) and PostgreSQL (the one row of
+//! `rtlab_schema`, which also marks the database as rtlab's). The two
+//! build the same tables and columns, integers as 64 bits and JSON as
+//! text in both. Migrations are only ever appended: a released one is
+//! never edited, since databases in the field were built by it.
 //!
 //! Every table keeps the run's complete `RunResult` JSON in `runs.result`;
 //! the other columns and tables are an index of it for queries (by rtlab and
@@ -18,7 +21,8 @@ pub struct Migration {
     pub version: u32,
     /// What it adds, for messages and docs/store.md.
     pub description: &'static str,
-    pub sql: &'static str,
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
 }
 
 /// All migrations, in order; the last one's version is the latest schema.
@@ -26,7 +30,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         description: "runs and their latency series",
-        sql: r#"
+        sqlite: r#"
 PRAGMA application_id = 1920232546;
 
 CREATE TABLE runs (
@@ -72,11 +76,75 @@ CREATE TABLE series (
     PRIMARY KEY (run_id, position)
 );
 "#,
+        postgres: r#"
+CREATE TABLE rtlab_schema (                 -- one row: marks the database as rtlab's
+    application TEXT NOT NULL CHECK (application = 'rtlab'),
+    version     BIGINT NOT NULL
+);
+INSERT INTO rtlab_schema (application, version) VALUES ('rtlab', 0);
+
+-- SQLite's julianday(), json() and CAST that give NULL for what does not
+-- parse (a damaged or hand-made row must not fail a query or a migration).
+-- A time is a date first: PostgreSQL would also read 'now' or 'epoch'.
+CREATE FUNCTION rtlab_time(t TEXT) RETURNS TIMESTAMPTZ LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF t !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}' THEN RETURN NULL; END IF;
+    RETURN t::timestamptz;
+EXCEPTION WHEN others THEN RETURN NULL;
+END $$;
+CREATE FUNCTION rtlab_json(t TEXT) RETURNS JSONB LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN RETURN t::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $$;
+CREATE FUNCTION rtlab_int(t TEXT) RETURNS BIGINT LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN RETURN t::bigint; EXCEPTION WHEN others THEN RETURN NULL; END $$;
+
+CREATE TABLE runs (
+    id          TEXT PRIMARY KEY NOT NULL,
+    format      TEXT NOT NULL,
+    probe       TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    host        TEXT,
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT,
+    elapsed_ns  BIGINT NOT NULL,
+    command     TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    warnings    TEXT NOT NULL,
+    result      TEXT NOT NULL
+);
+CREATE INDEX runs_by_start ON runs (started_at);
+
+CREATE TABLE series (
+    run_id       TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    position     BIGINT NOT NULL,
+    name         TEXT NOT NULL,
+    metric       TEXT NOT NULL,
+    cpu          BIGINT,
+    interval_ns  BIGINT NOT NULL,
+    samples      BIGINT NOT NULL,
+    missed       BIGINT NOT NULL,
+    dropped      BIGINT NOT NULL,
+    min_ns       BIGINT NOT NULL,
+    max_ns       BIGINT NOT NULL,
+    mean_ns      DOUBLE PRECISION,
+    stdev_ns     DOUBLE PRECISION,
+    p50_ns       BIGINT NOT NULL,
+    p90_ns       BIGINT NOT NULL,
+    p99_ns       BIGINT NOT NULL,
+    p99_9_ns     BIGINT NOT NULL,
+    p99_99_ns    BIGINT NOT NULL,
+    max_at_ns    BIGINT,
+    max_sample   BIGINT,
+    histogram_ns TEXT NOT NULL,
+    histogram_us TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+"#,
     },
     Migration {
         version: 2,
         description: "campaign place, loads and spikes of a run",
-        sql: r#"
+        sqlite: r#"
 ALTER TABLE runs ADD COLUMN campaign TEXT;
 ALTER TABLE runs ADD COLUMN execution TEXT;
 ALTER TABLE runs ADD COLUMN plan_index INTEGER;
@@ -123,17 +191,102 @@ FROM runs AS r,
      json_each(s.value, '$.top') AS t
 WHERE EXISTS (SELECT 1 FROM series WHERE series.run_id = r.id AND series.position = s.key);
 "#,
+        postgres: r#"
+ALTER TABLE runs
+    ADD COLUMN campaign TEXT,
+    ADD COLUMN execution TEXT,
+    ADD COLUMN plan_index BIGINT,
+    ADD COLUMN plan_total BIGINT,
+    ADD COLUMN configuration TEXT,
+    ADD COLUMN load TEXT,
+    ADD COLUMN repeat BIGINT,
+    ADD COLUMN loads TEXT NOT NULL DEFAULT '[]';
+
+UPDATE runs AS r SET
+    campaign      = j.doc #>> '{campaign,name}',
+    execution     = j.doc #>> '{campaign,execution}',
+    plan_index    = rtlab_int(j.doc #>> '{campaign,index}'),
+    plan_total    = rtlab_int(j.doc #>> '{campaign,total}'),
+    configuration = j.doc #>> '{campaign,configuration}',
+    load          = j.doc #>> '{campaign,load}',
+    repeat        = rtlab_int(j.doc #>> '{campaign,repeat}'),
+    loads         = coalesce((j.doc -> 'loads')::text, '[]')
+FROM (SELECT id, rtlab_json(result) AS doc FROM runs) AS j
+WHERE j.id = r.id AND j.doc IS NOT NULL;
+
+CREATE INDEX runs_by_execution ON runs (execution, plan_index);
+CREATE INDEX runs_by_campaign ON runs (campaign, started_at);
+CREATE INDEX runs_by_host ON runs (host, started_at);
+
+CREATE TABLE spikes (
+    run_id       TEXT NOT NULL,
+    series_index BIGINT NOT NULL,
+    series       TEXT NOT NULL,
+    rank         BIGINT NOT NULL,
+    sample       BIGINT NOT NULL,
+    at_ns        BIGINT NOT NULL,
+    latency_ns   BIGINT NOT NULL,
+    PRIMARY KEY (run_id, series_index, rank),
+    FOREIGN KEY (run_id, series_index) REFERENCES series (run_id, position) ON DELETE CASCADE
+);
+
+INSERT INTO spikes (run_id, series_index, series, rank, sample, at_ns, latency_ns)
+SELECT r.id, s.ord - 1, s.value ->> 'name', t.ord - 1,
+       rtlab_int(t.value ->> 'sample'),
+       rtlab_int(t.value ->> 'at_ns'),
+       rtlab_int(t.value ->> 'latency_ns')
+FROM (SELECT id, rtlab_json(result) AS doc FROM runs) AS r
+CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(r.doc -> 'series') = 'array'
+    THEN r.doc -> 'series' ELSE '[]'::jsonb END) WITH ORDINALITY AS s (value, ord)
+CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(s.value -> 'top') = 'array'
+    THEN s.value -> 'top' ELSE '[]'::jsonb END) WITH ORDINALITY AS t (value, ord)
+WHERE EXISTS (SELECT 1 FROM series WHERE series.run_id = r.id AND series.position = s.ord - 1);
+"#,
     },
     Migration {
         version: 3,
         description: "tags of runs",
-        sql: r#"
+        sqlite: r#"
 CREATE TABLE tags (
     run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     tag    TEXT NOT NULL,                   -- [A-Za-z0-9._-], 1 to 64 characters
     PRIMARY KEY (run_id, tag)
 );
 CREATE INDEX tags_by_tag ON tags (tag);
+"#,
+        postgres: r#"
+CREATE TABLE tags (
+    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    tag    TEXT NOT NULL,
+    PRIMARY KEY (run_id, tag)
+);
+CREATE INDEX tags_by_tag ON tags (tag);
+"#,
+    },
+    Migration {
+        version: 4,
+        description: "kernel and preemption model of a run",
+        sqlite: r#"
+ALTER TABLE runs ADD COLUMN kernel TEXT;      -- environment.kernel_release
+ALTER TABLE runs ADD COLUMN preemption TEXT;  -- environment.preempt_model
+
+UPDATE runs SET
+    kernel     = json_extract(environment, '$.kernel_release'),
+    preemption = json_extract(environment, '$.preempt_model')
+WHERE json_valid(environment);
+
+CREATE INDEX runs_by_kernel ON runs (kernel, preemption, started_at);
+"#,
+        postgres: r#"
+ALTER TABLE runs ADD COLUMN kernel TEXT, ADD COLUMN preemption TEXT;
+
+UPDATE runs AS r SET
+    kernel     = j.doc ->> 'kernel_release',
+    preemption = j.doc ->> 'preempt_model'
+FROM (SELECT id, rtlab_json(environment) AS doc FROM runs) AS j
+WHERE j.id = r.id AND jsonb_typeof(j.doc) = 'object';
+
+CREATE INDEX runs_by_kernel ON runs (kernel, preemption, started_at);
 "#,
     },
 ];

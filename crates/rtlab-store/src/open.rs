@@ -1,13 +1,17 @@
 //! Opening a store: the file checked, WAL mode, the schema identified and
-//! migrated forward (or read as it is, read-only).
+//! migrated forward (or read as it is, read-only). A PostgreSQL store is
+//! opened by postgres.rs; both end as one [`Store`].
 
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
+use crate::db::{DbError, Dialect, Lite, Sql, Value};
 use crate::error::StoreError;
+use crate::location::Location;
 use crate::migrations;
 
 /// How long a writer waits for another process's transaction to end before
@@ -19,12 +23,24 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const READ_ONLY_OLDEST: u32 = 2;
 
 /// An open result store. Not shared between threads: open one per thread
-/// (or process); they coordinate through SQLite's locks.
+/// (or process); they coordinate through SQLite's locks or PostgreSQL's
+/// transactions.
 pub struct Store {
+    /// The file, or the PostgreSQL URL without its password: what
+    /// messages name ([`Location::shown_path`]).
     pub(crate) path: PathBuf,
-    pub(crate) conn: Connection,
+    pub(crate) location: Location,
+    pub(crate) conn: Conn,
     /// Opened with [`Store::open_read_only`]: nothing may be written.
     pub(crate) read_only: bool,
+}
+
+/// The connection of a store. PostgreSQL's client takes `&mut` even to
+/// read, and a store reads through `&self`: hence the cell (a store is
+/// used by one thread at a time).
+pub(crate) enum Conn {
+    Sqlite(Connection),
+    Postgres(RefCell<postgres::Client>),
 }
 
 impl std::fmt::Debug for Store {
@@ -77,15 +93,9 @@ impl Store {
             })?;
         }
         let conn = Connection::open(path).map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))?;
-        let mut store = Store {
-            path: path.to_path_buf(),
-            conn,
-            read_only: false,
-        };
-        store
-            .conn
-            .busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| store.err(e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))?;
+        let mut store = Store::sqlite(path, conn, false);
         // The first read of the file: refuse what is not ours before
         // changing anything.
         store.check_identity()?;
@@ -98,7 +108,7 @@ impl Store {
             });
         }
         store
-            .conn
+            .lite()
             .pragma_update(None, "foreign_keys", true)
             .map_err(|e| store.err(e))?;
         let mode = store.enter_wal()?;
@@ -110,7 +120,7 @@ impl Store {
             )));
         }
         store
-            .conn
+            .lite()
             .pragma_update(None, "synchronous", "FULL")
             .map_err(|e| store.err(e))?;
         if found < version {
@@ -131,7 +141,7 @@ impl Store {
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         check_file_kind(path)?;
         if std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() == 0) {
-            return Store::empty_in_memory(path);
+            return Store::empty_in_memory(&Location::File(path.to_path_buf()));
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -139,15 +149,9 @@ impl Store {
         let open = |uri: &str| -> Result<Store, StoreError> {
             let conn = Connection::open_with_flags(uri, flags)
                 .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))?;
-            let store = Store {
-                path: path.to_path_buf(),
-                conn,
-                read_only: true,
-            };
-            store
-                .conn
-                .busy_timeout(BUSY_TIMEOUT)
-                .map_err(|e| store.err(e))?;
+            conn.busy_timeout(BUSY_TIMEOUT)
+                .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))?;
+            let store = Store::sqlite(path, conn, true);
             store.check_identity()?;
             Ok(store)
         };
@@ -169,38 +173,145 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
-        let found = store.schema_version()?;
+        store.readable_as_it_is()
+    }
+
+    /// A store opened read-only, checked: one never written reads as an
+    /// empty store, one too new or too old to read as it is is refused.
+    pub(crate) fn readable_as_it_is(self) -> Result<Store, StoreError> {
+        let found = self.schema_version()?;
         if found == 0 {
-            return Store::empty_in_memory(path);
+            return Store::empty_in_memory(&self.location);
         }
         if found > migrations::LATEST {
             return Err(StoreError::TooNew {
-                path: store.path.clone(),
+                path: self.path.clone(),
                 found,
                 known: migrations::LATEST,
             });
         }
         if found < READ_ONLY_OLDEST {
             return Err(StoreError::NeedsMigration {
-                path: store.path.clone(),
+                path: self.path.clone(),
                 found,
                 latest: migrations::LATEST,
             });
         }
-        Ok(store)
+        Ok(self)
     }
 
-    /// An empty store at the latest schema in memory, named `path`, for
-    /// reading a store that does not exist yet.
-    fn empty_in_memory(path: &Path) -> Result<Store, StoreError> {
+    /// An empty store at the latest schema in memory, named as
+    /// `location`, for reading a store that does not exist yet.
+    fn empty_in_memory(location: &Location) -> Result<Store, StoreError> {
         let mut store = Store::open(Path::new(":memory:"))?;
-        store.path = path.to_path_buf();
+        store.path = location.shown_path();
+        store.location = location.clone();
         store.read_only = true;
         Ok(store)
     }
 
+    fn sqlite(path: &Path, conn: Connection, read_only: bool) -> Store {
+        Store {
+            path: path.to_path_buf(),
+            location: Location::File(path.to_path_buf()),
+            conn: Conn::Sqlite(conn),
+            read_only,
+        }
+    }
+
+    /// Opens (creating, migrating) the store at `location`: [`Store::open`]
+    /// for a file, `Store::open_postgres` for a database.
+    pub fn open_location(location: &Location) -> Result<Store, StoreError> {
+        Store::open_location_at_version(location, migrations::LATEST)
+    }
+
+    /// [`Store::open_location`], migrating only up to `version` (tests).
+    #[doc(hidden)]
+    pub fn open_location_at_version(
+        location: &Location,
+        version: u32,
+    ) -> Result<Store, StoreError> {
+        match location {
+            Location::File(path) => Store::open_at_version(path, version),
+            Location::Postgres(pg) => Store::open_postgres(pg, version),
+        }
+    }
+
+    /// Opens the store at `location` read-only ([`Store::open_read_only`]).
+    pub fn open_location_read_only(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::File(path) => Store::open_read_only(path),
+            Location::Postgres(pg) => Store::open_postgres_read_only(pg),
+        }
+    }
+
+    /// The file, or the PostgreSQL URL without its password.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the store is.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The SQLite connection (only an SQLite store calls this).
+    pub(crate) fn lite(&self) -> &Connection {
+        match &self.conn {
+            Conn::Sqlite(conn) => conn,
+            Conn::Postgres(_) => unreachable!("an SQLite statement on a PostgreSQL store"),
+        }
+    }
+
+    pub(crate) fn dialect(&self) -> Dialect {
+        match &self.conn {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs `f` on the store's connection; its error names the store.
+    pub(crate) fn read<R>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<R, DbError>,
+    ) -> Result<R, StoreError> {
+        let result = match &self.conn {
+            Conn::Sqlite(conn) => f(&mut Lite(conn)),
+            Conn::Postgres(client) => f(&mut *client.borrow_mut()),
+        };
+        result.map_err(|e| self.db_err(e))
+    }
+
+    /// Runs `f` in one transaction that takes the write lock at once
+    /// (SQLite's IMMEDIATE: a writer waits for another one's up to the
+    /// busy timeout instead of failing at its first write), committed when
+    /// `f` succeeds, rolled back otherwise.
+    pub(crate) fn transaction<R>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Sql, &Path) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let path = self.path.clone();
+        let err = |e: DbError| StoreError::from_db(&path, e);
+        match &mut self.conn {
+            Conn::Sqlite(conn) => {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| err(e.into()))?;
+                let result = f(&mut Lite(&tx), &path)?;
+                tx.commit().map_err(|e| err(e.into()))?;
+                Ok(result)
+            }
+            Conn::Postgres(client) => {
+                let mut tx = client.get_mut().transaction().map_err(|e| err(e.into()))?;
+                let result = f(&mut tx, &path)?;
+                tx.commit().map_err(|e| err(e.into()))?;
+                Ok(result)
+            }
+        }
+    }
+
+    pub(crate) fn db_err(&self, e: DbError) -> StoreError {
+        StoreError::from_db(&self.path, e)
     }
 
     /// Whether the store was opened with [`Store::open_read_only`].
@@ -208,10 +319,14 @@ impl Store {
         self.read_only
     }
 
-    /// The schema version of the database (`PRAGMA user_version`).
+    /// The schema version of the database (`PRAGMA user_version`, or
+    /// PostgreSQL's `rtlab_schema` table; 0 for a new database).
     pub fn schema_version(&self) -> Result<u32, StoreError> {
+        if let Conn::Postgres(client) = &self.conn {
+            return crate::pg::schema_version(&mut *client.borrow_mut(), &self.path);
+        }
         let version: i64 = self
-            .conn
+            .lite()
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .map_err(|e| self.err(e))?;
         // user_version is a signed 32-bit field; a negative one is not ours.
@@ -222,29 +337,12 @@ impl Store {
     }
 
     pub(crate) fn has_table(&self, name: &str) -> Result<bool, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-                [name],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|found| found.is_some())
-            .map_err(|e| self.err(e))
+        let sql = self.dialect().table_exists();
+        self.read(|db| Ok(db.row(sql, &[Value::from(name)])?.is_some()))
     }
 
     pub(crate) fn err(&self, e: rusqlite::Error) -> StoreError {
         StoreError::sqlite(&self.path, BUSY_TIMEOUT, e)
-    }
-
-    /// A transaction that takes the write lock at once (IMMEDIATE), so a
-    /// writer waits for another one's up to the busy timeout instead of
-    /// failing at its first write.
-    pub(crate) fn write_transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
-        let path = &self.path;
-        self.conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| StoreError::sqlite(path, BUSY_TIMEOUT, e))
     }
 
     /// Switches the database to WAL mode (a no-op when it is already), and
@@ -257,7 +355,7 @@ impl Store {
         let mut pause = Duration::from_millis(1);
         loop {
             match self
-                .conn
+                .lite()
                 .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
             {
                 Ok(mode) => return Ok(mode),
@@ -279,7 +377,7 @@ impl Store {
     /// Refuses a file that is not an SQLite database (the first read of it
     /// fails) and the database of another program.
     fn check_identity(&self) -> Result<(), StoreError> {
-        match foreign(&self.conn).map_err(|e| self.err(e))? {
+        match foreign(self.lite()).map_err(|e| self.err(e))? {
             Some(detail) => Err(StoreError::Foreign {
                 path: self.path.clone(),
                 detail,
@@ -293,11 +391,16 @@ impl Store {
     /// another process may have migrated meanwhile.
     fn migrate(&mut self, target: u32) -> Result<(), StoreError> {
         let path = self.path.clone();
+        let Conn::Sqlite(conn) = &mut self.conn else {
+            unreachable!("SQLite's migrations on a PostgreSQL store")
+        };
         let err = |e| StoreError::sqlite(&path, BUSY_TIMEOUT, e);
         // One transaction for every step: a kill part way (a new store's
         // first write) leaves the store as it was, never at a version
         // between (which a read-only command would have to refuse).
-        let tx = self.write_transaction()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
         let current: i64 = tx
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .map_err(err)?;
@@ -312,14 +415,14 @@ impl Store {
             });
         }
         for migration in &migrations::MIGRATIONS[from as usize..target as usize] {
-            let failed = |cause| StoreError::Migration {
+            let failed = |cause: rusqlite::Error| StoreError::Migration {
                 path: path.clone(),
                 from,
                 to: migration.version,
                 description: migration.description,
-                cause,
+                cause: cause.to_string(),
             };
-            tx.execute_batch(migration.sql).map_err(failed)?;
+            tx.execute_batch(migration.sqlite).map_err(failed)?;
             tx.pragma_update(None, "user_version", migration.version)
                 .map_err(failed)?;
         }
@@ -328,7 +431,7 @@ impl Store {
             from,
             to: target,
             description: "committing the migration",
-            cause,
+            cause: cause.to_string(),
         })
     }
 }
@@ -475,7 +578,7 @@ mod tests {
         for (index, migration) in migrations::MIGRATIONS.iter().enumerate() {
             assert_eq!(migration.version as usize, index + 1);
         }
-        assert!(migrations::MIGRATIONS[0].sql.contains(&format!(
+        assert!(migrations::MIGRATIONS[0].sqlite.contains(&format!(
             "PRAGMA application_id = {};",
             migrations::APPLICATION_ID
         )));

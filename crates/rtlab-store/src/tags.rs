@@ -2,6 +2,7 @@
 
 use rtlab_core::result::printable;
 
+use crate::db::Value;
 use crate::error::StoreError;
 use crate::open::Store;
 
@@ -35,12 +36,12 @@ impl Store {
     pub fn tag(&mut self, id: &str, tag: &str) -> Result<String, StoreError> {
         check_tag(tag)?;
         let id = self.resolve(id)?;
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)",
-                [&id, tag],
+        self.read(|db| {
+            db.execute(
+                "INSERT INTO tags (run_id, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                &[(&id).into(), tag.into()],
             )
-            .map_err(|e| self.err(e))?;
+        })?;
         Ok(id)
     }
 
@@ -49,13 +50,12 @@ impl Store {
     pub fn untag(&mut self, id: &str, tag: &str) -> Result<(String, bool), StoreError> {
         check_tag(tag)?;
         let id = self.resolve(id)?;
-        let removed = self
-            .conn
-            .execute(
+        let removed = self.read(|db| {
+            db.execute(
                 "DELETE FROM tags WHERE run_id = ?1 AND tag = ?2",
-                [&id, tag],
+                &[(&id).into(), tag.into()],
             )
-            .map_err(|e| self.err(e))?;
+        })?;
         Ok((id, removed > 0))
     }
 
@@ -64,15 +64,15 @@ impl Store {
         if !self.has_table("tags")? {
             return Ok(Vec::new());
         }
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag")
-            .map_err(|e| self.err(e))?;
-        let tags = statement
-            .query_map([id], |row| row.get(0))
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<String>, _>>()
-            .map_err(|e| self.err(e));
-        tags
+        let rows = self.read(|db| {
+            db.rows(
+                "SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag",
+                &[id.into()],
+            )
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| row.into_iter().next().and_then(Value::into_text))
+            .collect())
     }
 }

@@ -447,7 +447,7 @@ fn a_schema_2_database_gains_tags() {
     assert_eq!(user_version(&path), 2);
 
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(user_version(&path), 3);
+    assert_eq!(user_version(&path), 4);
     assert_same(&store.get(&saved.id).unwrap(), &saved);
     assert_eq!(store.list(&RunFilter::default()).unwrap()[0].tags.len(), 0);
     store.tag(&saved.id, "baseline").unwrap();
@@ -468,7 +468,7 @@ fn a_schema_1_database_is_not_read_without_migrating() {
             error,
             StoreError::NeedsMigration {
                 found: 1,
-                latest: 3,
+                latest: 4,
                 ..
             }
         ),

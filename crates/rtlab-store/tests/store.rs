@@ -43,7 +43,7 @@ fn open_creates_parent_directories_wal_and_latest_schema() {
     assert_eq!(store.path(), path);
     assert!(path.is_file());
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))

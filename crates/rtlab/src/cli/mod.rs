@@ -133,7 +133,7 @@ what a SIGKILL or a power loss left behind."
     Report(Box<ReportArgs>),
     /// Store cyclictest results (histfile or --json output) so they compare with rtlab's.
     Import(ImportArgs),
-    /// The result store itself: check its integrity.
+    /// The result store itself: check its integrity, push the runs kept for it.
     #[command(subcommand)]
     Store(StoreCommand),
     /// Run one load generator alone (cpu, vm, io, fswalk, net, timers, msg, procfs, dohell, cmd).

@@ -64,11 +64,16 @@ pub struct BudgetArgs {
     pub junit: Option<OutputTarget>,
 }
 
-/// Where results are kept.
+/// Where results are kept: a file, or a PostgreSQL database shared by
+/// many hosts (parsed by `session::store_location`; docs/store.md).
 #[derive(Args)]
 pub struct StoreArgs {
-    /// The result database [default: $XDG_DATA_HOME/rtlab/results.db].
-    #[arg(long, value_name = "PATH")]
+    /// The result database: an SQLite file, or a PostgreSQL URL
+    /// (postgresql://user@host/db, postgresql://user@%2Frun%2Fpostgresql/db
+    /// for a local socket) [default: $RTLAB_DB, else
+    /// $XDG_DATA_HOME/rtlab/results.db].
+    // The variable's value is never shown in --help: it may hold a password.
+    #[arg(long, value_name = "PATH|URL", env = "RTLAB_DB", hide_env = true)]
     pub db: Option<PathBuf>,
 }
 

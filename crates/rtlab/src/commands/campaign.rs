@@ -184,7 +184,10 @@ fn run_plan(
     }
     let mut observer = Progress::new(&plan, quiet, &outputs);
     let command: Vec<String> = std::env::args().collect();
-    let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer)?;
+    let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer);
+    // Runs kept while a PostgreSQL store could not be reached go in now if it can.
+    session::push_kept(&mut store);
+    let outcome = outcome?;
     observer.finish();
 
     let matrices = per_probe(&outcome.results);

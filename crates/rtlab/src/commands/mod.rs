@@ -50,6 +50,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Some(RunsAction::Tag(args)) => store::tag(args),
         },
         Command::Store(StoreCommand::Check(args)) => store::check(args),
+        Command::Store(StoreCommand::Push(args)) => store::push(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare_runs(args),
         Command::Report(args) => report::run(*args),

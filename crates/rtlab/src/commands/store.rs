@@ -1,12 +1,13 @@
 //! The commands over the result store itself: `rtlab runs delete`,
-//! `rtlab runs tag` and `rtlab store check` (docs/runs.md, docs/store.md).
+//! `rtlab runs tag`, `rtlab store check` and `rtlab store push`
+//! (docs/runs.md, docs/store.md).
 
-use crate::cli::{RunsDeleteArgs, RunsTagArgs, StoreCheckArgs};
+use crate::cli::{RunsDeleteArgs, RunsTagArgs, StoreCheckArgs, StorePushArgs};
 use crate::input::InputError;
 use crate::session;
 use crate::terminal::out;
 use rtlab_core::result::terminal_text;
-use rtlab_store::{RunFilter, Store, StoreError};
+use rtlab_store::{Location, RunFilter, Store, StoreError};
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
@@ -144,25 +145,19 @@ pub fn tag(args: RunsTagArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
-    let path = match &args.store.db {
-        Some(path) => path.clone(),
-        None => Store::default_path().map_err(input)?,
-    };
-    // Opened read-only: checking never changes the store. A file that
-    // does not open as a store is a problem found, not a usage error; a
-    // path with nothing at all is, and so is one that is no file (a
-    // directory, a FIFO, a device), as for every other command.
-    if !path.exists() {
-        return Err(input(StoreError::NoStore { path }));
-    }
-    let report = match Store::open_read_only(&path) {
-        Err(e) if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) => return Err(input(e)),
-        Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
-        Err(e) => rtlab_store::CheckReport {
-            db: path.clone(),
-            schema_version: 0,
-            runs: 0,
-            problems: vec![e.to_string()],
+    let location = session::store_location(args.store.db.as_deref())?;
+    let report = match &location {
+        Location::File(path) => check_file(path)?,
+        // A server that cannot be reached is no finding about the store.
+        Location::Postgres(_) => match Store::open_location_read_only(&location) {
+            Err(e) if e.is_connection() => return Err(input(e)),
+            Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
+            Err(e) => rtlab_store::CheckReport {
+                db: location.shown_path(),
+                schema_version: 0,
+                runs: 0,
+                problems: vec![e.to_string()],
+            },
         },
     };
     if args.json {
@@ -197,4 +192,70 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::from(!report.problems.is_empty())))
+}
+
+/// The check of an SQLite file, opened read-only: checking never changes
+/// the store. A file that does not open as a store is a problem found,
+/// not a usage error; a path with nothing at all is, and so is one that
+/// is no file (a directory, a FIFO, a device), as for every other command.
+fn check_file(path: &std::path::Path) -> anyhow::Result<rtlab_store::CheckReport> {
+    if !path.exists() {
+        let path = path.to_path_buf();
+        return Err(input(StoreError::NoStore { path }));
+    }
+    Ok(match Store::open_read_only(path) {
+        Err(e) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => return Err(input(e)),
+        Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
+        Err(e) => rtlab_store::CheckReport {
+            db: path.to_path_buf(),
+            schema_version: 0,
+            runs: 0,
+            problems: vec![e.to_string()],
+        },
+    })
+}
+
+pub fn push(args: StorePushArgs) -> anyhow::Result<ExitCode> {
+    let mut store = session::open_store(args.store.db.as_deref())?;
+    if !matches!(store.location(), Location::Postgres(_)) {
+        return Err(InputError(format!(
+            "--db {}: `rtlab store push` stores the runs kept for a PostgreSQL store; runs \
+             kept for a file are stored with `rtlab import FILE`",
+            store.path().display()
+        ))
+        .into());
+    }
+    let report = store
+        .push_kept(&rtlab_store::unsaved_dirs())
+        .map_err(input)?;
+    if args.json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "rtlab.store-push/1",
+                "db": store.path(),
+                "stored": report.stored,
+                "already": report.already,
+                "failed": report.failed,
+            }))?
+        );
+    } else {
+        for id in &report.stored {
+            out!("stored run {id}");
+        }
+        for id in &report.already {
+            out!("run {id} was stored already: its kept file was removed");
+        }
+        for failure in &report.failed {
+            out!(
+                "left {}: {}",
+                failure.file.display(),
+                terminal_text(&failure.reason)
+            );
+        }
+        if report.stored.is_empty() && report.already.is_empty() && report.failed.is_empty() {
+            out!("no run kept for {}", store.path().display());
+        }
+    }
+    Ok(ExitCode::from(u8::from(!report.failed.is_empty())))
 }

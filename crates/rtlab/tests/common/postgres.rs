@@ -139,7 +139,17 @@ impl Cluster {
     /// (unaligned, tuples only).
     pub fn psql(&self, db: &str, sql: &str) -> String {
         let out = Command::new("runuser")
-            .args(["-u", "postgres", "--", "psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h"])
+            .args([
+                "-u",
+                "postgres",
+                "--",
+                "psql",
+                "-X",
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+            ])
             .arg(self.socket_dir())
             .args(["-d", db, "-c", sql])
             .stdin(Stdio::null())

@@ -1,0 +1,301 @@
+//! Where a result store is: an SQLite file, or a PostgreSQL database named
+//! by a URL (`--db`, `RTLAB_DB`). Parsed and checked once, here; shown
+//! everywhere (messages, JSON, kept runs) without its password.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::StoreError;
+
+/// How long connecting to a PostgreSQL server may take before a command
+/// gives up (a read-only command against a server that is down fails
+/// instead of hanging), unless the URL sets `connect_timeout`.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A result store's place.
+#[derive(Clone, Debug)]
+pub enum Location {
+    /// An SQLite database file.
+    File(PathBuf),
+    /// A PostgreSQL database.
+    Postgres(PgTarget),
+}
+
+/// A PostgreSQL database: the client's settings and the URL as shown.
+#[derive(Clone)]
+pub struct PgTarget {
+    pub(crate) config: postgres::Config,
+    /// `postgresql://user@host:port/db`, never a password: what messages,
+    /// JSON and kept runs name.
+    shown: String,
+}
+
+impl std::fmt::Debug for PgTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::Postgres(pg) => f.write_str(&pg.shown),
+        }
+    }
+}
+
+/// Whether `text` is a PostgreSQL URL rather than a file's path.
+pub fn is_postgres_url(text: &str) -> bool {
+    ["postgres://", "postgresql://"].iter().any(|scheme| {
+        text.len() >= scheme.len() && text[..scheme.len()].eq_ignore_ascii_case(scheme)
+    })
+}
+
+impl Location {
+    /// A `--db` value: a PostgreSQL URL (`postgres://` or `postgresql://`,
+    /// the socket directory as a percent-encoded host or `?host=/path`),
+    /// else a file's path. A bad URL is [`StoreError::Invalid`], its
+    /// message without the password.
+    pub fn parse(given: &Path) -> Result<Location, StoreError> {
+        match given.to_str() {
+            Some(text) if is_postgres_url(text) => PgTarget::parse(text).map(Location::Postgres),
+            _ => Ok(Location::File(given.to_path_buf())),
+        }
+    }
+
+    /// The file of an SQLite store.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Location::File(path) => Some(path),
+            Location::Postgres(_) => None,
+        }
+    }
+
+    /// What stands for the store in messages (`Store::path`): the file,
+    /// or the URL without its password.
+    pub fn shown_path(&self) -> PathBuf {
+        match self {
+            Location::File(path) => path.clone(),
+            Location::Postgres(pg) => PathBuf::from(&pg.shown),
+        }
+    }
+}
+
+impl PgTarget {
+    fn parse(url: &str) -> Result<PgTarget, StoreError> {
+        // Checked before the client parses it: it knows no verify-* mode,
+        // and its message would not say why.
+        if let Some(mode) = query_value(url, "sslmode") {
+            if !matches!(mode.as_str(), "disable" | "allow" | "prefer") {
+                return Err(StoreError::Invalid(format!(
+                    "{}: sslmode={mode} asks for TLS, which rtlab does not support yet: use \
+                     the server's local socket (postgresql://user@%2Fvar%2Frun%2Fpostgresql/db) \
+                     or a tunnel (ssh -L), with sslmode=disable or prefer",
+                    redact(url)
+                )));
+            }
+        }
+        // The client knows the scheme in lower case only.
+        let plain = match url.split_once("://") {
+            Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+            None => url.to_string(),
+        };
+        let plain = strip_query_key(&plain, "sslmode");
+        let mut config: postgres::Config = plain.parse().map_err(|e| {
+            StoreError::Invalid(format!(
+                "{} is not a PostgreSQL URL rtlab can use: {e}; expected \
+                 postgresql://[user[:password]@]host[:port]/database, the host a socket \
+                 directory percent-encoded (%2Frun%2Fpostgresql) or given as ?host=/path",
+                redact(url)
+            ))
+        })?;
+        config.ssl_mode(postgres::config::SslMode::Disable);
+        if config.get_hosts().is_empty() {
+            return Err(StoreError::Invalid(format!(
+                "{}: no host: give the server's host or its socket directory \
+                 (postgresql://user@%2Frun%2Fpostgresql/db or ?host=/run/postgresql)",
+                redact(url)
+            )));
+        }
+        if config.get_dbname().is_none() {
+            return Err(StoreError::Invalid(format!(
+                "{}: no database: end the URL with /DATABASE",
+                redact(url)
+            )));
+        }
+        if config.get_user().is_none() {
+            // The client needs one; libpq would take the login name.
+            let login = std::env::var("USER").unwrap_or_else(|_| "root".into());
+            config.user(&login);
+        }
+        if config.get_password().is_none() {
+            if let Some(password) = std::env::var_os("PGPASSWORD") {
+                use std::os::unix::ffi::OsStrExt;
+                config.password(password.as_bytes());
+            }
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        config.application_name("rtlab");
+        let shown = shown(&config);
+        Ok(PgTarget { config, shown })
+    }
+
+    /// Connects, in plain text (no TLS), within the connect timeout.
+    pub(crate) fn connect(&self) -> Result<postgres::Client, postgres::Error> {
+        self.config.connect(postgres::NoTls)
+    }
+}
+
+/// `postgresql://user@host:port/db` of a parsed URL: no password, no
+/// options; a socket directory percent-encoded as the URL had it.
+fn shown(config: &postgres::Config) -> String {
+    use postgres::config::Host;
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let name = match host {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(dir) => dir.display().to_string().replace('/', "%2F"),
+            };
+            match config.get_ports().get(i).or(config.get_ports().first()) {
+                Some(port) if *port != 5432 => format!("{name}:{port}"),
+                _ => name,
+            }
+        })
+        .collect();
+    format!(
+        "postgresql://{}@{}/{}",
+        config.get_user().unwrap_or_default(),
+        hosts.join(","),
+        config.get_dbname().unwrap_or_default()
+    )
+}
+
+/// The URL with any password replaced by `***`, for a message about a URL
+/// that did not parse.
+pub fn redact(url: &str) -> String {
+    let (head, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut shown = match head.split_once("://") {
+        // The last `@` ends the user part: a password may hold `@` or `/`.
+        Some((scheme, rest)) => match rest.rfind('@') {
+            Some(at) => {
+                let user = rest[..at].split(':').next().unwrap_or_default();
+                let hidden = if rest[..at].contains(':') { ":***" } else { "" };
+                format!("{scheme}://{user}{hidden}@{}", &rest[at + 1..])
+            }
+            None => head.to_string(),
+        },
+        None => head.to_string(),
+    };
+    if !query.is_empty() {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    shown
+}
+
+/// The value of `key` in the URL's query, if given.
+fn query_value(url: &str, key: &str) -> Option<String> {
+    let (_, query) = url.split_once('?')?;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_ascii_lowercase())
+}
+
+/// The URL without `key=...` in its query.
+fn strip_query_key(url: &str, key: &str) -> String {
+    let Some((head, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| pair.split_once('=').map_or(*pair, |(k, _)| k) != key)
+        .collect();
+    match kept.is_empty() {
+        true => head.to_string(),
+        false => format!("{head}?{}", kept.join("&")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Location, StoreError> {
+        Location::parse(Path::new(text))
+    }
+
+    #[test]
+    fn a_path_is_a_file_and_a_url_is_postgres() {
+        assert!(matches!(parse("results.db").unwrap(), Location::File(_)));
+        assert!(matches!(
+            parse("/x/postgres.db").unwrap(),
+            Location::File(_)
+        ));
+        let socket = parse("postgresql://postgres@%2Ftmp%2Fpg%2Fsock/lab").unwrap();
+        assert_eq!(
+            socket.to_string(),
+            "postgresql://postgres@%2Ftmp%2Fpg%2Fsock/lab"
+        );
+        let query = parse("postgres://u@/lab?host=/run/postgresql").unwrap();
+        assert_eq!(query.to_string(), "postgresql://u@%2Frun%2Fpostgresql/lab");
+        let tcp = parse("POSTGRES://u:secret@db.lab:5433/fleet").unwrap();
+        assert_eq!(tcp.to_string(), "postgresql://u@db.lab:5433/fleet");
+    }
+
+    #[test]
+    fn no_message_shows_the_password() {
+        for bad in [
+            "postgres://u:hunter2@db.lab/fleet?sslmode=require",
+            "postgres://u:hunter2@db.lab/fleet?sslmode=verify-full",
+            "postgres://u:hunter2@db.lab:notaport/fleet",
+            "postgres://u:hunter2@db.lab/fleet?password=hunter2&bogus=1",
+            "postgres://u:hunter2@db.lab",
+        ] {
+            let message = parse(bad).unwrap_err().to_string();
+            assert!(!message.contains("hunter2"), "{message}");
+            assert!(message.contains("u:***@db.lab"), "{message}");
+        }
+        let shown = parse("postgres://u@h/d?password=hunter2")
+            .unwrap()
+            .to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn tls_is_refused_with_what_to_do() {
+        let message = parse("postgresql://u@h/d?sslmode=require")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("TLS"), "{message}");
+        assert!(message.contains("socket"), "{message}");
+        assert!(parse("postgresql://u@h/d?sslmode=prefer").is_ok());
+        assert!(parse("postgresql://u@h/d?sslmode=disable&connect_timeout=2").is_ok());
+    }
+
+    #[test]
+    fn a_url_needs_a_host_and_a_database() {
+        assert!(parse("postgresql://u@h")
+            .unwrap_err()
+            .to_string()
+            .contains("no database"));
+        assert!(parse("postgresql:///d")
+            .unwrap_err()
+            .to_string()
+            .contains("no host"));
+    }
+}

@@ -1,0 +1,337 @@
+//! The binary on a real PostgreSQL store (a throwaway cluster on a local
+//! socket, tests/common/postgres.rs): `--db URL` and `RTLAB_DB` through
+//! measure, runs, show, compare and store check; bad URLs as bad input;
+//! and a campaign whose server dies half-way: every completed run ends up
+//! in PostgreSQL, directly or by `rtlab store push`, exactly once.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::postgres::{shared, Cluster};
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// rtlab with its state in `state` and no RTLAB_DB of the caller's.
+fn rtlab(state: &Path) -> Command {
+    let mut cmd = common::rtlab(state);
+    cmd.env_remove("RTLAB_DB");
+    cmd
+}
+
+#[test]
+fn measure_then_runs_show_compare_and_check_on_postgres() {
+    require_realtime!();
+    let Some(cluster) = shared() else {
+        return;
+    };
+    let url = cluster.database("binary");
+    let dir = tempfile::tempdir().unwrap();
+    // Once with --db, once with RTLAB_DB.
+    let first = common::run(
+        rtlab(dir.path())
+            .args([
+                "measure",
+                "timer",
+                "--cpus",
+                "0",
+                "--duration",
+                "1s",
+                "-q",
+                "--db",
+            ])
+            .arg(&url),
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = common::run(
+        rtlab(dir.path())
+            .args(["measure", "timer", "--cpus", "0", "--duration", "1s", "-q"])
+            .env("RTLAB_DB", &url),
+    );
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(cluster.psql("binary", "SELECT count(*) FROM runs"), "2\n");
+    assert!(
+        !dir.path().join("data/rtlab/results.db").exists(),
+        "no file store made"
+    );
+
+    let runs = common::run(
+        rtlab(dir.path())
+            .args(["runs", "--json"])
+            .env("RTLAB_DB", &url),
+    );
+    assert!(runs.status.success(), "{}", stderr(&runs));
+    let doc = json(&runs);
+    let listed = doc["runs"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    let host = listed[0]["host"].as_str().unwrap().to_string();
+    assert!(!host.is_empty());
+    assert!(
+        listed[0]["kernel"].as_str().is_some_and(|k| !k.is_empty()),
+        "{doc}"
+    );
+    assert!(listed[0]["preemption"].as_str().is_some(), "{doc}");
+    let ids: Vec<String> = listed
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+
+    let by_host = common::run(
+        rtlab(dir.path())
+            .args(["runs", "--json", "--host", &host, "--db"])
+            .arg(&url),
+    );
+    assert_eq!(json(&by_host)["runs"].as_array().unwrap().len(), 2);
+    let elsewhere = common::run(
+        rtlab(dir.path())
+            .args(["runs", "--json", "--host", "no-such-host", "--db"])
+            .arg(&url),
+    );
+    assert_eq!(json(&elsewhere)["runs"].as_array().unwrap().len(), 0);
+
+    let show = common::run(
+        rtlab(dir.path())
+            .args(["show", "last", "--json", "--db"])
+            .arg(&url),
+    );
+    assert!(show.status.success(), "{}", stderr(&show));
+    assert_eq!(json(&show)["id"], ids[0].as_str());
+
+    let compare = common::run(
+        rtlab(dir.path())
+            .args(["compare", &ids[1], &ids[0], "--resamples", "100", "--db"])
+            .arg(&url),
+    );
+    assert!(compare.status.success(), "{}", stderr(&compare));
+    assert!(String::from_utf8_lossy(&compare.stdout).contains("p99"));
+
+    let check = common::run(
+        rtlab(dir.path())
+            .args(["store", "check", "--json", "--db"])
+            .arg(&url),
+    );
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    let report = json(&check);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["runs"], 2);
+    assert_eq!(report["db"], url.as_str());
+}
+
+#[test]
+fn bad_urls_and_unreachable_servers_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str]); 4] = [
+        ("postgresql://u:hunter2@db.lab", &["--db", "no database"]),
+        (
+            "postgresql://u:hunter2@db.lab/lab?sslmode=require",
+            &["--db", "TLS", "socket"],
+        ),
+        (
+            "postgres://u:hunter2@db.lab:port/lab",
+            &["--db", "PostgreSQL URL"],
+        ),
+        (
+            "postgresql://u:hunter2@%2Fnonexistent%2Fsock/lab",
+            &["cannot reach", "u@%2Fnonexistent%2Fsock/lab"],
+        ),
+    ];
+    for (url, words) in cases {
+        for command in [&["runs"][..], &["store", "check"], &["show", "last"]] {
+            let out = common::run(rtlab(dir.path()).args(command).arg("--db").arg(url));
+            assert_eq!(out.status.code(), Some(2), "{command:?} {url}");
+            let err = stderr(&out);
+            for word in words {
+                assert!(err.contains(word), "{command:?} {url}: {err}");
+            }
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+    }
+    // From the environment, the variable is named.
+    let out = common::run(
+        rtlab(dir.path())
+            .arg("runs")
+            .env("RTLAB_DB", "postgresql://u:hunter2@db.lab"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("RTLAB_DB") && !err.contains("hunter2"),
+        "{err}"
+    );
+    // --help never shows the variable's value.
+    let help = common::run(
+        rtlab(dir.path())
+            .args(["runs", "--help"])
+            .env("RTLAB_DB", "postgresql://u:hunter2@db.lab/x"),
+    );
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("RTLAB_DB") && !text.contains("hunter2"),
+        "{text}"
+    );
+}
+
+const CAMPAIGN: &str = r#"
+name = "dropped"
+duration = "1s"
+
+[[probe]]
+kind = "timer"
+cpus = "0"
+interval = "1ms"
+
+[[load]]
+name = "idle"
+run = []
+
+[[configuration]]
+name = "p80"
+policy = "fifo"
+priority = 80
+[[configuration]]
+name = "p81"
+policy = "fifo"
+priority = 81
+[[configuration]]
+name = "p82"
+policy = "fifo"
+priority = 82
+[[configuration]]
+name = "p83"
+policy = "fifo"
+priority = 83
+[[configuration]]
+name = "p84"
+policy = "fifo"
+priority = 84
+"#;
+
+/// Ends the campaign (and puts the host back) if the test fails first.
+struct Campaign<'a> {
+    child: Child,
+    state: &'a Path,
+}
+
+impl Drop for Campaign<'_> {
+    fn drop(&mut self) {
+        common::end_and_restore(&mut self.child, self.state);
+    }
+}
+
+/// The runs stored in `db`, by plan index.
+fn plan_indexes(cluster: &Cluster, db: &str) -> Vec<u32> {
+    cluster
+        .psql(db, "SELECT plan_index FROM runs ORDER BY plan_index")
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_campaign_that_loses_its_server_loses_no_completed_run() {
+    require_realtime!();
+    let Some(cluster) = Cluster::private() else {
+        return;
+    };
+    let url = cluster.database("camp");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dropped.toml");
+    std::fs::write(&file, CAMPAIGN).unwrap();
+    let mut campaign = Campaign {
+        child: rtlab(dir.path())
+            .args(["campaign", "run", "--quiet"])
+            .arg(&file)
+            .env("RTLAB_DB", &url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        state: dir.path(),
+    };
+    // The server dies once the first run is stored, while others run.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while plan_indexes(&cluster, "camp").is_empty() {
+        assert!(Instant::now() < give_up, "no run stored within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cluster.kill_server();
+    let status = campaign.child.wait().unwrap();
+    let mut err = String::new();
+    use std::io::Read;
+    campaign
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    eprintln!("campaign: {status}\n{err}");
+    // How many runs completed: all five, or up to the one it stopped at
+    // (the run whose save failed is complete and kept).
+    let completed: u32 = match status.success() {
+        true => 5,
+        false => {
+            let at = err.find("stopped at run ").expect("says where it stopped");
+            let rest = &err[at + "stopped at run ".len()..];
+            rest[..rest.find(' ').unwrap()].parse().unwrap()
+        }
+    };
+    if !status.success() {
+        assert!(err.contains("rtlab store push"), "{err}");
+        assert!(err.contains("cannot reach"), "{err}");
+    }
+
+    cluster.restart_server();
+    let push = common::run(
+        rtlab(dir.path())
+            .args(["store", "push", "--json", "--db"])
+            .arg(&url),
+    );
+    assert_eq!(push.status.code(), Some(0), "{}", stderr(&push));
+    let pushed = json(&push);
+    assert!(pushed["failed"].as_array().unwrap().is_empty(), "{pushed}");
+    // Every completed run is there once, in plan order, none kept.
+    assert_eq!(
+        plan_indexes(&cluster, "camp"),
+        (1..=completed).collect::<Vec<_>>(),
+        "{pushed}"
+    );
+    let unsaved = dir.path().join("unsaved");
+    let kept: Vec<_> = walk(&unsaved);
+    assert!(kept.is_empty(), "kept runs left: {kept:?}");
+    // Pushing again finds nothing.
+    let again = common::run(
+        rtlab(dir.path())
+            .args(["store", "push", "--json", "--db"])
+            .arg(&url),
+    );
+    let again = json(&again);
+    assert!(again["stored"].as_array().unwrap().is_empty(), "{again}");
+    let check = common::run(rtlab(dir.path()).args(["store", "check", "--db"]).arg(&url));
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+}
+
+/// Every JSON file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else if path.extension().is_some_and(|x| x == "json") {
+            found.push(path);
+        }
+    }
+    found
+}
