@@ -39,6 +39,9 @@ fn as_host<'a>(cmd: &'a mut Command, name: &'static str) -> &'a mut Command {
 struct Fleet {
     dir: tempfile::TempDir,
     db: String,
+    /// One test of this file at a time: two measuring on CPU 0 at once
+    /// would each be the other's load.
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Fleet {
@@ -49,10 +52,21 @@ impl Fleet {
             common::skip(&why);
             return None;
         }
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let serial = SERIAL
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let cluster = postgres::shared()?;
         let db = cluster.database(name);
         let dir = tempfile::tempdir().unwrap();
-        Some((Fleet { dir, db }, cluster))
+        Some((
+            Fleet {
+                dir,
+                db,
+                _serial: serial,
+            },
+            cluster,
+        ))
     }
 
     fn state(&self, host: &str) -> PathBuf {
@@ -215,6 +229,7 @@ fn two_hosts_share_one_store_and_a_baseline_gates_them() {
     let doc: serde_json::Value = serde_json::from_slice(&gate.stdout).unwrap();
     assert_eq!(doc["regressed"], 1);
     let check = &doc["pairs"][0]["checks"][0];
+    eprintln!("the stalled run: {}", check["verdict"]);
     assert_eq!(check["metric"], "p99");
     assert_eq!(check["significant"], true);
     assert_eq!(check["regressed"], true);
