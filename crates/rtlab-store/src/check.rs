@@ -33,7 +33,7 @@ impl Store {
         let mut problems = Vec::new();
         if sqlite {
             let lines = self.read(|db| db.rows("PRAGMA integrity_check", &[]))?;
-            let lines: Vec<String> = lines.into_iter().map(|row| first_text(row)).collect();
+            let lines: Vec<String> = lines.into_iter().map(first_text).collect();
             if lines != ["ok"] {
                 problems.extend(
                     lines

@@ -8,7 +8,13 @@
 //! (`INTEGER` in SQLite, `BIGINT` in PostgreSQL), reals are doubles and
 //! JSON is text, so one [`Value`] type carries every parameter and column.
 
+use std::time::Duration;
+
 use rusqlite::types::{ToSqlOutput, ValueRef};
+
+/// How long a writer waits for another process's transaction to end before
+/// giving up with `StoreError::Locked`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A parameter or a column's value.
 #[derive(Clone, Debug, PartialEq)]
@@ -281,61 +287,48 @@ fn pg_value(row: &postgres::Row, i: usize) -> Result<Value, DbError> {
     Ok(value.unwrap_or(Value::Null))
 }
 
-fn pg_rows<C: postgres::GenericClient>(
+/// Parameters typed as the prepared statement wants them.
+type PgParams = Vec<Box<dyn postgres::types::ToSql + Sync>>;
+
+fn prepare<C: postgres::GenericClient>(
     client: &mut C,
     sql: &str,
     params: &[Value],
-) -> Result<Vec<Row>, DbError> {
+) -> Result<(postgres::Statement, PgParams), DbError> {
     let statement = client.prepare(&postgres_sql(sql))?;
-    let typed: Vec<_> = params
+    let typed = params
         .iter()
         .zip(statement.params())
         .map(|(value, ty)| pg_param(value, ty))
         .collect();
-    let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = typed.iter().map(|p| &**p).collect();
-    client
-        .query(&statement, &refs)?
-        .iter()
-        .map(|row| (0..row.len()).map(|i| pg_value(row, i)).collect())
-        .collect()
+    Ok((statement, typed))
 }
 
-fn pg_execute<C: postgres::GenericClient>(
-    client: &mut C,
-    sql: &str,
-    params: &[Value],
-) -> Result<u64, DbError> {
-    let statement = client.prepare(&postgres_sql(sql))?;
-    let typed: Vec<_> = params
-        .iter()
-        .zip(statement.params())
-        .map(|(value, ty)| pg_param(value, ty))
-        .collect();
-    let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = typed.iter().map(|p| &**p).collect();
-    Ok(client.execute(&statement, &refs)?)
+fn refs(params: &PgParams) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
+    params.iter().map(|p| &**p).collect()
 }
 
-impl Sql for postgres::Client {
+/// A PostgreSQL client or one of its transactions.
+impl<C: postgres::GenericClient> Sql for C {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
-    fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
-        pg_rows(self, sql, params)
-    }
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError> {
-        pg_execute(self, sql, params)
-    }
-}
 
-impl Sql for postgres::Transaction<'_> {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
-    }
     fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
-        pg_rows(self, sql, params)
+        let (statement, typed) = prepare(self, sql, params)?;
+        self.query(&statement, &refs(&typed))?
+            .iter()
+            .map(|row| (0..row.len()).map(|i| pg_value(row, i)).collect())
+            .collect()
     }
+
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, DbError> {
-        pg_execute(self, sql, params)
+        let (statement, typed) = prepare(self, sql, params)?;
+        Ok(postgres::GenericClient::execute(
+            self,
+            &statement,
+            &refs(&typed),
+        )?)
     }
 }
 

@@ -207,7 +207,7 @@ impl StoreError {
     pub(crate) fn from_db(path: &std::path::Path, e: crate::db::DbError) -> Self {
         use crate::db::DbError;
         match e {
-            DbError::Sqlite(e) => StoreError::sqlite(path, crate::open::BUSY_TIMEOUT, e),
+            DbError::Sqlite(e) => StoreError::sqlite(path, crate::db::BUSY_TIMEOUT, e),
             DbError::Postgres(e) => StoreError::postgres(path, &e),
             DbError::Type(why) => StoreError::Postgres {
                 path: path.to_path_buf(),

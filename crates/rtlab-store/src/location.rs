@@ -24,7 +24,8 @@ pub enum Location {
 /// A PostgreSQL database: the client's settings and the URL as shown.
 #[derive(Clone)]
 pub struct PgTarget {
-    pub(crate) config: postgres::Config,
+    /// Boxed: it is large, and a [`Location`] is mostly a file.
+    pub(crate) config: Box<postgres::Config>,
     /// `postgresql://user@host:port/db`, never a password: what messages,
     /// JSON and kept runs name.
     shown: String,
@@ -139,13 +140,50 @@ impl PgTarget {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         config.application_name("rtlab");
+        // A peer that vanished (a host powered off) is noticed within a
+        // minute rather than the system's two hours.
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(Duration::from_secs(30));
+        }
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(Duration::from_secs(30));
+        }
         let shown = shown(&config);
-        Ok(PgTarget { config, shown })
+        Ok(PgTarget {
+            config: Box::new(config),
+            shown,
+        })
     }
 
-    /// Connects, in plain text (no TLS), within the connect timeout.
-    pub(crate) fn connect(&self) -> Result<postgres::Client, postgres::Error> {
-        self.config.connect(postgres::NoTls)
+    /// Connects, in plain text (no TLS). The client's connect timeout
+    /// covers the socket only: a server that takes the connection and
+    /// never answers would hold the start-up forever. So the connection
+    /// is made by a thread of its own, given twice the connect timeout
+    /// (socket, then start-up) and left behind if it takes longer.
+    pub(crate) fn connect(&self, path: &Path) -> Result<postgres::Client, StoreError> {
+        let config = self.config.clone();
+        let limit = 2 * config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        let (sender, answer) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("rtlab-pg-connect".into())
+            .spawn(move || {
+                let _ = sender.send(config.connect(postgres::NoTls));
+            })
+            .map_err(|e| StoreError::Unreachable {
+                path: path.to_path_buf(),
+                cause: format!("cannot start a thread to connect: {e}"),
+            })?;
+        match answer.recv_timeout(limit) {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(StoreError::postgres(path, &e)),
+            Err(_) => Err(StoreError::Unreachable {
+                path: path.to_path_buf(),
+                cause: format!("the server did not answer within {} s", limit.as_secs()),
+            }),
+        }
     }
 }
 
@@ -174,6 +212,20 @@ fn shown(config: &postgres::Config) -> String {
         hosts.join(","),
         config.get_dbname().unwrap_or_default()
     )
+}
+
+/// A command line as a result records it: each PostgreSQL URL (`--db
+/// URL`, `--db=URL`) with its password replaced by `***`.
+pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|arg| match arg.split_once('=') {
+            Some((flag, url)) if flag.starts_with("--") && is_postgres_url(url) => {
+                format!("{flag}={}", redact(url))
+            }
+            _ if is_postgres_url(&arg) => redact(&arg),
+            _ => arg,
+        })
+        .collect()
 }
 
 /// The URL with any password replaced by `***`, for a message about a URL
@@ -274,6 +326,27 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn recorded_command_lines_hold_no_password() {
+        let args = [
+            "rtlab",
+            "runs",
+            "--db",
+            "postgres://u:pw@h/d",
+            "--db=postgresql://v:pw@h/d",
+        ];
+        assert_eq!(
+            redact_args(args.map(String::from)),
+            [
+                "rtlab",
+                "runs",
+                "--db",
+                "postgres://u:***@h/d",
+                "--db=postgresql://v:***@h/d"
+            ]
+        );
     }
 
     #[test]

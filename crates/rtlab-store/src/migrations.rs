@@ -13,6 +13,10 @@
 //! `runs.result` (skipping a run whose JSON is damaged: it stays listed,
 //! and `get` reports it).
 
+use std::path::Path;
+
+use crate::error::StoreError;
+
 /// `PRAGMA application_id` of an rtlab result store: "rtlb".
 pub const APPLICATION_ID: i32 = 0x72_74_6c_62;
 
@@ -290,6 +294,40 @@ CREATE INDEX runs_by_kernel ON runs (kernel, preemption, started_at);
 "#,
     },
 ];
+
+/// Runs the migrations after version `from` up to `target`, in order,
+/// each with `step` (its SQL, then the version recorded), inside the
+/// caller's transaction; the first that fails is
+/// [`StoreError::Migration`] naming it.
+pub(crate) fn run_steps<E: std::fmt::Display>(
+    path: &Path,
+    from: u32,
+    target: u32,
+    mut step: impl FnMut(&Migration) -> Result<(), E>,
+) -> Result<(), StoreError> {
+    for migration in &MIGRATIONS[from as usize..target as usize] {
+        step(migration)
+            .map_err(|cause| failed(path, from, migration.version, migration.description, cause))?;
+    }
+    Ok(())
+}
+
+/// A migration from `from` that failed at version `to`.
+pub(crate) fn failed(
+    path: &Path,
+    from: u32,
+    to: u32,
+    description: &'static str,
+    cause: impl std::fmt::Display,
+) -> StoreError {
+    StoreError::Migration {
+        path: path.to_path_buf(),
+        from,
+        to,
+        description,
+        cause: cause.to_string(),
+    }
+}
 
 /// The newest schema version this rtlab knows.
 pub const LATEST: u32 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -9,14 +9,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use crate::db::{DbError, Dialect, Lite, Sql, Value};
+use crate::db::{DbError, Dialect, Lite, Sql, Value, BUSY_TIMEOUT};
 use crate::error::StoreError;
 use crate::location::Location;
 use crate::migrations;
-
-/// How long a writer waits for another process's transaction to end before
-/// giving up with [`StoreError::Locked`].
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The oldest schema [`Store::open_read_only`] reads without migrating: 2
 /// has every column the listing reads; 3 only adds tags.
@@ -323,7 +319,7 @@ impl Store {
     /// PostgreSQL's `rtlab_schema` table; 0 for a new database).
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         if let Conn::Postgres(client) = &self.conn {
-            return crate::pg::schema_version(&mut *client.borrow_mut(), &self.path);
+            return crate::pg_schema::schema_version(&mut *client.borrow_mut(), &self.path);
         }
         let version: i64 = self
             .lite()
@@ -414,24 +410,12 @@ impl Store {
                 detail,
             });
         }
-        for migration in &migrations::MIGRATIONS[from as usize..target as usize] {
-            let failed = |cause: rusqlite::Error| StoreError::Migration {
-                path: path.clone(),
-                from,
-                to: migration.version,
-                description: migration.description,
-                cause: cause.to_string(),
-            };
-            tx.execute_batch(migration.sqlite).map_err(failed)?;
+        migrations::run_steps(&path, from, target, |migration| {
+            tx.execute_batch(migration.sqlite)?;
             tx.pragma_update(None, "user_version", migration.version)
-                .map_err(failed)?;
-        }
-        tx.commit().map_err(|cause| StoreError::Migration {
-            path: path.clone(),
-            from,
-            to: target,
-            description: "committing the migration",
-            cause: cause.to_string(),
+        })?;
+        tx.commit().map_err(|cause| {
+            migrations::failed(&path, from, target, "committing the migration", cause)
         })
     }
 }

@@ -60,7 +60,7 @@ impl Store {
         // the second waits here, then finds the work done.
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .map_err(err)?;
-        let from = schema_version(&mut tx, &path)?;
+        let from = crate::pg_schema::schema_version(&mut tx, &path)?;
         if from >= target {
             return Ok(());
         }
@@ -71,37 +71,40 @@ impl Store {
                 known: migrations::LATEST,
             });
         }
-        for migration in &migrations::MIGRATIONS[from as usize..target as usize] {
-            let failed = |cause: postgres::Error| StoreError::Migration {
-                path: path.clone(),
-                from,
-                to: migration.version,
-                description: migration.description,
-                cause: StoreError::postgres(&path, &cause).to_string(),
-            };
-            tx.batch_execute(migration.postgres).map_err(failed)?;
+        migrations::run_steps(&path, from, target, |migration| {
+            tx.batch_execute(migration.postgres).map_err(pg_cause)?;
             tx.execute(
                 "UPDATE rtlab_schema SET version = $1",
                 &[&i64::from(migration.version)],
             )
-            .map_err(failed)?;
-        }
-        tx.commit().map_err(|cause| StoreError::Migration {
-            path: path.clone(),
-            from,
-            to: target,
-            description: "committing the migration",
-            cause: StoreError::postgres(&path, &cause).to_string(),
+            .map(drop)
+            .map_err(pg_cause)
+        })?;
+        tx.commit().map_err(|cause| {
+            migrations::failed(
+                &path,
+                from,
+                target,
+                "committing the migration",
+                pg_cause(cause),
+            )
         })
+    }
+}
+
+/// The server's own text of an error (no store name: the migration's
+/// message has it).
+fn pg_cause(e: postgres::Error) -> String {
+    match StoreError::postgres(Path::new(""), &e) {
+        StoreError::Postgres { cause, .. } | StoreError::Unreachable { cause, .. } => cause,
+        other => other.to_string(),
     }
 }
 
 fn connect(target: &PgTarget, read_only: bool) -> Result<Store, StoreError> {
     let location = Location::Postgres(target.clone());
     let path = location.shown_path();
-    let mut client = target
-        .connect()
-        .map_err(|e| StoreError::postgres(&path, &e))?;
+    let mut client = target.connect(&path)?;
     let mut session = SESSION.to_string();
     if read_only {
         session.push_str(" SET default_transaction_read_only = on;");
@@ -122,62 +125,5 @@ fn too_new(store: &Store, found: u32) -> StoreError {
         path: store.path.clone(),
         found,
         known: migrations::LATEST,
-    }
-}
-
-/// The schema version of the database: `rtlab_schema`'s, or 0 for a
-/// database without tables. A database with tables but no such mark, or
-/// a mark that is not one row of rtlab's, is another program's.
-pub(crate) fn schema_version<C: postgres::GenericClient>(
-    client: &mut C,
-    path: &Path,
-) -> Result<u32, StoreError> {
-    let err = |e: postgres::Error| StoreError::postgres(path, &e);
-    let foreign = |detail: String| StoreError::Foreign {
-        path: path.to_path_buf(),
-        detail,
-    };
-    // One statement, so one snapshot: another rtlab may be creating the
-    // store right now.
-    let row = client
-        .query_one(
-            "SELECT (SELECT count(*) FROM information_schema.tables
-                     WHERE table_schema = current_schema()),
-                    EXISTS (SELECT 1 FROM information_schema.tables
-                     WHERE table_schema = current_schema() AND table_name = 'rtlab_schema')",
-            &[],
-        )
-        .map_err(err)?;
-    let (tables, marked): (i64, bool) = (row.get(0), row.get(1));
-    if !marked {
-        return match tables {
-            0 => Ok(0),
-            n => Err(foreign(format!(
-                "its database has {n} tables but no rtlab_schema table: it is another \
-                 program's (give rtlab a database of its own)"
-            ))),
-        };
-    }
-    let rows = client
-        .query(
-            "SELECT application::text, version::bigint FROM rtlab_schema",
-            &[],
-        )
-        .map_err(err)?;
-    let [row] = rows.as_slice() else {
-        return Err(foreign(format!(
-            "its rtlab_schema table has {} rows, not one",
-            rows.len()
-        )));
-    };
-    let application: Option<String> = row.get(0);
-    let version: Option<i64> = row.get(1);
-    match (application.as_deref(), version) {
-        (Some("rtlab"), Some(version)) => {
-            u32::try_from(version).map_err(|_| foreign(format!("its schema version is {version}")))
-        }
-        _ => Err(foreign(
-            "its rtlab_schema table does not name rtlab with a version".into(),
-        )),
     }
 }

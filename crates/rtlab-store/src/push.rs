@@ -19,7 +19,17 @@ use crate::error::StoreError;
 use crate::location::Location;
 use crate::open::Store;
 use crate::unsaved::UnsavedDir;
-use crate::write::Existing;
+
+/// What a write found of a run with the same id already stored.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Existing {
+    /// A stored run with this id is [`StoreError::Duplicate`].
+    Refuse,
+    /// Exactly this run (the same JSON) is taken as stored: a retry whose
+    /// first commit landed before the connection dropped, a kept run
+    /// pushed twice.
+    AcceptSame,
+}
 
 /// The directory under the unsaved directory `base` where runs meant for
 /// the store at `location` are kept: `base` itself for a file (as

@@ -11,22 +11,12 @@ use crate::db::{Sql, Value};
 use crate::error::StoreError;
 use crate::location::Location;
 use crate::open::{Conn, Store};
+use crate::push::{kept_dir, Existing};
 use crate::unsaved::{keep_unsaved_in, unsaved_dirs, UnsavedDir};
 
 /// How long a write that lost its PostgreSQL connection keeps trying to
 /// connect again before it gives up (and the run is kept as a file).
 pub const RECONNECT_FOR: Duration = Duration::from_secs(5);
-
-/// What a write found of a run with the same id already stored.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Existing {
-    /// A stored run with this id is [`StoreError::Duplicate`].
-    Refuse,
-    /// Exactly this run (the same JSON) is taken as stored: a retry whose
-    /// first commit landed before the connection dropped, a kept run
-    /// pushed twice.
-    AcceptSame,
-}
 
 impl Store {
     /// Inserts a new run in one transaction: the run row with the complete
@@ -114,7 +104,7 @@ impl Store {
     /// dropped (an SQLite store keeps its own).
     pub(crate) fn reconnect(&mut self) -> Result<(), StoreError> {
         if let Location::Postgres(target) = &self.location {
-            let fresh = Store::open_postgres(target, crate::SCHEMA_VERSION)?;
+            let fresh = Store::open_postgres(target, crate::migrations::LATEST)?;
             self.conn = fresh.conn;
         }
         Ok(())
@@ -304,6 +294,15 @@ fn write_in(
         &values,
     )
     .map_err(err)?;
+    insert_series(db, run, encoded).map_err(err)
+}
+
+/// The `series` and `spikes` rows of a run.
+fn insert_series(
+    db: &mut dyn Sql,
+    run: &RunResult,
+    encoded: &Encoded,
+) -> Result<(), crate::db::DbError> {
     for (position, (series, (hist_ns, hist_us))) in
         run.series.iter().zip(&encoded.histograms).enumerate()
     {
@@ -340,8 +339,7 @@ fn write_in(
                 hist_ns.into(),
                 hist_us.into(),
             ],
-        )
-        .map_err(err)?;
+        )?;
         for (rank, spike) in stats.top.iter().enumerate() {
             db.execute(
                 "INSERT INTO spikes (run_id, series_index, series, rank, sample, at_ns,
@@ -356,8 +354,7 @@ fn write_in(
                     int(spike.at_ns).into(),
                     int(spike.latency_ns).into(),
                 ],
-            )
-            .map_err(err)?;
+            )?;
         }
     }
     Ok(())
@@ -432,7 +429,7 @@ impl Store {
         let dirs: Vec<UnsavedDir> = dirs
             .iter()
             .map(|d| UnsavedDir {
-                dir: crate::push::kept_dir(&d.dir, &self.location),
+                dir: kept_dir(&d.dir, &self.location),
                 volatile: d.volatile,
             })
             .collect();

@@ -65,7 +65,10 @@ fn said<T: std::fmt::Debug>(answer: Result<T, StoreError>, store: &Store) -> Str
     }
 }
 
-fn ids(store: &Store, filter: RunFilter) -> String {
+/// The ids [`Store::list`] gives for the filter `set` makes.
+fn ids(store: &Store, set: impl FnOnce(&mut RunFilter)) -> String {
+    let mut filter = RunFilter::default();
+    set(&mut filter);
     said(
         store
             .list(&filter)
@@ -97,55 +100,13 @@ fn every_operation(at: &Location) -> Vec<String> {
 
     let summaries = store.list(&RunFilter::default()).unwrap();
     log.push(serde_json::to_string(&summaries).unwrap());
-    log.push(ids(
-        &store,
-        RunFilter {
-            host: Some("rig2".into()),
-            ..Default::default()
-        },
-    ));
-    log.push(ids(
-        &store,
-        RunFilter {
-            probe: Some("switch".into()),
-            ..Default::default()
-        },
-    ));
-    log.push(ids(
-        &store,
-        RunFilter {
-            status: Some("complete".into()),
-            ..Default::default()
-        },
-    ));
-    log.push(ids(
-        &store,
-        RunFilter {
-            status: Some("weird".into()),
-            ..Default::default()
-        },
-    ));
-    log.push(ids(
-        &store,
-        RunFilter {
-            campaign: Some("quick".into()),
-            ..Default::default()
-        },
-    ));
-    log.push(ids(
-        &store,
-        RunFilter {
-            execution: Some("exec1".into()),
-            ..Default::default()
-        },
-    ));
-    log.push(ids(
-        &store,
-        RunFilter {
-            limit: Some(2),
-            ..Default::default()
-        },
-    ));
+    log.push(ids(&store, |f| f.host = Some("rig2".into())));
+    log.push(ids(&store, |f| f.probe = Some("switch".into())));
+    log.push(ids(&store, |f| f.status = Some("complete".into())));
+    log.push(ids(&store, |f| f.status = Some("weird".into())));
+    log.push(ids(&store, |f| f.campaign = Some("quick".into())));
+    log.push(ids(&store, |f| f.execution = Some("exec1".into())));
+    log.push(ids(&store, |f| f.limit = Some(2)));
 
     for id in [
         "last",
@@ -172,13 +133,7 @@ fn every_operation(at: &Location) -> Vec<String> {
     log.push(said(store.tag(&a.id, "nightly"), &store));
     log.push(said(store.tag(&a.id, "bad tag"), &store));
     log.push(said(store.tags(&a.id), &store));
-    log.push(ids(
-        &store,
-        RunFilter {
-            tag: Some("baseline".into()),
-            ..Default::default()
-        },
-    ));
+    log.push(ids(&store, |f| f.tag = Some("baseline".into())));
     log.push(said(store.untag(&a.id, "nightly"), &store));
     log.push(said(store.untag(&a.id, "nightly"), &store));
 
@@ -200,7 +155,7 @@ fn every_operation(at: &Location) -> Vec<String> {
         store.delete_all(&[a.id.as_str(), b.id.as_str()]),
         &store,
     ));
-    log.push(ids(&store, RunFilter::default()));
+    log.push(ids(&store, |_| {}));
 
     let report = store.check().unwrap();
     log.push(format!(
@@ -209,7 +164,7 @@ fn every_operation(at: &Location) -> Vec<String> {
     ));
 
     let reader = Store::open_location_read_only(at).unwrap();
-    log.push(ids(&reader, RunFilter::default()));
+    log.push(ids(&reader, |_| {}));
     log.push(said(reader.get("last").map(|r| r.id), &reader));
     let mut refused = run("20261121T210000Z-1", "2026-11-21T21:00:00Z", "rig1");
     refused.id = "read-only".into();
@@ -494,8 +449,8 @@ fn a_dropped_connection_keeps_the_run_and_push_stores_it_once() {
 
     cluster.restart_server();
     let report = store.push_kept(&dirs).unwrap();
-    assert_eq!(report.stored, [lost.id.clone()]);
-    assert_eq!(report.already, [lost.id.clone()]);
+    assert_eq!(report.stored, std::slice::from_ref(&lost.id));
+    assert_eq!(report.already, std::slice::from_ref(&lost.id));
     assert!(report.failed.is_empty(), "{:?}", report.failed);
     assert_eq!(
         std::fs::read_dir(kept_dir(kept.path(), &at))
@@ -509,4 +464,21 @@ fn a_dropped_connection_keeps_the_run_and_push_stores_it_once() {
     // Nothing left: pushing again does nothing.
     let again = store.push_kept(&dirs).unwrap();
     assert!(again.stored.is_empty() && again.already.is_empty());
+}
+
+/// A "server" that takes the connection and never answers: the open ends
+/// with an error (the start-up is bounded too, not only the socket).
+#[test]
+fn a_server_that_never_answers_is_unreachable_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(dir.path().join(".s.PGSQL.5432")).unwrap();
+    let socket_dir = dir.path().display().to_string().replace('/', "%2F");
+    let at = location(&format!(
+        "postgresql://rtlab@{socket_dir}/lab?connect_timeout=1"
+    ));
+    let error = Store::open_location_read_only(&at).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+    assert!(error.to_string().contains("did not answer"), "{error}");
+    drop(listener);
 }

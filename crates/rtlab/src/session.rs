@@ -27,6 +27,12 @@ pub fn store_location(db: Option<&Path>) -> anyhow::Result<Location> {
     }
 }
 
+/// The command line as results record it (`RunResult.command`): a
+/// PostgreSQL URL given to `--db` without its password.
+pub fn recorded_command() -> Vec<String> {
+    rtlab_store::redact_args(std::env::args())
+}
+
 /// Opens the store at `--db` or the default place (creating and migrating
 /// it). One that cannot be opened is bad input: it fails before anything
 /// is measured.

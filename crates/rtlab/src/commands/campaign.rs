@@ -183,7 +183,7 @@ fn run_plan(
         );
     }
     let mut observer = Progress::new(&plan, quiet, &outputs);
-    let command: Vec<String> = std::env::args().collect();
+    let command = session::recorded_command();
     let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer);
     // Runs kept while a PostgreSQL store could not be reached go in now if it can.
     session::push_kept(&mut store);

@@ -58,7 +58,7 @@ fn config(args: &ExecServeArgs) -> anyhow::Result<ServeConfig> {
     if let Some(path) = &args.taskset {
         config.taskset = Some(super::exec_taskset::load(path)?);
     }
-    config.command = std::env::args().collect();
+    config.command = session::recorded_command();
     config.validate().map_err(|e| InputError(e.render(flag)))?;
     Ok(config)
 }

@@ -93,7 +93,7 @@ pub fn measure(
         },
         sysctls: args.sysctl.clone(),
         loads,
-        command: std::env::args().collect(),
+        command: session::recorded_command(),
         campaign: None,
         samples_csv,
     };

@@ -146,18 +146,28 @@ pub fn tag(args: RunsTagArgs) -> anyhow::Result<ExitCode> {
 
 pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
     let location = session::store_location(args.store.db.as_deref())?;
-    let report = match &location {
-        Location::File(path) => check_file(path)?,
-        // A server that cannot be reached is no finding about the store.
-        Location::Postgres(_) => match Store::open_location_read_only(&location) {
-            Err(e) if e.is_connection() => return Err(input(e)),
-            Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
-            Err(e) => rtlab_store::CheckReport {
-                db: location.shown_path(),
-                schema_version: 0,
-                runs: 0,
-                problems: vec![e.to_string()],
-            },
+    // Opened read-only: checking never changes the store. A file that
+    // does not open as a store is a problem found, not a usage error; a
+    // path with nothing at all is, and so is one that is no file (a
+    // directory, a FIFO, a device), as for every other command, and a
+    // server that cannot be reached.
+    if let Location::File(path) = &location {
+        if !path.exists() {
+            let path = path.clone();
+            return Err(input(StoreError::NoStore { path }));
+        }
+    }
+    let no_file = |path: &std::path::Path| std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    let report = match Store::open_location_read_only(&location) {
+        Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
+        Err(e) if e.is_connection() || location.file().is_some_and(no_file) => {
+            return Err(input(e))
+        }
+        Err(e) => rtlab_store::CheckReport {
+            db: location.shown_path(),
+            schema_version: 0,
+            runs: 0,
+            problems: vec![e.to_string()],
         },
     };
     if args.json {
@@ -192,27 +202,6 @@ pub fn check(args: StoreCheckArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::from(!report.problems.is_empty())))
-}
-
-/// The check of an SQLite file, opened read-only: checking never changes
-/// the store. A file that does not open as a store is a problem found,
-/// not a usage error; a path with nothing at all is, and so is one that
-/// is no file (a directory, a FIFO, a device), as for every other command.
-fn check_file(path: &std::path::Path) -> anyhow::Result<rtlab_store::CheckReport> {
-    if !path.exists() {
-        let path = path.to_path_buf();
-        return Err(input(StoreError::NoStore { path }));
-    }
-    Ok(match Store::open_read_only(path) {
-        Err(e) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => return Err(input(e)),
-        Ok(store) => store.check().map_err(|e| anyhow::anyhow!("{e}"))?,
-        Err(e) => rtlab_store::CheckReport {
-            db: path.to_path_buf(),
-            schema_version: 0,
-            runs: 0,
-            problems: vec![e.to_string()],
-        },
-    })
 }
 
 pub fn push(args: StorePushArgs) -> anyhow::Result<ExitCode> {
