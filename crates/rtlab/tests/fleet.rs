@@ -158,11 +158,11 @@ fn two_hosts_share_one_store_and_a_baseline_gates_them() {
     // runs --host: each host's own.
     assert_eq!(
         ids(&fleet.json(&["runs", "--host", "fleet-a", "--json"])),
-        [a.clone()]
+        std::slice::from_ref(&a)
     );
     assert_eq!(
         ids(&fleet.json(&["runs", "--host", "fleet-b", "--json"])),
-        [b.clone()]
+        std::slice::from_ref(&b)
     );
     let mut both = vec![a.clone(), b.clone()];
     both.sort();
