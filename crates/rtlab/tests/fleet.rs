@@ -359,12 +359,11 @@ fn ansible(dir: &Path, state: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn the_playbook_runs_the_campaign_on_localhost_into_postgres() {
-    if Command::new("ansible-playbook")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_err()
-    {
+    // Looked up, not run: even `--version` makes ~/.ansible on the host.
+    let have_ansible = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join("ansible-playbook").is_file())
+    });
+    if !have_ansible {
         common::skip("ansible-playbook is not installed (scripts/setup installs ansible-core)");
         return;
     }
