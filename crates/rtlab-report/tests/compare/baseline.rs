@@ -315,6 +315,17 @@ fn another_host_is_allowed_and_said() {
         vec![series("cpu0", stats_of(&data.latencies(2_000, 0)))],
     );
     b.environment.hostname = Some("fleet-b".into());
+    // Plain compare says it too.
+    let plain = rtlab_report::compare::compare(&[a.clone(), b.clone()], &CompareOptions::default());
+    assert!(
+        plain
+            .notes
+            .iter()
+            .any(|n| n
+                .starts_with("the runs were measured on different hosts (A fleet-a, B fleet-b)")),
+        "{:?}",
+        plain.notes
+    );
     let c = against_baseline(
         &Subject::run("A", a),
         &[Subject::run("B", b)],
