@@ -15,6 +15,10 @@ pub const BASELINE_SCHEMA: &str = "rtlab.baseline/1";
 /// host's p99, well below what a lost tuning or a new load does.
 pub const DEFAULT_THRESHOLD_PERCENT: f64 = 10.0;
 
+/// The metric judged unless asked otherwise: the p99, stable enough to
+/// gate on and the one the bootstrap tests.
+pub const DEFAULT_METRIC: Metric = Metric::P99;
+
 /// The largest threshold accepted (10⁶ %: 10 000×, "never" in practice).
 pub const MAX_THRESHOLD_PERCENT: f64 = 1_000_000.0;
 
@@ -96,7 +100,7 @@ pub struct BaselineOptions {
 impl Default for BaselineOptions {
     fn default() -> BaselineOptions {
         BaselineOptions {
-            metrics: vec![Metric::P99],
+            metrics: vec![DEFAULT_METRIC],
             threshold_percent: DEFAULT_THRESHOLD_PERCENT,
             compare: CompareOptions::default(),
             matching: Matching::Auto,

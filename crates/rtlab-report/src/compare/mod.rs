@@ -21,8 +21,8 @@ mod versus;
 pub use baseline::against_baseline;
 pub use baseline_model::{
     parse_metrics, parse_threshold, BaselineComparison, BaselineError, BaselineOptions, Check,
-    Pair, Subject, SubjectHeader, BASELINE_SCHEMA, COMPARED_METRICS, DEFAULT_THRESHOLD_PERCENT,
-    MAX_THRESHOLD_PERCENT,
+    Pair, Subject, SubjectHeader, BASELINE_SCHEMA, COMPARED_METRICS, DEFAULT_METRIC,
+    DEFAULT_THRESHOLD_PERCENT, MAX_THRESHOLD_PERCENT,
 };
 pub use baseline_render::{baseline_markdown, baseline_table};
 pub use compute::{compare, compare_matching};

@@ -172,7 +172,7 @@ pub struct CompareArgs {
         long,
         value_name = "LIST",
         requires = "baseline",
-        default_value = "p99"
+        default_value_t = rtlab_report::compare::DEFAULT_METRIC.to_string()
     )]
     pub metric: String,
     #[command(flatten)]
