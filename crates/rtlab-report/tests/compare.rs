@@ -19,6 +19,9 @@ use rtlab_report::compare::{
 use rtlab_report::import::import_file;
 use std::path::PathBuf;
 
+#[path = "compare/baseline.rs"]
+mod baseline;
+
 /// xorshift64*: test data only (the bootstrap has its own generator).
 struct Data(u64);
 

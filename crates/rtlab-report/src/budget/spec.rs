@@ -113,7 +113,8 @@ impl Metric {
             .join(", ")
     }
 
-    fn lookup(name: &str) -> Option<Metric> {
+    /// The metric of a name or alias (`p99.9`, `p99_9`, `avg`).
+    pub fn lookup(name: &str) -> Option<Metric> {
         METRICS
             .iter()
             .chain(ALIASES)

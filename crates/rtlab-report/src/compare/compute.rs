@@ -32,6 +32,7 @@ pub fn compare_matching(
         .map(|(name, per_run)| compare_row(name, &per_run, runs, &headers, &opts, &mut notes))
         .collect();
     resolution_notes(&headers, &mut notes);
+    host_note(&headers, &mut notes);
 
     Comparison {
         schema: COMPARE_SCHEMA.to_string(),
@@ -65,7 +66,11 @@ fn usable_options(opts: &CompareOptions, notes: &mut Vec<String>) -> CompareOpti
 
 /// [`Matching::Auto`] resolved to `by_name` or `all`, with a note where
 /// the pairing is not the obvious one.
-fn resolve_matching(runs: &[RunResult], matching: Matching, notes: &mut Vec<String>) -> Matching {
+pub(super) fn resolve_matching(
+    runs: &[RunResult],
+    matching: Matching,
+    notes: &mut Vec<String>,
+) -> Matching {
     match matching {
         Matching::Auto => {
             let singles = runs.len() >= 2 && runs.iter().all(|r| r.series.len() == 1);
@@ -97,10 +102,14 @@ fn resolve_matching(runs: &[RunResult], matching: Matching, notes: &mut Vec<Stri
 
 /// A row of the comparison: the series' name and, per run, its entry
 /// (None where the run lacks the series).
-type Row = (String, Vec<Option<Cell>>);
+pub(super) type Row = (String, Vec<Option<Cell>>);
 
 /// The rows, series paired across runs as `matching` (resolved) says.
-fn paired_rows(runs: &[RunResult], matching: Matching, notes: &mut Vec<String>) -> Vec<Row> {
+pub(super) fn paired_rows(
+    runs: &[RunResult],
+    matching: Matching,
+    notes: &mut Vec<String>,
+) -> Vec<Row> {
     if matching == Matching::All {
         let per_run = runs
             .iter()
@@ -274,6 +283,26 @@ fn resolution_notes(headers: &[RunHeader], notes: &mut Vec<String>) {
     }
 }
 
+/// A note when the runs come from more than one host (a fleet in one
+/// store): each run's host, since hardware, kernel and tuning may differ
+/// as well as what the comparison is about.
+fn host_note(headers: &[RunHeader], notes: &mut Vec<String>) {
+    let host = |h: &RunHeader| h.host.clone().unwrap_or_else(|| "unknown".into());
+    let first = headers.first().map(host);
+    if headers.iter().all(|h| Some(host(h)) == first) {
+        return;
+    }
+    let each: Vec<String> = headers
+        .iter()
+        .map(|h| format!("{} {}", h.tag, host(h)))
+        .collect();
+    notes.push(format!(
+        "the runs were measured on different hosts ({}): hardware, kernel and tuning may \
+         differ as well",
+        each.join(", ")
+    ));
+}
+
 fn resolution_text(ns: u64) -> String {
     match ns {
         1 => "1 ns".to_string(),
@@ -283,7 +312,7 @@ fn resolution_text(ns: u64) -> String {
 }
 
 /// `A`, `B`, ..., `Z`, then `R27`, `R28`, ...
-fn tag(index: usize) -> String {
+pub(super) fn tag(index: usize) -> String {
     if index < 26 {
         char::from(b'A' + index as u8).to_string()
     } else {

@@ -139,15 +139,42 @@ pub enum CompareFormat {
   rtlab compare 20261121T193012Z-4242 20261121T194501Z-4311
   rtlab compare RUN_A RUN_B --format md --resamples 5000
   rtlab compare last old-cyclictest-hist.txt --match all
+  rtlab compare --baseline golden.json last                  # exit 1 if last regressed
+  rtlab compare --baseline 20261121T193000Z-4242 fleet --threshold 5% --metric p99,missed
 
 The first run is the baseline. Series are matched by name (cpu0, cpu1, ...).
 The p99 difference comes with a bootstrap confidence interval; a difference
-whose interval excludes 0 is marked significant. See docs/compare.md.")]
+whose interval excludes 0 is marked significant.
+
+With --baseline REF, each RUN is a candidate judged against REF: a run, a file,
+a campaign execution id or a campaign name (its newest execution; executions
+pair by configuration, load and series, repeats folded). Exit 0 when nothing
+regressed, 1 when a figure is worse by more than --threshold (for the p99, also
+significantly by the bootstrap), 2 for bad input. See docs/compare.md.")]
 pub struct CompareArgs {
     /// Runs to compare, the baseline first: stored run ids (or unique prefixes, or `last`),
-    /// or files `rtlab import` reads (rtlab JSON, cyclictest histfile or JSON).
-    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    /// or files `rtlab import` reads (rtlab JSON, cyclictest histfile or JSON). With
+    /// --baseline: the candidates, runs or campaign executions (ids or campaign names).
+    #[arg(required = true, num_args = 1.., value_name = "RUN")]
     pub runs: Vec<String>,
+    /// Judge each RUN against this baseline and exit 1 when one regressed: a stored
+    /// run (id, unique prefix, `last`), a file, a campaign execution id or a campaign name.
+    #[arg(long, value_name = "REF")]
+    pub baseline: Option<String>,
+    /// With --baseline: how much worse than the baseline's a figure may be, in percent.
+    #[arg(long, value_name = "PERCENT", requires = "baseline",
+          default_value_t = rtlab_report::compare::DEFAULT_THRESHOLD_PERCENT,
+          value_parser = rtlab_report::compare::parse_threshold)]
+    pub threshold: f64,
+    /// With --baseline: the figures judged, comma-separated: p99 (tested by the
+    /// bootstrap), p50, p90, p99.9, p99.99, max, missed (per million wake-ups).
+    #[arg(
+        long,
+        value_name = "LIST",
+        requires = "baseline",
+        default_value_t = rtlab_report::compare::DEFAULT_METRIC.to_string()
+    )]
+    pub metric: String,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Bootstrap resamples for the p99 interval; 0 skips the test.

@@ -1,6 +1,7 @@
 //! One module per command.
 
 mod campaign;
+mod compare_baseline;
 pub mod completions;
 mod exec;
 mod exec_admit;

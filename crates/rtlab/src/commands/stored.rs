@@ -232,6 +232,16 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if let Some(baseline) = &args.baseline {
+        return super::compare_baseline::run(&args, baseline);
+    }
+    if args.runs.len() < 2 {
+        return Err(InputError(
+            "compare needs two runs or more, the baseline first (or --baseline REF and a run)"
+                .into(),
+        )
+        .into());
+    }
     // The store is opened only when a run is not a file: comparing files
     // needs no store at all.
     let mut store = None;
