@@ -15,7 +15,7 @@ use rtlab_load::LoadSpec;
 use rtlab_probe::setup::ProcessOptions;
 use rtlab_probe::Probe;
 use rtlab_run::{execute, Refused, RunContext, RunObserver, RunRequest, TICK};
-use rtlab_store::Store;
+use rtlab_store::{Store, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,10 @@ pub trait CampaignObserver: RunObserver {
     fn run_starting(&mut self, _planned: &PlannedRun, _total: usize, _remaining_ns: u64) {}
     /// A run ended and was stored.
     fn run_stored(&mut self, _planned: &PlannedRun, _result: &RunResult) {}
+    /// A run ended but its store could not be reached: it was kept as a
+    /// file (`kept` says where and how to store it later), and the
+    /// campaign goes on.
+    fn run_kept(&mut self, _planned: &PlannedRun, _result: &RunResult, _kept: &StoreError) {}
 }
 
 /// The runs a campaign execution produced, in plan order.
@@ -112,6 +116,7 @@ pub fn run_campaign(
     let mut results = Vec::new();
     let per_run_ns = |run: &PlannedRun| plan.eta_of(run);
     let mut remaining_ns: u64 = plan.runs.iter().map(per_run_ns).sum();
+    let mut kept = 0usize;
     for planned in &plan.runs {
         if context.stop.load(Ordering::SeqCst) {
             break;
@@ -123,25 +128,35 @@ pub fn run_campaign(
             Ok(result) => result,
             Err(e) => *e.downcast::<Refused>()?.result,
         };
-        // Kept as a file when the store cannot take it (disk full): the
-        // error names the file, and the campaign stops, saying so.
-        store.save_or_keep(&result).map_err(|e| {
-            let rest = match plan.runs.len() - planned.index {
-                0 => "it was the last".to_string(),
-                n => format!("the {n} after it were not run"),
-            };
-            let before = match planned.index {
-                1 => "",
-                _ => "; the runs before it are stored",
-            };
-            anyhow::Error::new(e).context(format!(
-                "campaign {} stopped at run {} of {} ({rest}{before}; execution {execution})",
-                plan.campaign.name,
-                planned.index,
-                plan.runs.len()
-            ))
-        })?;
-        observer.run_stored(planned, &result);
+        // Kept as a file when the store cannot take it. A store that cannot
+        // be reached (a PostgreSQL server down, the network gone) may come
+        // back: the campaign goes on, keeping each run, and the binary
+        // pushes them at its end or `rtlab store push` later. Any other
+        // failure (disk full, a run refused) stops it, saying so.
+        match store.save_or_keep(&result) {
+            Ok(()) => observer.run_stored(planned, &result),
+            Err(e) if kept_while_unreachable(&e) => {
+                kept += 1;
+                observer.run_kept(planned, &result, &e);
+            }
+            Err(e) => {
+                let rest = match plan.runs.len() - planned.index {
+                    0 => "it was the last".to_string(),
+                    n => format!("the {n} after it were not run"),
+                };
+                let before = match (planned.index, kept) {
+                    (1, _) => String::new(),
+                    (_, 0) => "; the runs before it are stored".into(),
+                    (_, k) => format!("; the runs before it are stored ({k} kept as files)"),
+                };
+                return Err(anyhow::Error::new(e).context(format!(
+                    "campaign {} stopped at run {} of {} ({rest}{before}; execution {execution})",
+                    plan.campaign.name,
+                    planned.index,
+                    plan.runs.len()
+                )));
+            }
+        }
         results.push(result);
         remaining_ns = remaining_ns.saturating_sub(per_run_ns(planned));
         if planned.index < plan.runs.len() && plan.campaign.cooldown_ns > 0 {
@@ -156,6 +171,11 @@ pub fn run_campaign(
         interrupted: context.stop.load(Ordering::SeqCst),
         results,
     })
+}
+
+/// The run was kept as a file because its store could not be reached.
+fn kept_while_unreachable(error: &StoreError) -> bool {
+    matches!(error, StoreError::Unsaved { cause, kept: Ok(_), .. } if cause.is_connection())
 }
 
 fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {

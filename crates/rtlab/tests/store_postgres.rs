@@ -261,20 +261,17 @@ fn a_campaign_that_loses_its_server_loses_no_completed_run() {
         .read_to_string(&mut err)
         .unwrap();
     eprintln!("campaign: {status}\n{err}");
-    // How many runs completed: all five, or up to the one it stopped at
-    // (the run whose save failed is complete and kept).
-    let completed: u32 = match status.success() {
-        true => 5,
-        false => {
-            let at = err.find("stopped at run ").expect("says where it stopped");
-            let rest = &err[at + "stopped at run ".len()..];
-            rest[..rest.find(' ').unwrap()].parse().unwrap()
-        }
-    };
-    if !status.success() {
-        assert!(err.contains("rtlab store push"), "{err}");
-        assert!(err.contains("cannot reach"), "{err}");
-    }
+    // The campaign goes on without its server: every run completes, those
+    // after the loss kept as files (the last of them at least, since the
+    // server was killed while runs were left), with how to store them.
+    assert!(status.success(), "{err}");
+    assert!(err.contains("rtlab store push"), "{err}");
+    assert!(err.contains("the campaign goes on"), "{err}");
+    let completed = 5;
+    assert!(
+        !walk(&dir.path().join("unsaved")).is_empty(),
+        "no run kept while the server was down"
+    );
 
     cluster.restart_server();
     let push = common::run(

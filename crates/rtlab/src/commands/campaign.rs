@@ -15,6 +15,7 @@ use rtlab_probe::ProbeRun;
 use rtlab_report::budget::{Budget, Evaluation};
 use rtlab_report::matrix::{per_probe, verdicts, Matrix};
 use rtlab_run::RunObserver;
+use rtlab_store::StoreError;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -424,6 +425,14 @@ impl RunObserver for Progress<'_> {
 }
 
 impl CampaignObserver for Progress<'_> {
+    fn run_kept(&mut self, planned: &PlannedRun, result: &RunResult, kept: &StoreError) {
+        let why = kept.to_string();
+        let why = rtlab_core::result::terminal_text(&why);
+        self.print_warning(planned.index, &format!("{why}; the campaign goes on"));
+        // Kept counts as done: it is in the campaign's results and files.
+        self.run_stored(planned, result);
+    }
+
     fn run_starting(&mut self, planned: &PlannedRun, total: usize, remaining_ns: u64) {
         self.current = format!("run {}/{total}: {}", planned.index, self.cell(planned));
         self.run_index = planned.index;
