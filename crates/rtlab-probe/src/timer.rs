@@ -440,6 +440,17 @@ fn build_series(
         .collect()
 }
 
+/// Deadlines of a grid of `interval_ns` that passed while a wake-up
+/// `latency_ns` late slept, at most the `left` still planned: a wake-up
+/// late by k periods missed k − 1 deadlines of its own. They are skipped
+/// (never measured as fake catch-up samples) and counted, so that a stall
+/// weighs what it cost (coordinated omission avoided). The timer probe's
+/// loop and `rtlab monitor`'s bursts count them here.
+#[inline]
+pub fn missed_deadlines(latency_ns: u64, interval_ns: u64, left: u64) -> u64 {
+    (latency_ns / interval_ns).min(left)
+}
+
 /// What one measuring thread does.
 struct ThreadPlan {
     pinned_cpu: Option<usize>,
@@ -508,11 +519,11 @@ impl ThreadPlan {
                 }
             };
             let latency = woke.saturating_sub(next);
-            // Deadlines that passed while this wake-up was late; they are
-            // skipped (not measured as fake catch-up samples) and counted.
-            let missed = missed_by_kernel
-                .unwrap_or(latency / interval)
-                .min(planned - done - 1);
+            let left = planned - done - 1;
+            let missed = missed_by_kernel.map_or_else(
+                || missed_deadlines(latency, interval, left),
+                |kernel| kernel.min(left),
+            );
             let sample = Sample {
                 at_ns: next - start_ns,
                 latency_ns: latency,

@@ -17,6 +17,7 @@ mod focus;
 mod install;
 mod load;
 mod measure;
+mod monitor;
 mod net;
 mod plan;
 mod report;
@@ -38,6 +39,7 @@ pub use focus::*;
 pub use install::*;
 pub use load::*;
 pub use measure::*;
+pub use monitor::*;
 pub use net::*;
 pub use plan::*;
 pub use report::*;
@@ -159,6 +161,8 @@ what a SIGKILL or a power loss left behind."
         after_help = "Examples:\n  rtlab traffic gen constant --rate 2k --count 2000 -o cbr.plan\n  rtlab traffic record --listen 127.0.0.1:7000 --idle 1s -o got.plan &\n  rtlab traffic replay cbr.plan --to 127.0.0.1:7000\n  rtlab traffic import capture.pcap -o capture.plan\n\nDocs: docs/traffic.md; the plan's traffic events: docs/plan-format.md."
     )]
     Traffic(TrafficCommand),
+    /// Measure latency continuously at a low duty and serve it to Prometheus (/metrics).
+    Monitor(Box<MonitorArgs>),
     /// Give CPUs to a command alone: a cpuset partition, every other task and IRQ moved away, all put back after.
     Focus(FocusArgs),
     /// Promote the processes on the critical path and keep them promoted; audit the system.

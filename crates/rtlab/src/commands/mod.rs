@@ -14,6 +14,7 @@ mod measure;
 mod measure_noise;
 mod measure_switch;
 mod measure_timer;
+mod monitor;
 mod net;
 pub mod plan;
 pub mod plan_run;
@@ -72,6 +73,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(ExecCommand::Serve(args)) => exec_serve::serve(*args),
         Command::Exec(ExecCommand::Status(args)) => exec_serve::status(&args),
         Command::Focus(args) => focus::run(&args),
+        Command::Monitor(args) => monitor::run(*args),
         Command::Traffic(TrafficCommand::Record(args)) => traffic_record::run(*args),
         Command::Traffic(TrafficCommand::Import(args)) => traffic_plan::import(args),
         Command::Traffic(TrafficCommand::Gen(args)) => traffic_plan::gen(args),
