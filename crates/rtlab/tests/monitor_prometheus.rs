@@ -181,6 +181,19 @@ fn a_real_prometheus_scrapes_the_monitor() {
     let (status, summary) = monitor.terminate();
     assert_eq!(status.code(), Some(0), "{}", monitor.stderr());
     let summary = summary.expect("a JSON summary line on SIGTERM");
+    eprintln!("summary: {summary}");
+    // Every deadline of the time it measured is a sample or a missed one.
+    let cpus_summed = summary["cpus"].as_array().unwrap();
+    assert_eq!(cpus_summed.len(), online_cpus().len(), "{summary}");
+    for cpu in cpus_summed {
+        let count = |key: &str| cpu[key].as_u64().unwrap();
+        assert_eq!(
+            count("samples") + count("missed"),
+            count("measuring_ns") / INTERVAL.as_nanos() as u64,
+            "{cpu}"
+        );
+        assert!(count("samples") > 0, "{cpu}");
+    }
     assert_eq!(summary["schema"], "rtlab.monitor/1", "{summary}");
     // Nothing left: the port is closed and no journal is left to restore.
     assert!(
@@ -204,6 +217,7 @@ fn classic_histogram_gauges_and_counters_answer(prometheus: &Prometheus, cpus: &
     eventually("a p99 of the classic histogram for every CPU", || {
         positive_for_every_cpu(&prometheus.values_by_cpu(p99), cpus)
     });
+    eprintln!("p99 (classic, s): {:?}", prometheus.values_by_cpu(p99));
     // A window is 2 s: the first complete one has a maximum.
     eventually("a window maximum > 0 for every CPU", || {
         positive_for_every_cpu(
@@ -276,6 +290,7 @@ fn native_histogram_comes_back_as_a_histogram(prometheus: &Prometheus, cpus: &[S
     eventually("a p99 of the native histogram for every CPU", || {
         positive_for_every_cpu(&prometheus.values_by_cpu(p99), cpus)
     });
+    eprintln!("p99 (native, s): {:?}", prometheus.values_by_cpu(p99));
     // The same samples in both families: one scrape (between two measuring
     // bursts, at the latest) has as many in each.
     eventually("one count in the classic and the native histogram", || {
@@ -371,6 +386,10 @@ fn a_stall_shows_in_the_counter_the_gauges_and_the_alerts(prometheus: &Prometheu
     eventually("the stalls counted as missed deadlines", || {
         missed(prometheus) >= before + one_stall
     });
+    eprintln!(
+        "CPU {cpu}: missed {before} before the stalls, {} after",
+        missed(prometheus)
+    );
     let half_stall = STALL.as_secs_f64() / 2.0;
     for gauge in [
         "rtlab_wakeup_latency_max_seconds",
@@ -387,6 +406,7 @@ fn a_stall_shows_in_the_counter_the_gauges_and_the_alerts(prometheus: &Prometheu
                 .get(&cpu)
                 .is_some_and(|max| *max >= half_stall)
         });
+        eprintln!("{expr}: {:?}", prometheus.values_by_cpu(&expr));
     }
     eventually("an increase of the missed deadlines in PromQL", || {
         let increase = format!("increase(rtlab_wakeup_missed_total{selector}[1m])");
