@@ -81,6 +81,18 @@ fn the_unit_passes_systemd_analyze_verify() {
 }
 
 #[test]
+fn the_units_command_line_is_one_rtlab_accepts() {
+    let unit = example(UNIT);
+    let exec = unit_values(&unit, "ExecStart");
+    let words: Vec<&str> = exec[0].split_whitespace().collect();
+    assert_eq!(words[0], INSTALLED_RTLAB);
+    let args = std::iter::once("rtlab").chain(words[1..].iter().copied());
+    if let Err(e) = rtlab::cli::command().try_get_matches_from(args) {
+        panic!("ExecStart={}: {e}", exec[0]);
+    }
+}
+
+#[test]
 fn the_unit_lets_the_measuring_threads_be_real_time_and_nothing_else() {
     let unit = example(UNIT);
     // SCHED_FIFO and mlockall for the measuring threads.
