@@ -19,7 +19,7 @@ use common::prometheus::{
 };
 use common::{eventually, inject_stalls, last_cpu, rtlab};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -241,8 +241,8 @@ fn classic_histogram_gauges_and_counters_answer(prometheus: &Prometheus, cpus: &
         "rtlab_monitor_measuring_seconds_total",
     ] {
         let values = prometheus.values_by_cpu(counter);
-        let found: Vec<&String> = values.keys().collect();
-        assert_eq!(found, cpus.iter().collect::<Vec<_>>(), "{counter}");
+        let found: BTreeSet<&String> = values.keys().collect();
+        assert_eq!(found, cpus.iter().collect(), "{counter}");
         assert!(values.values().all(|v| *v >= 0.0), "{counter}: {values:?}");
     }
     let samples = prometheus.values_by_cpu("rtlab_wakeup_samples_total");
@@ -270,11 +270,15 @@ fn classic_histogram_gauges_and_counters_answer(prometheus: &Prometheus, cpus: &
 
 fn native_histogram_comes_back_as_a_histogram(prometheus: &Prometheus, cpus: &[String]) {
     let native = prometheus.vector("rtlab_wakeup_latency_native_seconds");
-    let found: Vec<&str> = native
+    let found: BTreeSet<&str> = native
         .iter()
         .map(|e| e["metric"]["cpu"].as_str().unwrap())
         .collect();
-    assert_eq!(found, cpus, "{native:?}");
+    assert_eq!(
+        found,
+        cpus.iter().map(String::as_str).collect(),
+        "{native:?}"
+    );
     for element in &native {
         // A native histogram, not a float sample: count, sum and buckets.
         assert!(element.get("value").is_none(), "{element}");
