@@ -63,6 +63,28 @@ pub fn sleep_for(ns: u64) {
     }
 }
 
+/// Sleeps to the absolute instant `deadline_ns` in slices of at most
+/// `slice_ns`, looking at `stop` before each: true once the deadline is
+/// reached, false as soon as `stop` is seen. For a measuring thread's
+/// long waits between periods or bursts (the noise probe's spinner,
+/// `rtlab monitor`), so that it ends soon after being told.
+pub fn sleep_until_or_stop(
+    deadline_ns: u64,
+    stop: &std::sync::atomic::AtomicBool,
+    slice_ns: u64,
+) -> bool {
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        let now = now_ns();
+        if now >= deadline_ns {
+            return true;
+        }
+        sleep_until(deadline_ns.min(now.saturating_add(slice_ns)));
+    }
+}
+
 /// A periodic CLOCK_MONOTONIC timerfd armed at absolute times: the kernel
 /// keeps the grid and tells how many expirations passed, so overruns are
 /// counted by the kernel itself.

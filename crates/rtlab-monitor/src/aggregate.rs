@@ -23,8 +23,10 @@ pub const CLASSIC_BUCKETS_S: [f64; 16] = [
 /// The native histogram's schema: buckets grow by 2^(1/8) ≈ 1.09, so a
 /// quantile read from them is within about 4.5 % of the truth.
 pub const NATIVE_SCHEMA: i8 = 3;
-/// How often the rings are drained (each holds 2 s of samples).
-const DRAIN_PERIOD: Duration = Duration::from_millis(10);
+/// How often the rings are drained: each holds 2 s of samples, and a
+/// scrape sees samples at most this old; rarer wake-ups cost less of the
+/// monitor's own CPU.
+const DRAIN_PERIOD: Duration = Duration::from_millis(50);
 /// The range of the quantile recorder (the summary's p99), ns: above it a
 /// latency counts as this much (the max gauges keep the exact value).
 const QUANTILE_MAX_NS: u64 = 100_000_000_000;
@@ -142,13 +144,16 @@ impl CpuFigures {
     }
 
     pub fn summary(&self) -> CpuSummary {
+        let max_ns = self.max_ns.load(Ordering::Relaxed);
         CpuSummary {
             cpu: self.cpu,
             samples: self.samples.load(Ordering::Relaxed),
             missed: self.missed.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
-            max_ns: self.max_ns.load(Ordering::Relaxed),
-            p99_ns: self.quantiles().value_at_quantile(0.99),
+            max_ns,
+            // The recorder answers with its bucket's top, which may be
+            // above the largest sample itself.
+            p99_ns: self.quantiles().value_at_quantile(0.99).min(max_ns),
             measuring_ns: self.measuring_ns.load(Ordering::Relaxed),
         }
     }

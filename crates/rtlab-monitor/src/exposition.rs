@@ -14,7 +14,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rtlab_core::env::Environment;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The protobuf a Prometheus that wants native histograms asks for.
@@ -149,77 +149,99 @@ fn per_cpu(
     Ok(())
 }
 
-fn ns_as_seconds(ns: &std::sync::atomic::AtomicU64) -> f64 {
-    ns.load(Ordering::Relaxed) as f64 / 1e9
+/// How a per-CPU figure held in an atomic is exposed.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A gauge in seconds, from ns.
+    GaugeSeconds,
+    /// A counter in seconds, from ns.
+    CounterSeconds,
+    /// A counter of events.
+    Count,
 }
+
+/// A per-CPU family read from one atomic of the figures: its name (a
+/// counter's without `_total`, which the encoder adds), help, kind, and
+/// which atomic.
+type Scalar = (
+    &'static str,
+    &'static str,
+    Kind,
+    fn(&CpuFigures) -> &AtomicU64,
+);
+
+const SCALARS: [Scalar; 6] = [
+    (
+        "rtlab_wakeup_latency_window_max_seconds",
+        "Largest wake-up latency of the last complete --window (the running one until one is complete).",
+        Kind::GaugeSeconds,
+        |c| &c.window_max_ns,
+    ),
+    (
+        "rtlab_wakeup_latency_max_seconds",
+        "Largest wake-up latency since the monitor started.",
+        Kind::GaugeSeconds,
+        |c| &c.max_ns,
+    ),
+    (
+        "rtlab_wakeup_samples",
+        "Wake-ups measured.",
+        Kind::Count,
+        |c| &c.samples,
+    ),
+    (
+        "rtlab_wakeup_missed",
+        "Deadlines missed: a wake-up late by k periods counts k-1.",
+        Kind::Count,
+        |c| &c.missed,
+    ),
+    (
+        "rtlab_monitor_dropped_samples",
+        "Samples lost because the aggregator fell 2 s behind (should stay 0).",
+        Kind::Count,
+        |c| &c.dropped,
+    ),
+    (
+        "rtlab_monitor_measuring_seconds",
+        "Time covered by the measuring bursts' deadlines (met or missed): the duty's coverage.",
+        Kind::CounterSeconds,
+        |c| &c.measuring_ns,
+    ),
+];
 
 impl Collector for Families {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let figures = self.figures.as_slice();
         let e = &mut encoder;
-        let (histogram, gauge, counter) = (
-            MetricType::Histogram,
-            MetricType::Gauge,
-            MetricType::Counter,
-        );
         let classic = (
             "rtlab_wakeup_latency_seconds",
             "Timer wake-up latency per CPU (classic buckets, 1 us to 100 ms).",
-            histogram,
+            MetricType::Histogram,
         );
         per_cpu(e, figures, classic, |c, m| c.classic.encode(m))?;
         if self.with_native {
             let native = (
                 "rtlab_wakeup_latency_native_seconds",
                 "Timer wake-up latency per CPU (native histogram, schema 3: the same samples).",
-                histogram,
+                MetricType::Histogram,
             );
             per_cpu(e, figures, native, |c, m| c.native.encode(m))?;
         }
-        let window = (
-            "rtlab_wakeup_latency_window_max_seconds",
-            "Largest wake-up latency of the last complete --window (the running one until one is complete).",
-            gauge,
-        );
-        per_cpu(e, figures, window, |c, m| {
-            ConstGauge::new(ns_as_seconds(&c.window_max_ns)).encode(m)
-        })?;
-        let max = (
-            "rtlab_wakeup_latency_max_seconds",
-            "Largest wake-up latency since the monitor started.",
-            gauge,
-        );
-        per_cpu(e, figures, max, |c, m| {
-            ConstGauge::new(ns_as_seconds(&c.max_ns)).encode(m)
-        })?;
-        let samples = ("rtlab_wakeup_samples", "Wake-ups measured.", counter);
-        per_cpu(e, figures, samples, |c, m| {
-            ConstCounter::new(c.samples.load(Ordering::Relaxed)).encode(m)
-        })?;
-        let missed = (
-            "rtlab_wakeup_missed",
-            "Deadlines missed: a wake-up late by k periods counts k-1.",
-            counter,
-        );
-        per_cpu(e, figures, missed, |c, m| {
-            ConstCounter::new(c.missed.load(Ordering::Relaxed)).encode(m)
-        })?;
-        let dropped = (
-            "rtlab_monitor_dropped_samples",
-            "Samples lost because the aggregator fell 2 s behind (should stay 0).",
-            counter,
-        );
-        per_cpu(e, figures, dropped, |c, m| {
-            ConstCounter::new(c.dropped.load(Ordering::Relaxed)).encode(m)
-        })?;
-        let measuring = (
-            "rtlab_monitor_measuring_seconds",
-            "Time covered by the measuring bursts' deadlines (met or missed): the duty's coverage.",
-            counter,
-        );
-        per_cpu(e, figures, measuring, |c, m| {
-            ConstCounter::new(ns_as_seconds(&c.measuring_ns)).encode(m)
-        })?;
+        for (name, help, kind, atomic) in SCALARS {
+            let metric_type = match kind {
+                Kind::GaugeSeconds => MetricType::Gauge,
+                Kind::CounterSeconds | Kind::Count => MetricType::Counter,
+            };
+            per_cpu(e, figures, (name, help, metric_type), |c, m| {
+                let value = atomic(c).load(Ordering::Relaxed);
+                let seconds = value as f64 / 1e9;
+                match kind {
+                    Kind::GaugeSeconds => ConstGauge::new(seconds).encode(m),
+                    Kind::CounterSeconds => ConstCounter::new(seconds).encode(m),
+                    Kind::Count => ConstCounter::new(value).encode(m),
+                }
+            })?;
+        }
         Info::new(self.environment.clone()).encode(e.encode_descriptor(
             "rtlab_environment",
             "The measured machine: kernel, preemption model, tuning (dma_latency_held: the monitor never holds /dev/cpu_dma_latency).",
@@ -230,7 +252,7 @@ impl Collector for Families {
             "rtlab_monitor_cpu_seconds",
             "CPU time of the monitor process itself, user + system.",
             None,
-            counter,
+            MetricType::Counter,
         )?)
     }
 }

@@ -9,7 +9,7 @@ use rtlab_core::result::ThreadSettings;
 use rtlab_core::sched;
 use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::Sample;
-use rtlab_probe::timer::missed_deadlines;
+use rtlab_probe::timer::Grid;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -140,30 +140,18 @@ impl Plan {
         let interval = self.interval_ns;
         let mut burst_start = start_ns + self.burst_offset_ns;
         loop {
-            if !sleep_until_or_stop(burst_start, stop) {
+            if !clock::sleep_until_or_stop(burst_start, stop, STOP_CHECK_NS) {
                 return;
             }
             // One burst: deadlines on the absolute grid from its start. A
             // stall that runs past the burst's end still counts the
             // burst's deadlines it swallowed, no more (the time between
             // bursts is not measured, and the counters say how much was).
-            let planned = self.deadlines_per_burst;
-            let mut next = burst_start + interval;
-            let mut done = 0;
-            while done < planned {
-                clock::sleep_until(next);
-                let latency = clock::now_ns().saturating_sub(next);
-                let missed = missed_deadlines(latency, interval, planned - done - 1);
-                let sample = Sample {
-                    at_ns: next - start_ns,
-                    latency_ns: latency,
-                    missed,
-                };
-                if ring.push(sample).is_err() {
-                    dropped.fetch_add(1, Ordering::Relaxed);
-                }
-                done += 1 + missed;
-                next += (1 + missed) * interval;
+            let first = burst_start + interval;
+            let mut grid = Grid::new(start_ns, first, interval, self.deadlines_per_burst);
+            while !grid.is_done() {
+                clock::sleep_until(grid.next_ns);
+                grid.wake_up(clock::now_ns(), None, &mut ring, dropped);
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
@@ -172,20 +160,5 @@ impl Plan {
             // because of a stall starts at once, late, and counts it.
             burst_start += BURST_PERIOD_NS;
         }
-    }
-}
-
-/// Sleeps until `deadline_ns` in steps of at most [`STOP_CHECK_NS`];
-/// false when `stop` was set first.
-fn sleep_until_or_stop(deadline_ns: u64, stop: &AtomicBool) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = clock::now_ns();
-        if now >= deadline_ns {
-            return true;
-        }
-        clock::sleep_until(deadline_ns.min(now + STOP_CHECK_NS));
     }
 }

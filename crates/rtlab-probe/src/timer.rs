@@ -440,15 +440,70 @@ fn build_series(
         .collect()
 }
 
-/// Deadlines of a grid of `interval_ns` that passed while a wake-up
-/// `latency_ns` late slept, at most the `left` still planned: a wake-up
-/// late by k periods missed k − 1 deadlines of its own. They are skipped
-/// (never measured as fake catch-up samples) and counted, so that a stall
-/// weighs what it cost (coordinated omission avoided). The timer probe's
-/// loop and `rtlab monitor`'s bursts count them here.
-#[inline]
-pub fn missed_deadlines(latency_ns: u64, interval_ns: u64, left: u64) -> u64 {
-    (latency_ns / interval_ns).min(left)
+/// A measuring thread's place on its absolute grid of deadlines, and how
+/// a wake-up becomes a sample: the timer probe's loop and `rtlab
+/// monitor`'s bursts count theirs here. A wake-up late by k periods missed
+/// k − 1 deadlines of its own: they are skipped (never measured as fake
+/// catch-up samples) and counted, at most those still planned, so that a
+/// stall weighs what it cost (coordinated omission avoided).
+#[derive(Debug, Clone, Copy)]
+pub struct Grid {
+    /// Where [`Sample::at_ns`] counts from.
+    pub origin_ns: u64,
+    /// The deadline waited for (CLOCK_MONOTONIC ns).
+    pub next_ns: u64,
+    pub interval_ns: u64,
+    /// Deadlines met or missed so far.
+    pub done: u64,
+    pub planned: u64,
+}
+
+impl Grid {
+    /// `planned` deadlines every `interval_ns` from `first_ns` on.
+    pub fn new(origin_ns: u64, first_ns: u64, interval_ns: u64, planned: u64) -> Grid {
+        Grid {
+            origin_ns,
+            next_ns: first_ns,
+            interval_ns,
+            done: 0,
+            planned,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done >= self.planned
+    }
+
+    /// Counts the wake-up at `woke_ns` for the deadline `next_ns` (with
+    /// the overruns the kernel counted, for a timerfd), pushes its sample
+    /// into `ring` (or counts it in `dropped` when the ring is full) and
+    /// moves to the next deadline of its own. Hot path: no allocation, no
+    /// system call.
+    #[inline]
+    pub fn wake_up(
+        &mut self,
+        woke_ns: u64,
+        missed_by_kernel: Option<u64>,
+        ring: &mut rtrb::Producer<Sample>,
+        dropped: &AtomicU64,
+    ) -> Sample {
+        let latency = woke_ns.saturating_sub(self.next_ns);
+        let left = self.planned.saturating_sub(self.done + 1);
+        let missed = missed_by_kernel
+            .unwrap_or(latency / self.interval_ns)
+            .min(left);
+        let sample = Sample {
+            at_ns: self.next_ns - self.origin_ns,
+            latency_ns: latency,
+            missed,
+        };
+        if ring.push(sample).is_err() {
+            dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        self.done += 1 + missed;
+        self.next_ns += (1 + missed) * self.interval_ns;
+        sample
+    }
 }
 
 /// What one measuring thread does.
@@ -498,10 +553,9 @@ impl ThreadPlan {
             // Relative periods still start on the common grid.
             clock::sleep_until(start_ns);
         }
-        let mut next = start_ns + interval;
-        let mut done: u64 = 0;
+        let mut grid = Grid::new(start_ns, start_ns + interval, interval, planned);
         let mut samples: u64 = 0;
-        while done < planned && !shared.stop.load(Ordering::Relaxed) {
+        while !grid.is_done() && !shared.stop.load(Ordering::Relaxed) {
             let (woke, missed_by_kernel) = match (&self.mode, &timerfd) {
                 (WaitMode::Timerfd, Some(timer)) => {
                     let expirations = timer.wait();
@@ -509,41 +563,26 @@ impl ThreadPlan {
                 }
                 (WaitMode::Rel, _) => {
                     let before = clock::now_ns();
-                    next = before + interval;
+                    grid.next_ns = before + interval;
                     clock::sleep_for(interval);
                     (clock::now_ns(), None)
                 }
                 _ => {
-                    clock::sleep_until(next);
+                    clock::sleep_until(grid.next_ns);
                     (clock::now_ns(), None)
                 }
             };
-            let latency = woke.saturating_sub(next);
-            let left = planned - done - 1;
-            let missed = missed_by_kernel.map_or_else(
-                || missed_deadlines(latency, interval, left),
-                |kernel| kernel.min(left),
-            );
-            let sample = Sample {
-                at_ns: next - start_ns,
-                latency_ns: latency,
-                missed,
-            };
-            if ring.push(sample).is_err() {
-                dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            done += 1 + missed;
-            next += (1 + missed) * interval;
+            let sample = grid.wake_up(woke, missed_by_kernel, &mut ring, dropped);
             samples += 1;
             if let Some(limit) = self.break_at_ns {
-                if latency > limit {
+                if sample.latency_ns > limit {
                     self.report_break(shared, limit, sample, samples - 1, marker.as_mut());
                     break;
                 }
             }
         }
         ThreadEnd {
-            deadlines: done,
+            deadlines: grid.done,
             planned,
             warning,
         }
@@ -685,6 +724,26 @@ mod tests {
             text,
             "--dl-runtime 2ms is longer than the --interval 1ms (runtime <= deadline = period)"
         );
+    }
+
+    #[test]
+    fn a_late_wake_up_counts_the_deadlines_it_swallowed_within_the_plan() {
+        let (mut ring, mut out) = rtrb::RingBuffer::new(8);
+        let dropped = AtomicU64::new(0);
+        let mut grid = Grid::new(1_000, 2_000, 100, 10);
+        // On time, then 350 late: the deadlines at 2_200, 2_300 and 2_400
+        // passed meanwhile.
+        assert_eq!(grid.wake_up(2_010, None, &mut ring, &dropped).missed, 0);
+        let late = grid.wake_up(2_450, None, &mut ring, &dropped);
+        assert_eq!((late.at_ns, late.latency_ns, late.missed), (1_100, 350, 3));
+        assert_eq!((grid.done, grid.next_ns), (5, 2_500));
+        // A stall longer than the rest of the plan counts the rest only.
+        let stalled = grid.wake_up(9_000, None, &mut ring, &dropped);
+        assert_eq!(stalled.missed, 4);
+        assert!(grid.is_done());
+        assert_eq!(grid.done, grid.planned);
+        assert_eq!(out.pop().unwrap().latency_ns, 10);
+        assert_eq!(dropped.load(Ordering::Relaxed), 0);
     }
 
     #[test]

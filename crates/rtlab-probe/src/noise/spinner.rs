@@ -298,7 +298,7 @@ this process may use"
             if period_start >= end_of_run {
                 break SpinnerEnd::Completed;
             }
-            if !sleep_until_or_stop(period_start, stop) {
+            if !clock::sleep_until_or_stop(period_start, stop, SLEEP_SLICE_NS) {
                 break SpinnerEnd::Stopped;
             }
             if let Some(now_on) = moved_off(self.cpu) {
@@ -341,20 +341,6 @@ this process may use"
             }
             period_start = period_start.saturating_add(self.period_ns);
         }
-    }
-}
-
-/// Sleeps to `deadline_ns` in slices, watching `stop`; false when stopped.
-fn sleep_until_or_stop(deadline_ns: u64, stop: &AtomicBool) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = clock::now_ns();
-        if now >= deadline_ns {
-            return true;
-        }
-        clock::sleep_until(deadline_ns.min(now + SLEEP_SLICE_NS));
     }
 }
 

@@ -6,7 +6,7 @@ use rtlab_core::cpuset::CpuSelection;
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rtlab monitor                                        # every CPU, 10 % duty, http://127.0.0.1:9477/metrics
+  rtlab monitor                                        # every CPU, 10 % duty, on 127.0.0.1:9477
   rtlab monitor --listen 0.0.0.0:9477 --duty 5         # open to a Prometheus on another host
   rtlab monitor --cpus 2-3 --interval 500us --duty 100 # two CPUs, continuously (cyclictest -i 500)
   rtlab monitor --listen 127.0.0.1:0 --json --duration 10s

@@ -213,5 +213,11 @@ fn report(summary: &[CpuSummary], elapsed: Duration, json: bool) -> anyhow::Resu
             human_duration(c.measuring_ns)
         );
     }
+    let cpu_s = own_cpu_seconds();
+    out!(
+        "the monitor's own CPU time: {cpu_s:.3} s in {:.1} s ({:.2} % of one CPU)",
+        elapsed.as_secs_f64(),
+        100.0 * cpu_s / elapsed.as_secs_f64().max(1e-9)
+    );
     Ok(())
 }
