@@ -5,6 +5,8 @@
 pub mod netns;
 #[allow(unused_imports)]
 pub mod postgres;
+#[allow(unused_imports)]
+pub mod prometheus;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
