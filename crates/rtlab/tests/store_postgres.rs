@@ -316,3 +316,34 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// What a campaign prints for the next commands (`rtlab runs --db …`)
+/// never holds the URL's password, given with --db or RTLAB_DB.
+#[test]
+fn a_campaigns_hints_hold_no_password() {
+    require_realtime!();
+    let Some(cluster) = shared() else {
+        return;
+    };
+    let url = cluster.database("hints");
+    let with_password = url.replacen("postgres@", "postgres:hunter2@", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hints.toml");
+    std::fs::write(&file, CAMPAIGN.replace("repeat = 5", "repeat = 1")).unwrap();
+    for from_env in [false, true] {
+        let mut cmd = rtlab(dir.path());
+        cmd.args(["campaign", "run"]).arg(&file);
+        match from_env {
+            true => cmd.env("RTLAB_DB", &with_password),
+            false => cmd.arg("--db").arg(&with_password),
+        };
+        let out = common::run(&mut cmd);
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(out.status.success(), "{all}");
+        assert!(
+            all.contains("rtlab runs --db postgresql://postgres@"),
+            "{all}"
+        );
+        assert!(!all.contains("hunter2"), "{all}");
+    }
+}

@@ -225,7 +225,7 @@ fn run_plan(
             write!(out, "{verdict_text}")?;
         }
         write!(out, "{}", budget::summary_text(&evaluations))?;
-        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
+        let db_flag = db_flag(db, &store);
         writeln!(
             out,
             "{} runs stored (campaign execution {}); see `rtlab runs{db_flag} --execution {}`,\n\
@@ -252,7 +252,7 @@ fn run_plan(
             .filter(|r| r.status == RunStatus::Failed)
             .map(|r| r.id.as_str())
             .collect();
-        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
+        let db_flag = db_flag(db, &store);
         let message = format!(
             "error: {} of {} runs failed ({}): see `rtlab show{db_flag} {}` for why",
             failed.len(),
@@ -269,6 +269,15 @@ fn run_plan(
 }
 
 /// A path as one shell word, quoted when it needs to be.
+/// ` --db STORE` for the commands a campaign suggests, when the store was
+/// given (by --db or RTLAB_DB): the store as shown, a URL without its
+/// password (this goes to terminals and CI logs).
+fn db_flag(db: Option<&Path>, store: &rtlab_store::Store) -> String {
+    db.map_or_else(String::new, |_| {
+        format!(" --db {}", shell_word(store.path()))
+    })
+}
+
 fn shell_word(path: &Path) -> String {
     let text = path.display().to_string();
     let plain = !text.is_empty()
