@@ -15,7 +15,7 @@
 
 use crate::exposition::{Exposition, Format};
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -83,8 +83,24 @@ impl Server {
                 continue;
             };
             next_id += 1;
-            slots.admit(next_id, stream, peer.ip(), exposition);
+            slots.admit(next_id, stream, peer_key(peer.ip()), exposition);
         }
+    }
+}
+
+/// Who a connection counts against when places are shared out: its IPv4
+/// address (also when it comes IPv4-mapped), or its IPv6 /64 (one host
+/// has a whole /64 to draw addresses from).
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
     }
 }
 
@@ -392,4 +408,18 @@ fn write_all_by(stream: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_is_its_ipv4_address_or_its_ipv6_64() {
+        let key = |text: &str| peer_key(text.parse().unwrap());
+        assert_eq!(key("192.0.2.7"), key("::ffff:192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:1:2:3"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+    }
 }
