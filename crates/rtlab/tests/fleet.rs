@@ -304,12 +304,19 @@ fn campaign_executions_of_two_hosts_compare_cell_by_cell() {
         .iter()
         .all(|r| r["execution"] == on_b.as_str()));
 
-    // The campaign's name stands for its newest execution: B's.
+    // The campaign's name was run on two hosts: which finished last is
+    // chance, so it is refused, naming each host's execution.
+    let ambiguous = fleet.rtlab(&["compare", "--baseline", &on_a, "fleettest"]);
+    let err = String::from_utf8_lossy(&ambiguous.stderr);
+    assert_eq!(ambiguous.status.code(), Some(2), "{err}");
+    assert!(err.contains("was run on 2 hosts"), "{err}");
+    assert!(err.contains(&format!("{on_b} on fleet-b")), "{err}");
+    assert!(err.contains(&format!("{on_a} on fleet-a")), "{err}");
     let doc = fleet.json(&[
         "compare",
         "--baseline",
         &on_a,
-        "fleettest",
+        &on_b,
         "--threshold",
         "1000000",
         "--json",
