@@ -210,38 +210,13 @@ fn is_closed(stream: &TcpStream) -> bool {
 /// A connection to `addr` from the local address `source` (127.0.0.2 and
 /// so on: another peer, as far as the server sees).
 fn connect_from(source: Ipv4Addr, addr: SocketAddr) -> TcpStream {
-    use std::os::fd::FromRawFd;
-    let SocketAddr::V4(target) = addr else {
-        panic!("{addr}: IPv4 only")
-    };
-    let sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: a new socket owned by the TcpStream at once; the addresses
-    // are valid sockaddr_in of `len` bytes for each call.
-    let stream = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let stream = TcpStream::from_raw_fd(fd);
-        let from = sockaddr(source, 0);
-        let bound = libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len);
-        assert_eq!(
-            bound,
-            0,
-            "bind {source}: {}",
-            std::io::Error::last_os_error()
-        );
-        let to = sockaddr(*target.ip(), target.port());
-        let connected = libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len);
-        assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
-        stream
-    };
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket
+        .bind(&SocketAddr::from((source, 0)).into())
+        .unwrap_or_else(|e| panic!("bind {source}: {e}"));
+    socket.connect(&addr.into()).unwrap();
+    let stream = TcpStream::from(socket);
     stream.set_read_timeout(Some(HANG)).unwrap();
     stream
 }
