@@ -53,6 +53,14 @@ pub fn is_postgres_url(text: &str) -> bool {
     })
 }
 
+/// `postgres:` or `postgresql:` (any case) that is not a URL's `://`.
+fn looks_like_a_url(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    ["postgres:", "postgresql:", "postgres/", "postgresql/"]
+        .iter()
+        .any(|start| lower.starts_with(start))
+}
+
 impl Location {
     /// A `--db` value: a PostgreSQL URL (`postgres://` or `postgresql://`,
     /// the socket directory as a percent-encoded host or `?host=/path`),
@@ -61,6 +69,14 @@ impl Location {
     pub fn parse(given: &Path) -> Result<Location, StoreError> {
         match given.to_str() {
             Some(text) if is_postgres_url(text) => PgTarget::parse(text).map(Location::Postgres),
+            // A mistyped URL (`postgres:/h/db`, `postgresql//h/db`) would
+            // silently be a new SQLite file of that name.
+            // Not shown: a password in it would be.
+            Some(text) if looks_like_a_url(text) => Err(StoreError::Invalid(format!(
+                "`{}…` looks like a mistyped PostgreSQL URL: write \
+                 postgresql://USER@HOST/DB (for a file of that name, start it with ./)",
+                text.split_inclusive([':', '/']).next().unwrap_or_default()
+            ))),
             _ => Ok(Location::File(given.to_path_buf())),
         }
     }
@@ -400,6 +416,21 @@ mod tests {
             redact("postgres://h/d?application_name=x&password=p@ss&sslmode=disable"),
             "postgres://h/d?application_name=x&password=***&sslmode=disable"
         );
+    }
+
+    #[test]
+    fn a_mistyped_url_is_no_file() {
+        for typo in [
+            "postgres:/u@h/d",
+            "postgresql//u:hunter2@h/d",
+            "POSTGRES:u@h/d",
+        ] {
+            let message = parse(typo).unwrap_err().to_string();
+            assert!(message.contains("mistyped PostgreSQL URL"), "{message}");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+        assert!(matches!(parse("./postgres:/x").unwrap(), Location::File(_)));
+        assert!(matches!(parse("postgres.db").unwrap(), Location::File(_)));
     }
 
     #[test]
