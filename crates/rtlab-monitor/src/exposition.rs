@@ -33,25 +33,40 @@ pub enum Format {
 
 impl Format {
     /// The format a scrape's `Accept` header asks for: protobuf when one
-    /// of its media ranges is the delimited `MetricFamily` (with a q above
-    /// 0), else text.
+    /// of its media ranges is the delimited `MetricFamily` with a q above
+    /// 0 and at least that of every range text answers (`text/plain`,
+    /// `text/*`, `*/*`, OpenMetrics text), else text. A q that is not a
+    /// number in 0..=1 counts as 0.
     pub fn negotiate(accept: Option<&str>) -> Format {
-        let wants_protobuf = accept.is_some_and(|accept| {
-            accept.split(',').any(|range| {
-                let mut parts = range.split(';').map(str::trim);
-                let media = parts.next().unwrap_or("");
-                let params: Vec<(String, String)> = parts
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-                    .collect();
-                let param = |key: &str| params.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-                media.eq_ignore_ascii_case("application/vnd.google.protobuf")
-                    && param("proto").is_some_and(|p| p == "io.prometheus.client.MetricFamily")
-                    && param("encoding").is_some_and(|e| e == "delimited")
-                    && param("q").is_none_or(|q| q.parse::<f64>().is_ok_and(|q| q > 0.0))
-            })
-        });
-        if wants_protobuf {
+        let (mut protobuf_q, mut text_q) = (0.0f64, 0.0f64);
+        for range in accept.unwrap_or("").split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let params: Vec<(String, String)> = parts
+                .filter_map(|p| p.split_once('='))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                .collect();
+            let param = |key: &str| params.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+            let q = param("q").map_or(1.0, |q| {
+                q.parse::<f64>()
+                    .ok()
+                    .filter(|q| (0.0..=1.0).contains(q))
+                    .unwrap_or(0.0)
+            });
+            let is_protobuf = media == "application/vnd.google.protobuf"
+                && param("proto").is_some_and(|p| p == "io.prometheus.client.MetricFamily")
+                && param("encoding").is_some_and(|e| e == "delimited");
+            let is_text = matches!(
+                media.as_str(),
+                "text/plain" | "text/*" | "*/*" | "application/openmetrics-text"
+            );
+            if is_protobuf {
+                protobuf_q = protobuf_q.max(q);
+            } else if is_text {
+                text_q = text_q.max(q);
+            }
+        }
+        if protobuf_q > 0.0 && protobuf_q >= text_q {
             Format::Protobuf
         } else {
             Format::Text

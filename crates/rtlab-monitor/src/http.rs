@@ -3,15 +3,19 @@
 //! async runtime) would bring far more code than the ~300 lines it saves,
 //! and the rules that matter against a hostile client are easier to see
 //! here: a request head of at most [`MAX_HEAD_BYTES`] that must be whole
-//! within [`HEAD_TIMEOUT`], a write timeout, `Connection: close` on every
-//! answer, and at most [`MAX_CONNECTIONS`] at once, where a newcomer takes
-//! the place of the oldest connection still sending its head, so that idle
-//! or slow clients (slowloris) cannot keep a scrape out for long. Every
-//! thread here is SCHED_OTHER and none is a measuring thread.
+//! within [`HEAD_TIMEOUT`], an answer that must be taken whole within
+//! [`WRITE_TIMEOUT`] (a client reading a byte now and then cannot hold its
+//! place), `Connection: close` on every answer, and at most
+//! [`MAX_CONNECTIONS`] at once, where a newcomer takes the place of the
+//! oldest connection of the peer holding the most places (still sending
+//! its head if any is), so that idle or slow clients (slowloris) cannot
+//! keep a scrape out for long, and a flood from one address evicts its
+//! own connections rather than another's scrape. Every thread here is
+//! SCHED_OTHER and none is a measuring thread.
 
 use crate::exposition::{Exposition, Format};
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,7 +26,7 @@ use std::time::{Duration, Instant};
 pub const MAX_HEAD_BYTES: usize = 8 * 1024;
 /// A request head must be whole this long after the connection came.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
-/// An answer must be taken within this long.
+/// An answer must be taken whole within this long.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 32;
@@ -73,14 +77,30 @@ impl Server {
             if !readable(&self.listener, STOP_POLL_MS) {
                 continue;
             }
-            let Ok((stream, _peer)) = self.listener.accept() else {
+            let Ok((stream, peer)) = self.listener.accept() else {
                 // EMFILE and the like: leave the kernel's queue a moment.
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             };
             next_id += 1;
-            slots.admit(next_id, stream, exposition);
+            slots.admit(next_id, stream, peer_key(peer.ip()), exposition);
         }
+    }
+}
+
+/// Who a connection counts against when places are shared out: its IPv4
+/// address (also when it comes IPv4-mapped), or its IPv6 /64 (one host
+/// has a whole /64 to draw addresses from).
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
     }
 }
 
@@ -98,6 +118,8 @@ fn readable(listener: &TcpListener, timeout_ms: i32) -> bool {
 /// One connection being served.
 struct Slot {
     id: u64,
+    /// Who it is from: a peer holding many places loses them first.
+    peer: IpAddr,
     /// A handle on the connection, to cut it when its place is taken.
     stream: TcpStream,
     /// Its head is read and it is being answered: never cut then.
@@ -113,25 +135,29 @@ impl Slots {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Serves `stream` on a thread of its own, in the place of the oldest
-    /// connection still sending its head when all are taken; when every
-    /// connection is being answered, the newcomer is told to come back.
-    fn admit(self: &Arc<Self>, id: u64, stream: TcpStream, exposition: &Arc<Exposition>) {
+    /// Serves `stream` from `peer` on a thread of its own, in the place
+    /// of [`victim`]'s connection when all are taken; when there is none,
+    /// the newcomer is told to come back.
+    fn admit(
+        self: &Arc<Self>,
+        id: u64,
+        stream: TcpStream,
+        peer: IpAddr,
+        exposition: &Arc<Exposition>,
+    ) {
         let answering = Arc::new(AtomicBool::new(false));
         {
             let mut slots = self.lock();
             if slots.len() >= MAX_CONNECTIONS {
-                match slots
-                    .iter()
-                    .position(|s| !s.answering.load(Ordering::Relaxed))
-                {
+                match victim(&slots, peer) {
                     Some(oldest) => {
                         let _ = slots.remove(oldest).stream.shutdown(Shutdown::Both);
                     }
                     None => {
                         let mut stream = stream;
-                        let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-                        let _ = respond(&mut stream, &Answer::status(503, "busy, retry\n"), false);
+                        let busy = Answer::status(503, "busy, retry\n");
+                        let by = Instant::now() + Duration::from_millis(100);
+                        let _ = respond(&mut stream, &busy, false, by);
                         return;
                     }
                 }
@@ -141,6 +167,7 @@ impl Slots {
             };
             slots.push(Slot {
                 id,
+                peer,
                 stream: handle,
                 answering: Arc::clone(&answering),
             });
@@ -158,6 +185,39 @@ impl Slots {
             self.lock().retain(|s| s.id != id);
         }
     }
+}
+
+/// The connection a newcomer from `newcomer` takes the place of, all
+/// places being taken. The loser is the peer holding the most places if
+/// it holds more than the newcomer's, else the newcomer's own: its oldest
+/// connection still sending its head goes first (a flood from one address
+/// evicts its own connections, not another's scrape), else, when the
+/// loser is another peer, its oldest answer (a peer taking its answers
+/// slowly cannot keep others out); else none, and the newcomer is told to
+/// come back.
+fn victim(slots: &[Slot], newcomer: IpAddr) -> Option<usize> {
+    let held = |peer: IpAddr| slots.iter().filter(|s| s.peer == peer).count();
+    let top = slots
+        .iter()
+        .map(|s| s.peer)
+        .max_by_key(|&peer| held(peer))?;
+    let loser = if held(top) > held(newcomer) {
+        top
+    } else {
+        newcomer
+    };
+    let oldest_of_loser = |also_answering: bool| {
+        slots.iter().position(|s| {
+            s.peer == loser && (also_answering || !s.answering.load(Ordering::Relaxed))
+        })
+    };
+    oldest_of_loser(false).or_else(|| {
+        if loser == newcomer {
+            None
+        } else {
+            oldest_of_loser(true)
+        }
+    })
 }
 
 /// An answer: status, extra headers, body.
@@ -194,7 +254,6 @@ fn reason(status: u16) -> &'static str {
 }
 
 fn serve_connection(mut stream: TcpStream, exposition: &Exposition, answering: &AtomicBool) {
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let (answer, with_body) = match read_head(&mut stream, Instant::now() + HEAD_TIMEOUT) {
         Ok(Some(head)) => answer(&head, exposition),
         // The client went away: nobody to answer.
@@ -205,7 +264,12 @@ fn serve_connection(mut stream: TcpStream, exposition: &Exposition, answering: &
         ),
     };
     answering.store(true, Ordering::Relaxed);
-    let _ = respond(&mut stream, &answer, with_body);
+    let _ = respond(
+        &mut stream,
+        &answer,
+        with_body,
+        Instant::now() + WRITE_TIMEOUT,
+    );
     let _ = stream.shutdown(Shutdown::Write);
 }
 
@@ -301,7 +365,15 @@ pub fn answer(head: &str, exposition: &Exposition) -> (Answer, bool) {
     }
 }
 
-fn respond(stream: &mut TcpStream, answer: &Answer, with_body: bool) -> io::Result<()> {
+/// Sends `answer`, all of it by `deadline`: the socket's write timeout
+/// bounds one write only, and a client that takes a byte now and then
+/// would make each of them succeed.
+fn respond(
+    stream: &mut TcpStream,
+    answer: &Answer,
+    with_body: bool,
+    deadline: Instant,
+) -> io::Result<()> {
     let allow = if answer.allow {
         "Allow: GET, HEAD\r\n"
     } else {
@@ -314,9 +386,40 @@ fn respond(stream: &mut TcpStream, answer: &Answer, with_body: bool) -> io::Resu
         answer.content_type,
         answer.body.len()
     );
-    stream.write_all(head.as_bytes())?;
+    write_all_by(stream, head.as_bytes(), deadline)?;
     if with_body {
-        stream.write_all(&answer.body)?;
+        write_all_by(stream, &answer.body, deadline)?;
     }
-    stream.flush()
+    Ok(())
+}
+
+fn write_all_by(stream: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_write_timeout(Some(left))?;
+        match stream.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_is_its_ipv4_address_or_its_ipv6_64() {
+        let key = |text: &str| peer_key(text.parse().unwrap());
+        assert_eq!(key("192.0.2.7"), key("::ffff:192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:1:2:3"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+    }
 }

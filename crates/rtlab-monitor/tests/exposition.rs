@@ -222,4 +222,24 @@ encoding=delimited;q=0";
     let text_encoding =
         "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text";
     assert_eq!(Format::negotiate(Some(text_encoding)), Format::Text);
+    // A client that prefers text (a Prometheus whose scrape_protocols put
+    // a text format first) gets text; an equal preference, protobuf.
+    let prefers_text = "text/plain;version=0.0.4;q=0.9,application/vnd.google.protobuf;\
+proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.2";
+    assert_eq!(Format::negotiate(Some(prefers_text)), Format::Text);
+    let prefers_openmetrics = "application/openmetrics-text;version=1.0.0,application/\
+vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5";
+    assert_eq!(Format::negotiate(Some(prefers_openmetrics)), Format::Text);
+    let equal = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+encoding=delimited;q=0.5,text/plain;q=0.5";
+    assert_eq!(Format::negotiate(Some(equal)), Format::Protobuf);
+    // Prometheus 2.49 and later weigh their scrape_protocols in order.
+    let weighted = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+encoding=delimited;q=0.5,application/openmetrics-text;version=1.0.0;q=0.4,application/\
+openmetrics-text;version=0.0.1;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1";
+    assert_eq!(Format::negotiate(Some(weighted)), Format::Protobuf);
+    // A q that is not a number refuses its range.
+    let bad_q = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+encoding=delimited;q=NaN";
+    assert_eq!(Format::negotiate(Some(bad_q)), Format::Text);
 }

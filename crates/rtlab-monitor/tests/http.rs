@@ -4,14 +4,14 @@
 mod common;
 
 use common::{exposition_of, figures_of};
-use rtlab_monitor::http::{MAX_CONNECTIONS, MAX_HEAD_BYTES};
-use rtlab_monitor::Server;
+use rtlab_monitor::http::{MAX_CONNECTIONS, MAX_HEAD_BYTES, WRITE_TIMEOUT};
+use rtlab_monitor::{Exposition, Server};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A read that takes longer than this is a hung server: the test fails.
 const HANG: Duration = Duration::from_secs(30);
@@ -33,7 +33,11 @@ impl Drop for Serving {
 }
 
 fn serve() -> Serving {
-    let exposition = Arc::new(exposition_of(figures_of(&[(0, &[(5_000, 0)])])));
+    serve_exposition(exposition_of(figures_of(&[(0, &[(5_000, 0)])])))
+}
+
+fn serve_exposition(exposition: Exposition) -> Serving {
+    let exposition = Arc::new(exposition);
     let server = Server::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = server.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -201,4 +205,75 @@ fn is_closed(stream: &TcpStream) -> bool {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
         ),
     }
+}
+
+/// A connection to `addr` from the local address `source` (127.0.0.2 and
+/// so on: another peer, as far as the server sees).
+fn connect_from(source: Ipv4Addr, addr: SocketAddr) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket
+        .bind(&SocketAddr::from((source, 0)).into())
+        .unwrap_or_else(|e| panic!("bind {source}: {e}"));
+    socket.connect(&addr.into()).unwrap();
+    let stream = TcpStream::from(socket);
+    stream.set_read_timeout(Some(HANG)).unwrap();
+    stream
+}
+
+#[test]
+fn a_flood_from_one_address_evicts_its_own_connections_not_another_peers_scrape() {
+    let serving = serve();
+    // A scrape from another address, its head under way.
+    let mut scrape = connect_from(Ipv4Addr::new(127, 0, 0, 2), serving.addr);
+    scrape.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    // Give the server time to take it in before the flood.
+    std::thread::sleep(Duration::from_millis(200));
+    let flood: Vec<TcpStream> = (0..2 * MAX_CONNECTIONS)
+        .map(|_| connect(serving.addr))
+        .collect();
+    // Every newcomer of the flood has been admitted (and so has evicted
+    // someone) once MAX_CONNECTIONS of them are closed.
+    let deadline = Instant::now() + HANG;
+    while flood.iter().filter(|stream| is_closed(stream)).count() < MAX_CONNECTIONS {
+        assert!(Instant::now() < deadline, "the flood was never admitted");
+    }
+    scrape.write_all(b"Host: x\r\n\r\n").unwrap();
+    let answer = read_all(scrape);
+    assert_eq!(status_of(&answer), "HTTP/1.1 200 OK", "{answer}");
+}
+
+#[test]
+fn a_client_taking_its_answer_slowly_is_cut_off_after_the_write_timeout() {
+    // An answer far larger than the socket buffers, taken at 640 KB/s: it
+    // would take a minute, far longer than the server gives it.
+    const BODY_BYTES: usize = 40 << 20;
+    const CHUNK: usize = 64 * 1024;
+    let pad = vec![("pad".to_string(), "x".repeat(BODY_BYTES))];
+    let serving = serve_exposition(Exposition::new(figures_of(&[(0, &[(5_000, 0)])]), pad));
+    let mut stream = connect(serving.addr);
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let mut chunk = vec![0u8; CHUNK];
+    let mut taken = 0;
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => taken += n,
+        }
+        assert!(
+            started.elapsed() < 3 * WRITE_TIMEOUT,
+            "still sending after {:?} ({taken} bytes taken)",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        taken < BODY_BYTES,
+        "the whole answer was sent: {taken} bytes"
+    );
+    // The place is free again.
+    assert_scrape_works(serving.addr);
 }

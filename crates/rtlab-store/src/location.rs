@@ -53,6 +53,14 @@ pub fn is_postgres_url(text: &str) -> bool {
     })
 }
 
+/// `postgres:` or `postgresql:` (any case) that is not a URL's `://`.
+fn looks_like_a_url(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    ["postgres:", "postgresql:", "postgres/", "postgresql/"]
+        .iter()
+        .any(|start| lower.starts_with(start))
+}
+
 impl Location {
     /// A `--db` value: a PostgreSQL URL (`postgres://` or `postgresql://`,
     /// the socket directory as a percent-encoded host or `?host=/path`),
@@ -61,6 +69,14 @@ impl Location {
     pub fn parse(given: &Path) -> Result<Location, StoreError> {
         match given.to_str() {
             Some(text) if is_postgres_url(text) => PgTarget::parse(text).map(Location::Postgres),
+            // A mistyped URL (`postgres:/h/db`, `postgresql//h/db`) would
+            // silently be a new SQLite file of that name.
+            // Not shown: a password in it would be.
+            Some(text) if looks_like_a_url(text) => Err(StoreError::Invalid(format!(
+                "`{}…` looks like a mistyped PostgreSQL URL: write \
+                 postgresql://USER@HOST/DB (for a file of that name, start it with ./)",
+                text.split_inclusive([':', '/']).next().unwrap_or_default()
+            ))),
             _ => Ok(Location::File(given.to_path_buf())),
         }
     }
@@ -112,6 +128,19 @@ impl PgTarget {
             ))
         })?;
         config.ssl_mode(postgres::config::SslMode::Disable);
+        // The client ends the credentials at the first `@`: another one
+        // was meant in the password, whose rest would be taken for (and
+        // shown as) the host.
+        let host_with_at = config.get_hosts().iter().any(|host| match host {
+            postgres::config::Host::Tcp(name) => name.contains('@'),
+            postgres::config::Host::Unix(dir) => dir.to_string_lossy().contains('@'),
+        });
+        if host_with_at {
+            return Err(StoreError::Invalid(format!(
+                "{}: more than one `@`: write an `@` of the password (or user) as %40",
+                redact(url)
+            )));
+        }
         if config.get_hosts().is_empty() {
             return Err(StoreError::Invalid(format!(
                 "{}: no host: give the server's host or its socket directory \
@@ -229,32 +258,47 @@ pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
 }
 
 /// The URL with any password replaced by `***`, for a message about a URL
-/// that did not parse.
+/// that did not parse and for recorded command lines.
 pub fn redact(url: &str) -> String {
-    let (head, query) = url.split_once('?').unwrap_or((url, ""));
-    let mut shown = match head.split_once("://") {
-        // The last `@` ends the user part: a password may hold `@` or `/`.
-        Some((scheme, rest)) => match rest.rfind('@') {
-            Some(at) => {
-                let user = rest[..at].split(':').next().unwrap_or_default();
-                let hidden = if rest[..at].contains(':') { ":***" } else { "" };
-                format!("{scheme}://{user}{hidden}@{}", &rest[at + 1..])
-            }
-            None => head.to_string(),
-        },
-        None => head.to_string(),
+    // `password=` of the query first: its value may hold an `@`.
+    let url = redact_query_password(url);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url;
     };
-    if !query.is_empty() {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
-        shown.push('?');
-        shown.push_str(&pairs.join("&"));
+    // The credentials end at the last `@`, whatever comes between: a
+    // password may hold `@`, `/` or `?` (this hides too much rather than
+    // too little when the query holds an `@`).
+    match rest.rfind('@') {
+        Some(at) => {
+            let credentials = &rest[..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{scheme}://{user}:***@{}", &rest[at + 1..]),
+                None => url.clone(),
+            }
+        }
+        None => url.clone(),
     }
+}
+
+/// The URL with the value of each `password=` pair (after a `?` or `&`)
+/// replaced by `***`.
+fn redact_query_password(url: &str) -> String {
+    let mut shown = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(at) = rest.find(['?', '&']) {
+        shown.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let end = rest.find('&').unwrap_or(rest.len());
+        match rest[..end].split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => {
+                shown.push_str(key);
+                shown.push_str("=***");
+                rest = &rest[end..];
+            }
+            _ => {}
+        }
+    }
+    shown.push_str(rest);
     shown
 }
 
@@ -347,6 +391,46 @@ mod tests {
                 "--db=postgresql://v:***@h/d"
             ]
         );
+    }
+
+    #[test]
+    fn a_password_with_a_question_mark_or_an_at_sign_is_never_shown() {
+        // The client ends the credentials at the first `@`: a `?` in the
+        // password is the password's, an `@` not percent-encoded cuts it
+        // short and leaves the rest in the host.
+        for url in ["postgres://u:hunt?er2@h/d", "postgres://u:hunt@er2@h/d"] {
+            let recorded = redact_args([url.to_string()]).concat();
+            assert!(!recorded.contains("hunt"), "{recorded}");
+            assert!(!recorded.contains("er2"), "{recorded}");
+            assert!(recorded.contains("u:***@"), "{recorded}");
+            let shown = match parse(url) {
+                Ok(location) => location.to_string(),
+                Err(e) => e.to_string(),
+            };
+            assert!(!shown.contains("hunt"), "{shown}");
+            assert!(!shown.contains("er2"), "{shown}");
+        }
+        let message = parse("postgres://u:hunt@er2@h/d").unwrap_err().to_string();
+        assert!(message.contains("%40"), "{message}");
+        assert_eq!(
+            redact("postgres://h/d?application_name=x&password=p@ss&sslmode=disable"),
+            "postgres://h/d?application_name=x&password=***&sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn a_mistyped_url_is_no_file() {
+        for typo in [
+            "postgres:/u@h/d",
+            "postgresql//u:hunter2@h/d",
+            "POSTGRES:u@h/d",
+        ] {
+            let message = parse(typo).unwrap_err().to_string();
+            assert!(message.contains("mistyped PostgreSQL URL"), "{message}");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+        assert!(matches!(parse("./postgres:/x").unwrap(), Location::File(_)));
+        assert!(matches!(parse("postgres.db").unwrap(), Location::File(_)));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use rtlab_core::result::{parse_run_json, printable};
 use crate::error::StoreError;
 use crate::location::Location;
 use crate::open::Store;
-use crate::unsaved::UnsavedDir;
+use crate::unsaved::{trusted_dir, UnsavedDir};
 
 /// What a write found of a run with the same id already stored.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -88,6 +88,19 @@ impl Store {
         let mut report = PushReport::default();
         for base in dirs {
             let dir = kept_dir(&base.dir, &self.location);
+            // A directory another user may write could hold a run they
+            // made up: never pushed (as root, into a shared store).
+            let untrusted = [&dir, &base.dir]
+                .into_iter()
+                .filter(|d| d.exists())
+                .find_map(|d| trusted_dir(d).err());
+            if let Some(e) = untrusted {
+                report.failed.push(PushFailure {
+                    file: dir.clone(),
+                    reason: format!("not pushed from it: {e}"),
+                });
+                continue;
+            }
             let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
                 Ok(entries) => entries
                     .filter_map(|e| e.ok().map(|e| e.path()))
@@ -111,7 +124,7 @@ impl Store {
                     file: file.clone(),
                     reason,
                 };
-                let text = match std::fs::read_to_string(&file) {
+                let text = match read_kept(&file) {
                     Ok(text) => text,
                     Err(e) => {
                         report.failed.push(fail(format!("cannot read it: {e}")));
@@ -149,6 +162,50 @@ impl Store {
         }
         Ok(report)
     }
+}
+
+/// A kept file's text, when it is a regular file of ours that no one
+/// else may write (not a link to another file: rtlab keeps runs 0600).
+fn read_kept(file: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let refuse = |why: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            why,
+        ))
+    };
+    let mut opened = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+    {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return refuse("it is a symbolic link".into())
+        }
+        other => other?,
+    };
+    let md = opened.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if !md.is_file() {
+        return refuse("it is not a regular file".into());
+    }
+    if md.uid() != euid {
+        return refuse(format!(
+            "it is owned by uid {}, not by uid {euid}",
+            md.uid()
+        ));
+    }
+    if md.mode() & 0o022 != 0 {
+        return refuse(format!(
+            "group or others may write it (mode {:o})",
+            md.mode() & 0o7777
+        ));
+    }
+    let mut text = String::new();
+    opened.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 #[cfg(test)]

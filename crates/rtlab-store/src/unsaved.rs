@@ -169,7 +169,7 @@ pub fn keep_unsaved(run: &RunResult, dir: &Path) -> std::io::Result<PathBuf> {
 
 /// Refuses a directory that is a symbolic link, is not ours, or that
 /// group or others may write.
-fn trusted_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn trusted_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let md = std::fs::symlink_metadata(dir)?;
     // SAFETY: geteuid has no preconditions and cannot fail.

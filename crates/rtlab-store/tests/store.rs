@@ -1229,3 +1229,39 @@ fn list_saturates_sample_counts_that_overflow_sqlite_integers() {
     let again = store.save(&a).unwrap_err();
     assert!(matches!(again, StoreError::Duplicate { .. }), "{again}");
 }
+
+/// Kept runs are pushed as root into a shared store: a file another user
+/// could have planted or replaced (in a directory others may write, a
+/// symbolic link) is left and reported, never stored.
+#[test]
+fn kept_runs_others_could_have_planted_are_never_pushed() {
+    use rtlab_store::UnsavedDir;
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, mut store) = temp_store();
+    let planted = realistic_result();
+    let json = serde_json::to_string(&to_json(&planted)).unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(open.join("planted.json"), &json).unwrap();
+    let closed = dir.path().join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(open.join("planted.json"), closed.join("link.json")).unwrap();
+    let dirs = [&open, &closed].map(|d| UnsavedDir {
+        dir: d.clone(),
+        volatile: false,
+    });
+    let report = store.push_kept(&dirs).unwrap();
+    assert!(report.stored.is_empty(), "{:?}", report.stored);
+    assert!(report.already.is_empty(), "{:?}", report.already);
+    let reasons: Vec<String> = report.failed.iter().map(|f| f.reason.clone()).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0].contains("group or others may write"),
+        "{reasons:?}"
+    );
+    assert!(reasons[1].contains("symbolic link"), "{reasons:?}");
+    assert!(store.get(&planted.id).is_err());
+    assert!(open.join("planted.json").exists() && closed.join("link.json").exists());
+}

@@ -304,12 +304,19 @@ fn campaign_executions_of_two_hosts_compare_cell_by_cell() {
         .iter()
         .all(|r| r["execution"] == on_b.as_str()));
 
-    // The campaign's name stands for its newest execution: B's.
+    // The campaign's name was run on two hosts: which finished last is
+    // chance, so it is refused, naming each host's execution.
+    let ambiguous = fleet.rtlab(&["compare", "--baseline", &on_a, "fleettest"]);
+    let err = String::from_utf8_lossy(&ambiguous.stderr);
+    assert_eq!(ambiguous.status.code(), Some(2), "{err}");
+    assert!(err.contains("was run on 2 hosts"), "{err}");
+    assert!(err.contains(&format!("{on_b} on fleet-b")), "{err}");
+    assert!(err.contains(&format!("{on_a} on fleet-a")), "{err}");
     let doc = fleet.json(&[
         "compare",
         "--baseline",
         &on_a,
-        "fleettest",
+        &on_b,
         "--threshold",
         "1000000",
         "--json",
@@ -399,9 +406,20 @@ fn the_playbook_runs_the_campaign_on_localhost_into_postgres() {
     );
     assert!(!installed.exists(), "installed before the check");
 
-    let db_var = format!("rtlab_db={url}");
+    // From a vars file, as from a vault: no command line of the test's
+    // holds the password, so any process showing it is the playbook's leak.
+    let vars_file = dir.join("vault.yml");
+    std::fs::write(&vars_file, format!("rtlab_db: \"{url}\"\n")).unwrap();
+    let db_var = format!("@{}", vars_file.display());
     args.extend(["-e", db_var.as_str()]);
+    let watch = CommandLineWatch::start(secret);
     let out = ansible(dir, &fleet.state("ansible"), &args);
+    let shown = watch.stop();
+    assert!(
+        shown.is_empty(),
+        "the URL's password was on command lines:\n{}",
+        shown.join("\n")
+    );
     let printed = format!("{}{}", text(&out), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{printed}");
     assert!(
@@ -426,4 +444,42 @@ fn the_playbook_runs_the_campaign_on_localhost_into_postgres() {
             .trim(),
         "4"
     );
+}
+
+/// Looks at every process's command line (what any user reads in ps)
+/// until stopped, keeping those that hold `secret`.
+struct CommandLineWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<String>>,
+}
+
+impl CommandLineWatch {
+    fn start(secret: &'static str) -> CommandLineWatch {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut shown = Vec::new();
+            while !stopped.load(Ordering::Relaxed) {
+                let procs = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+                for entry in procs {
+                    let Ok(line) = std::fs::read(entry.path().join("cmdline")) else {
+                        continue;
+                    };
+                    let line = String::from_utf8_lossy(&line).replace('\0', " ");
+                    if line.contains(secret) && !shown.contains(&line) {
+                        shown.push(line);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            shown
+        });
+        CommandLineWatch { stop, thread }
+    }
+
+    fn stop(self) -> Vec<String> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
 }

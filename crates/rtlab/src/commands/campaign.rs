@@ -188,6 +188,14 @@ fn run_plan(
     let outcome = runner::run_campaign(&plan, &context, &mut store, &command, &mut observer);
     // Runs kept while a PostgreSQL store could not be reached go in now if it can.
     session::push_kept(&mut store);
+    // Those still not in the store make the campaign fail (exit 1): its
+    // results are not where a fleet looks for them (yet).
+    let unstored: Vec<String> = observer
+        .kept
+        .iter()
+        .filter(|id| !store.contains(id).unwrap_or(false))
+        .cloned()
+        .collect();
     let outcome = outcome?;
     observer.finish();
 
@@ -225,7 +233,7 @@ fn run_plan(
             write!(out, "{verdict_text}")?;
         }
         write!(out, "{}", budget::summary_text(&evaluations))?;
-        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
+        let db_flag = db_flag(db, &store);
         writeln!(
             out,
             "{} runs stored (campaign execution {}); see `rtlab runs{db_flag} --execution {}`,\n\
@@ -252,7 +260,7 @@ fn run_plan(
             .filter(|r| r.status == RunStatus::Failed)
             .map(|r| r.id.as_str())
             .collect();
-        let db_flag = db.map_or_else(String::new, |p| format!(" --db {}", shell_word(p)));
+        let db_flag = db_flag(db, &store);
         let message = format!(
             "error: {} of {} runs failed ({}): see `rtlab show{db_flag} {}` for why",
             failed.len(),
@@ -262,10 +270,31 @@ fn run_plan(
         );
         eprintln!("{}", rtlab_core::result::terminal_text(&message));
         1
+    } else if !unstored.is_empty() {
+        let message = format!(
+            "error: {} of {} runs are not in {} yet, only kept as files ({}): store them with \
+             `rtlab store push{}` once it can be reached",
+            unstored.len(),
+            outcome.results.len(),
+            store.path().display(),
+            unstored.join(", "),
+            db_flag(db, &store)
+        );
+        eprintln!("{}", rtlab_core::result::terminal_text(&message));
+        1
     } else {
         0
     };
     Ok(ExitCode::from(exit_code(code, &evaluations)))
+}
+
+/// ` --db STORE` for the commands a campaign suggests, when the store was
+/// given (by --db or RTLAB_DB): the store as shown, a URL without its
+/// password (this goes to terminals and CI logs).
+fn db_flag(db: Option<&Path>, store: &rtlab_store::Store) -> String {
+    db.map_or_else(String::new, |_| {
+        format!(" --db {}", shell_word(store.path()))
+    })
 }
 
 /// A path as one shell word, quoted when it needs to be.
@@ -342,6 +371,8 @@ struct Progress<'a> {
     /// The plan has several probes: name the probe in each run's line.
     several_probes: bool,
     results: Vec<RunResult>,
+    /// The runs kept as files because the store could not be reached.
+    kept: Vec<String>,
     /// The index of the current run in the plan.
     run_index: usize,
     /// Warnings of the current run already printed while it measured.
@@ -377,6 +408,7 @@ impl<'a> Progress<'a> {
             plan_name: plan.campaign.name.clone(),
             several_probes: plan.campaign.probes.len() > 1,
             results: Vec::new(),
+            kept: Vec::new(),
             run_index: 0,
             printed: Vec::new(),
         }
@@ -429,6 +461,7 @@ impl CampaignObserver for Progress<'_> {
         let why = kept.to_string();
         let why = rtlab_core::result::terminal_text(&why);
         self.print_warning(planned.index, &format!("{why}; the campaign goes on"));
+        self.kept.push(result.id.clone());
         // Kept counts as done: it is in the campaign's results and files.
         self.run_stored(planned, result);
     }

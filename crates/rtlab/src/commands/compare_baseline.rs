@@ -36,7 +36,8 @@ impl LazyStore<'_> {
 
 /// What `reference` stands for, first match wins: a file `rtlab import`
 /// reads; a campaign execution id; a campaign name (its newest
-/// execution); a stored run (id, unique prefix, `last`).
+/// execution, when one host ran it); a stored run (id, unique prefix,
+/// `last`).
 fn subject(store: &mut LazyStore, flag: &str, reference: &str) -> anyhow::Result<Subject> {
     let path = Path::new(reference);
     if path.is_file() {
@@ -49,12 +50,36 @@ fn subject(store: &mut LazyStore, flag: &str, reference: &str) -> anyhow::Result
     if !runs.is_empty() {
         return Ok(Subject::execution(reference, reference, runs));
     }
-    let newest = store.list(&RunFilter {
+    // Newest first. In a store a fleet shares, a name several hosts ran
+    // has no one newest execution worth gating on: which host finished
+    // last is chance, so the name is refused, naming each host's newest.
+    let listed = store.list(&RunFilter {
         campaign: Some(reference.to_string()),
-        limit: Some(1),
         ..RunFilter::default()
     })?;
-    if let Some(execution) = newest.first().and_then(|run| run.execution.clone()) {
+    let mut newest_per_host: Vec<(&str, &str)> = Vec::new();
+    for run in &listed {
+        let host = run.host.as_deref().unwrap_or("unknown");
+        if let Some(execution) = &run.execution {
+            if !newest_per_host.iter().any(|(h, _)| *h == host) {
+                newest_per_host.push((host, execution));
+            }
+        }
+    }
+    if newest_per_host.len() > 1 {
+        let named: Vec<String> = newest_per_host
+            .iter()
+            .map(|(host, execution)| format!("{execution} on {host}"))
+            .collect();
+        return Err(input_error(format!(
+            "{flag} {reference}: campaign {reference} was run on {} hosts; give the execution \
+             id of the one meant (the newest of each: {})",
+            newest_per_host.len(),
+            named.join(", ")
+        )));
+    }
+    if let Some((_, execution)) = newest_per_host.first() {
+        let execution = execution.to_string();
         let runs = store.campaign_runs(&execution)?;
         return Ok(Subject::execution(reference, &execution, runs));
     }
