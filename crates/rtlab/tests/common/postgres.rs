@@ -39,13 +39,33 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
+static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+/// Stops the shared cluster as the test binary exits (the harness returns
+/// from main, which runs atexit handlers): the watcher alone notices a
+/// second later, while the next test binary, which may snapshot every
+/// process (the focus tests), is already running.
+extern "C" fn stop_shared_at_exit() {
+    if let Some(Ok(cluster)) = SHARED.get() {
+        let _ = Command::new(script())
+            .arg("stop")
+            .arg(&cluster.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// The shared cluster of this test binary, started on first use; None
 /// (with the reason printed as a skip) where it cannot run.
 pub fn shared() -> Option<&'static Cluster> {
-    static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
     match SHARED.get_or_init(|| {
         available()?;
-        Cluster::start(false)
+        let cluster = Cluster::start(false)?;
+        // SAFETY: registers a plain function with no arguments.
+        unsafe { libc::atexit(stop_shared_at_exit) };
+        Ok(cluster)
     }) {
         Ok(cluster) => Some(cluster),
         Err(why) => {
