@@ -2,10 +2,12 @@
 //! `scripts/pg-test-cluster` (local socket, no TCP port), one per test
 //! binary and shared by its tests, each test in a database of its own.
 //! The cluster stops and its directory goes once the test binary ends
-//! (the script watches this process: a static has no destructor).
+//! (an atexit handler stops it; a watcher process of its own stops it
+//! should the test binary be killed).
 //! A test that must break the server (the dropped-connection tests) starts
 //! a private one with [`Cluster::private`], stopped when dropped.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -15,8 +17,12 @@ use std::sync::OnceLock;
 pub struct Cluster {
     dir: PathBuf,
     /// Stop it when dropped (a private cluster); the shared one is stopped
-    /// by the script's watcher.
+    /// at exit.
     owned: bool,
+    /// Stops the cluster if this test binary dies without stopping it
+    /// (SIGKILL): a shell polling this process, in a process group of its
+    /// own so that stopping it takes its `sleep` too.
+    watcher: std::sync::Mutex<Option<std::process::Child>>,
 }
 
 fn script() -> PathBuf {
@@ -41,19 +47,13 @@ pub fn available() -> Result<(), String> {
 
 static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
 
-/// Stops the shared cluster as the test binary exits (the harness returns
-/// from main, which runs atexit handlers): the watcher alone notices a
-/// second later, while the next test binary, which may snapshot every
-/// process (the focus tests), is already running.
+/// Stops the shared cluster, and its watcher, as the test binary exits
+/// (the harness returns from main, which runs atexit handlers): nothing of
+/// it may outlive the binary, since the next one may snapshot every
+/// process (the focus tests).
 extern "C" fn stop_shared_at_exit() {
     if let Some(Ok(cluster)) = SHARED.get() {
-        let _ = Command::new(script())
-            .arg("stop")
-            .arg(&cluster.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        cluster.stop();
     }
 }
 
@@ -100,7 +100,6 @@ impl Cluster {
         let out = Command::new(script())
             .arg("start")
             .arg(&dir)
-            .args(["--watch", &std::process::id().to_string()])
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("scripts/pg-test-cluster: {e}"))?;
@@ -110,7 +109,26 @@ impl Cluster {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        Ok(Cluster { dir, owned })
+        let watcher = Command::new("bash")
+            .args([
+                "-c",
+                "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; exec \"$2\" stop \"$3\"",
+                "watcher",
+            ])
+            .arg(std::process::id().to_string())
+            .arg(script())
+            .arg(&dir)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
+        Ok(Cluster {
+            dir,
+            owned,
+            watcher: std::sync::Mutex::new(watcher),
+        })
     }
 
     /// A new empty database named `name` (letters, digits, `_`), and the
@@ -204,14 +222,30 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Stops the server, removes its directory and ends the watcher (its
+    /// whole process group), reaped: nothing of the cluster is left.
+    fn stop(&self) {
+        let _ = Command::new(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let watcher = self.watcher.lock().map(|mut w| w.take());
+        if let Ok(Some(mut watcher)) = watcher {
+            // SAFETY: signals the watcher's own process group.
+            unsafe { libc::kill(-(watcher.id() as i32), libc::SIGKILL) };
+            let _ = watcher.wait();
+        }
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         if self.owned {
-            let _ = Command::new(script())
-                .arg("stop")
-                .arg(&self.dir)
-                .stdin(Stdio::null())
-                .status();
+            self.stop();
         }
     }
 }
