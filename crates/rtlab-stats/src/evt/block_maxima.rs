@@ -8,7 +8,9 @@ use super::pipeline::{
     empty_report, estimate, fmt_p, fraction_above, gof_check, hdr_buckets, refuse, regular_check,
     status, us, verdict, Tail,
 };
-use super::report::{check, Check, CheckStatus, EvtOptions, EvtReport, FitParams, Method, Verdict};
+use super::report::{
+    check, Check, CheckStatus, EvtOptions, EvtReport, FitParams, Fitted, Method, Verdict,
+};
 
 /// One block size tried.
 struct BmCandidate {
@@ -285,6 +287,7 @@ pub fn block_maxima(
         scale_ns: f.gev.sigma,
         location_ns: f.gev.mu,
     });
+    report.fitted = chosen.fit.as_ref().map(|_| Fitted::BlockMaxima);
     report.checks = chosen.checks;
     report.verdict = verdict(&report.checks, opts.accept_unchecked);
     if let (Verdict::Estimated, Some(fit)) = (&report.verdict, chosen.fit.as_ref()) {

@@ -207,11 +207,11 @@ pub fn blocks_extremal_index(
 /// the C − 1 largest inter-exceedance times separate clusters (C lowered
 /// while the C−1-th and C-th largest tie, so the rule stays a run length).
 /// Returns for each cluster the index of its largest value in
-/// `times`/`values`.
-pub fn decluster(times: &[u64], values: &[f64], theta: f64) -> Vec<usize> {
+/// `times`/`values`, and the run length: the longest gap within a cluster.
+pub fn decluster(times: &[u64], values: &[f64], theta: f64) -> (Vec<usize>, u64) {
     let n = times.len();
     if n == 0 {
-        return Vec::new();
+        return (Vec::new(), 0);
     }
     let gaps: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
     let mut c = ((theta * n as f64).floor() as usize + 1).min(n);
@@ -237,7 +237,7 @@ pub fn decluster(times: &[u64], values: &[f64], theta: f64) -> Vec<usize> {
         }
     }
     peaks.push(best);
-    peaks
+    (peaks, run)
 }
 
 #[cfg(test)]
@@ -286,7 +286,7 @@ mod tests {
         let theta = extremal_index(&times).unwrap();
         assert!((theta - 0.5).abs() < 0.06, "{theta}");
         let values: Vec<f64> = (0..times.len()).map(|i| (i % 2) as f64).collect();
-        let peaks = decluster(&times, &values, theta);
+        let (peaks, _) = decluster(&times, &values, theta);
         assert!((390..=410).contains(&peaks.len()), "{}", peaks.len());
         assert!(peaks.iter().all(|&i| values[i] == 1.0));
     }

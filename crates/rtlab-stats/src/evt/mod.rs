@@ -10,7 +10,14 @@
 //! * **peaks over threshold** ([`peaks_over_threshold`]): the excesses over
 //!   a high threshold `u` follow a generalized Pareto distribution (GPD); a
 //!   sample exceeds `x > u` with probability `ζᵤ·(1 + ξ(x−u)/σ)^(−1/ξ)`,
-//!   `ζᵤ` the fraction of samples above `u`.
+//!   `ζᵤ` the fraction of samples above `u`;
+//! * **declustered block maxima** ([`declustered_block_maxima`]): peaks over
+//!   threshold on a stored series' block maxima in time order, grouped into
+//!   clusters by the extremal index, the GPD fitted to the cluster maxima,
+//!   for series whose large values come in bursts.
+//!
+//! Beside the estimate, [`distribution_free_bound`] states what the largest
+//! block maxima bound without any model, and whether the fit agrees.
 //!
 //! Each returns an [`EvtReport`]: the fit, the checks (enough data,
 //! independence, stationarity, goodness of fit, regularity, plausibility of
@@ -27,7 +34,9 @@
 //! Box (1978); Mann (1945); Cucu-Grosjean et al. (2012) for MBPTA.
 
 mod block_maxima;
+mod bound;
 mod checks;
+mod declustered;
 mod gev;
 mod gof;
 mod gpd;
@@ -38,8 +47,11 @@ mod report;
 mod series;
 
 pub use block_maxima::block_maxima;
+pub use bound::distribution_free_bound;
+pub use declustered::declustered_block_maxima;
 pub use pot::{peaks_over_threshold, peaks_over_threshold_from_histogram};
 pub use report::{
-    check, Check, CheckStatus, EvtOptions, EvtReport, FitParams, Method, PwcetEstimate, Verdict,
+    check, BoundComparison, Check, CheckStatus, Declustering, DistributionFreeBound, EvtOptions,
+    EvtReport, FitParams, Fitted, Method, PwcetEstimate, Verdict,
 };
 pub use series::for_series;

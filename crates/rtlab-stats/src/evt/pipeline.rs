@@ -59,6 +59,9 @@ pub(super) fn empty_report(
         pwcet: Vec::new(),
         curve: Vec::new(),
         observed_max_ns,
+        fitted: None,
+        declustering: None,
+        bound: None,
         notes: Vec::new(),
     }
 }

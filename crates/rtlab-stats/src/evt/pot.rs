@@ -8,36 +8,42 @@ use super::pipeline::{
     empty_report, estimate, fmt_p, gof_check, hdr_buckets, refuse, regular_check, status, us,
     verdict, Tail,
 };
-use super::report::{check, Check, CheckStatus, EvtOptions, EvtReport, FitParams, Method, Verdict};
+use super::report::{
+    check, Check, CheckStatus, Declustering, EvtOptions, EvtReport, FitParams, Fitted, Method,
+    Verdict,
+};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// What a threshold analysis starts from: the largest values, with their
 /// sample indices when the time order is known.
-struct TopValues {
+pub(super) struct TopValues {
     /// Samples in the whole series.
-    n: u64,
+    pub(super) n: u64,
     /// The lowest threshold tried: values above it are in `values`.
-    floor: f64,
+    pub(super) floor: f64,
     /// Values above `floor`, in time order when `times` is known.
-    values: Vec<f64>,
-    times: Option<Vec<u64>>,
+    pub(super) values: Vec<f64>,
+    pub(super) times: Option<Vec<u64>>,
 }
 
 /// One threshold tried.
-struct PotCandidate {
-    u: f64,
-    exceedances: usize,
-    theta: Option<f64>,
+pub(super) struct PotCandidate {
+    pub(super) u: f64,
+    pub(super) exceedances: usize,
+    pub(super) theta: Option<f64>,
+    /// Gaps longer than this (in the sequence's steps) separate clusters;
+    /// None without a time order.
+    pub(super) run: Option<u64>,
     /// Sample indices and values of the cluster maxima, in time order when
     /// known.
-    peak_times: Option<Vec<u64>>,
-    peak_values: Vec<f64>,
-    fit: Option<GpdFit>,
-    a2: f64,
-    ad_p: Option<f64>,
+    pub(super) peak_times: Option<Vec<u64>>,
+    pub(super) peak_values: Vec<f64>,
+    pub(super) fit: Option<GpdFit>,
+    pub(super) a2: f64,
+    pub(super) ad_p: Option<f64>,
 }
 
-fn pot_candidate(top: &TopValues, u: f64) -> PotCandidate {
+pub(super) fn pot_candidate(top: &TopValues, u: f64) -> PotCandidate {
     let keep: Vec<usize> = (0..top.values.len())
         .filter(|&i| top.values[i] > u)
         .collect();
@@ -49,10 +55,12 @@ fn pot_candidate(top: &TopValues, u: f64) -> PotCandidate {
     let (theta, peaks) = match &times {
         Some(t) => {
             let theta = extremal_index(t).unwrap_or(1.0);
-            (Some(theta), decluster(t, &values, theta))
+            let (peaks, run) = decluster(t, &values, theta);
+            (Some((theta, run)), peaks)
         }
         None => (None, (0..values.len()).collect()),
     };
+    let (theta, run) = (theta.map(|t| t.0), theta.map(|t| t.1));
     let peak_values: Vec<f64> = peaks.iter().map(|&i| values[i]).collect();
     let peak_times = times.map(|t| peaks.iter().map(|&i| t[i]).collect());
     let excesses: Vec<f64> = peak_values.iter().map(|v| v - u).collect();
@@ -71,6 +79,7 @@ fn pot_candidate(top: &TopValues, u: f64) -> PotCandidate {
         u,
         exceedances: values.len(),
         theta,
+        run,
         peak_times,
         peak_values,
         fit,
@@ -82,7 +91,7 @@ fn pot_candidate(top: &TopValues, u: f64) -> PotCandidate {
 /// The thresholds to try: from the lowest (most exceedances) up, each
 /// with 1/√2 as many exceedances as the one before, down to
 /// `min_exceedances`. `desc`: the values above the floor, largest first.
-fn thresholds(desc: &[f64], floor: f64, opts: &EvtOptions) -> Vec<f64> {
+pub(super) fn thresholds(desc: &[f64], floor: f64, opts: &EvtOptions) -> Vec<f64> {
     let mut thresholds: Vec<f64> = Vec::new();
     let mut k = desc.len() as f64;
     while k.round() as usize >= opts.min_exceedances {
@@ -97,21 +106,21 @@ fn thresholds(desc: &[f64], floor: f64, opts: &EvtOptions) -> Vec<f64> {
 }
 
 /// The thresholds tried and how stable ξ̂ is above each.
-struct Candidates {
-    all: Vec<PotCandidate>,
+pub(super) struct Candidates {
+    pub(super) all: Vec<PotCandidate>,
     /// Per candidate, the largest distance, in standard errors, between its
     /// ξ̂ and ξ̂ at a higher threshold (∞ without a fit).
-    instability: Vec<f64>,
+    pub(super) instability: Vec<f64>,
     /// The largest instability accepted: the two-sided normal quantile at
     /// the significance level.
-    z: f64,
+    pub(super) z: f64,
 }
 
 impl Candidates {
     /// Threshold stability (Coles 2001, §4.3.4, made automatic): above a
     /// threshold where the GPD holds, ξ̂ at every higher threshold estimates
     /// the same ξ, within its standard error.
-    fn new(all: Vec<PotCandidate>, alpha: f64) -> Candidates {
+    pub(super) fn new(all: Vec<PotCandidate>, alpha: f64) -> Candidates {
         let z = Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
         let instability = (0..all.len())
             .map(|i| {
@@ -139,7 +148,7 @@ impl Candidates {
     /// The lowest threshold whose fit is regular, passes the
     /// Anderson–Darling test, has enough clusters and is stable; if none
     /// is, the best-fitting one (which then fails its checks).
-    fn chosen(&self, opts: &EvtOptions) -> usize {
+    pub(super) fn chosen(&self, opts: &EvtOptions) -> usize {
         let alpha = opts.significance;
         let acceptable = |i: usize| {
             let c = &self.all[i];
@@ -163,7 +172,7 @@ impl Candidates {
     }
 
     /// One note per threshold tried, the one used marked.
-    fn notes(&self, chosen: usize) -> impl Iterator<Item = String> + '_ {
+    pub(super) fn notes(&self, chosen: usize) -> impl Iterator<Item = String> + '_ {
         self.all.iter().enumerate().map(move |(i, c)| {
             format!(
                 "threshold {} ({} exceedances, {} clusters): ξ̂ = {}, Anderson–Darling p {}, \
@@ -215,6 +224,22 @@ fn pot_core(mut report: EvtReport, top: TopValues, opts: &EvtOptions) -> EvtRepo
     report.used = clusters;
     report.exceedance_rate = Some(c.exceedances as f64 / top.n as f64);
     report.extremal_index = c.theta;
+    report.fitted = Some(if c.theta.is_some() {
+        Fitted::ClusterMaxima
+    } else {
+        Fitted::Exceedances
+    });
+    if let (Some(theta), Some(run)) = (c.theta, c.run) {
+        report.declustering = Some(Declustering {
+            sequence_block_samples: 1,
+            threshold_ns: c.u,
+            exceedances: c.exceedances,
+            sample_exceedances: Some(c.exceedances as f64),
+            clusters,
+            run_length: run,
+            sequence_extremal_index: theta,
+        });
+    }
     let mut checks = vec![enough_clusters(c, opts)];
     checks.extend(time_order_checks(c, top.n, opts));
     match &c.fit {
@@ -358,7 +383,7 @@ fn time_order_checks(c: &PotCandidate, n: u64, opts: &EvtOptions) -> Vec<Check> 
 
 /// The checks of the chosen threshold's fit: regular, good, stable
 /// above it, and plausible against the observed maximum.
-fn fit_checks(
+pub(super) fn fit_checks(
     c: &PotCandidate,
     fit: &GpdFit,
     candidates: &Candidates,

@@ -221,6 +221,89 @@ pub mod check {
     pub const GOODNESS_OF_FIT: &str = "goodness of fit";
     pub const THRESHOLD_STABILITY: &str = "threshold stability";
     pub const MAXIMUM: &str = "observed maximum plausible";
+    /// Declustered block maxima: the histogram gives the fraction of all
+    /// samples above the threshold, which turns a cluster rate into a
+    /// per-sample probability.
+    pub const SAMPLE_RATE: &str = "per-sample exceedance rate";
+}
+
+/// What the fitted distribution was fitted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fitted {
+    /// The maxima of blocks of `block_samples` samples (GEV).
+    BlockMaxima,
+    /// The largest value of each cluster of exceedances (GPD).
+    ClusterMaxima,
+    /// Every exceedance, no time order to decluster by (GPD on a
+    /// histogram).
+    Exceedances,
+}
+
+/// How exceedances of a threshold were grouped into clusters before the
+/// fit (intervals declustering, Ferro & Segers 2003 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Declustering {
+    /// Samples per element of the sequence declustered: 1 for the samples
+    /// themselves, the block size for the series' block maxima in time
+    /// order.
+    pub sequence_block_samples: u64,
+    pub threshold_ns: f64,
+    /// Elements of the sequence above the threshold.
+    pub exceedances: usize,
+    /// Samples above the threshold (from the histogram for block maxima);
+    /// None when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_exceedances: Option<f64>,
+    pub clusters: usize,
+    /// Exceedances further apart than this many elements start a new
+    /// cluster.
+    pub run_length: u64,
+    /// θ̂ of the sequence's exceedances by the intervals estimator (Ferro &
+    /// Segers 2003): 1/θ̂ elements per cluster.
+    pub sequence_extremal_index: f64,
+}
+
+/// A bound that assumes no distribution, beside the EVT estimate: the
+/// largest maxima of near-independent blocks and what their exceedance
+/// probability is known to be (for any continuous distribution, the true
+/// probability that a new block exceeds the k-th largest of m blocks
+/// follows Beta(k, m − k + 1)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DistributionFreeBound {
+    pub block_samples: u64,
+    pub blocks: usize,
+    /// Ljung–Box on the ranks of these block maxima (lags 1–10): the bound
+    /// needs independent blocks.
+    pub independence_p: Option<f64>,
+    pub independent: bool,
+    /// Confidence of `exceedance_per_block`.
+    pub confidence: f64,
+    /// The largest block maximum, ns.
+    pub value_ns: f64,
+    /// With `confidence`, a block — and so any one sample — exceeds
+    /// `value_ns` with at most this probability: `1 − (1−confidence)^(1/m)`.
+    pub exceedance_per_block: f64,
+    /// The cross-check at a few order statistics.
+    pub comparisons: Vec<BoundComparison>,
+    /// The level of each comparison's range (1 − the checks' significance).
+    pub range_confidence: f64,
+    /// Some EVT probability lies outside its distribution-free range.
+    pub disagrees: bool,
+}
+
+/// The EVT estimate against the order statistics at one rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundComparison {
+    /// k: the k-th largest block maximum.
+    pub rank: usize,
+    pub value_ns: f64,
+    /// The range that holds the true per-block exceedance probability of
+    /// `value_ns` with probability `range_confidence`, for any distribution.
+    pub low: f64,
+    pub high: f64,
+    /// What the EVT fit says it is; None when no fit was made.
+    pub evt: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +346,16 @@ pub struct EvtReport {
     /// a tenth of the smallest requested probability; empty when refused.
     pub curve: Vec<(f64, f64)>,
     pub observed_max_ns: f64,
+    /// What the distribution was fitted to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fitted: Option<Fitted>,
+    /// How exceedances were grouped into clusters (peaks over threshold in
+    /// time order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declustering: Option<Declustering>,
+    /// The distribution-free cross-check (block maxima in time order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<DistributionFreeBound>,
     /// What else a reader must know (skipped probabilities, the candidates
     /// tried, caveats).
     pub notes: Vec<String>,

@@ -1,0 +1,348 @@
+//! Peaks over threshold on the block maxima in time order, declustered:
+//! the estimate for a series whose large values come in clusters.
+//!
+//! A stored series keeps the maxima of consecutive blocks of b samples and
+//! the histogram of all samples, not the samples. The block maxima above a
+//! threshold u, in time order, are grouped into clusters by intervals
+//! declustering (Ferro & Segers 2003 §5.2: the extremal index of the
+//! sequence by their intervals estimator sets the run length); a GPD is
+//! fitted to the cluster maxima, which are near-independent where the
+//! block maxima are not. At high levels the excess of a cluster maximum and
+//! of any one exceedance follow the same law (the extremal index is the
+//! same at u and above), so a sample exceeds `x > u` with probability
+//! `ζᵤ·S(x − u)`, with ζᵤ the fraction of all samples above u — which the
+//! histogram gives. The extremal index of the samples is then
+//! `θ̂ = clusters / samples above u` (Leadbetter 1983: 1/θ samples per
+//! cluster), and a run of n samples exceeds the level of per-sample
+//! probability p with probability `1 − (1 − p)^(nθ)`.
+//!
+//! Every check is on what is fitted (MBPTA practice): independence and
+//! trend on the cluster maxima, an even rate of the clusters in time, the
+//! GPD's goodness of fit on the cluster maxima, stability above the
+//! threshold, and the observed maximum.
+
+use super::checks::{ks_uniform, ljung_box_ranks, mann_kendall};
+use super::pipeline::{
+    empty_report, estimate, fmt_p, fraction_above, hdr_buckets, refuse, status, us, verdict, Tail,
+};
+use super::pot::{fit_checks, pot_candidate, thresholds, Candidates, PotCandidate, TopValues};
+use super::report::{
+    check, Check, CheckStatus, Declustering, EvtOptions, EvtReport, FitParams, Fitted, Method,
+    Verdict,
+};
+
+/// The histogram's word on the threshold: the fraction of samples above
+/// it and how many samples that is, and what follows for the extremal
+/// index and the per-sample rate of the far tail.
+struct SampleRate {
+    zeta: f64,
+    samples_above: f64,
+    /// θ̂: sample clusters per sample above the threshold.
+    theta: f64,
+    /// The ζ of the far tail: `ζᵤ·(k/m)/(−ln(1 − k/m))`.
+    tail_zeta: f64,
+}
+
+/// Clusters of samples fall into blocks as a Poisson stream, so that a
+/// fraction k/m of the m blocks holding one or more means `−ln(1 − k/m)`
+/// clusters per block (Smith & Weissman 1994's blocks estimator), of which
+/// the declustering counted C in k blocks (C/k < 1 where a cluster spans
+/// neighbouring blocks). Per sample that is `θ·ζᵤ = −ln(1 − k/m)·(C/k)/b`.
+/// Where the fitted tail is rare, a cluster above x is alone in its block:
+/// sample clusters above x come at `(C/m)·S(x−u)/b` per sample, above u at
+/// `θ·ζᵤ`, so a sample exceeds x with probability `ζᵤ·S(x−u)` times
+/// `(C/m)/(b·θ·ζᵤ) = (k/m)/(−ln(1 − k/m))`: without that factor, several
+/// clusters in one block at a low threshold would count as one and inflate
+/// S.
+fn sample_rate(buckets: &[(u64, u64, u64)], c: &PotCandidate, m: usize, block: u64) -> SampleRate {
+    let total: u64 = buckets.iter().map(|b| b.2).sum();
+    let zeta = fraction_above(buckets, c.u);
+    let k = c.exceedances as f64;
+    let per_block = -(-k / m as f64).ln_1p();
+    let clusters = c.peak_values.len() as f64;
+    let theta = (per_block * clusters / k / (block as f64 * zeta)).min(1.0);
+    SampleRate {
+        zeta,
+        samples_above: zeta * total as f64,
+        theta,
+        tail_zeta: zeta * (k / m as f64) / per_block,
+    }
+}
+
+/// The checks that need the time order, on the cluster maxima that are
+/// fitted: independence (Ljung–Box on their ranks), no trend (Mann–
+/// Kendall), clusters spread evenly over the `m` blocks (Kolmogorov–
+/// Smirnov).
+fn fitted_sample_checks(c: &PotCandidate, m: usize, opts: &EvtOptions) -> Vec<Check> {
+    let alpha = opts.significance;
+    let clusters = c.peak_values.len();
+    let lags = (clusters / 5).clamp(1, 10);
+    let mut checks = vec![match ljung_box_ranks(&c.peak_values, lags) {
+        Some((q, p)) => Check {
+            name: check::INDEPENDENCE.into(),
+            status: status(p >= alpha),
+            statistic: q,
+            p_value: Some(p),
+            detail: format!(
+                "Ljung–Box on the ranks of the {clusters} cluster maxima (what is fitted), \
+                 lags 1–{lags}: Q = {q:.2}, p {}",
+                fmt_p(p)
+            ),
+        },
+        None => Check {
+            name: check::INDEPENDENCE.into(),
+            status: CheckStatus::Failed,
+            statistic: f64::NAN,
+            p_value: None,
+            detail: format!("{clusters} cluster maxima: too few or all equal to test"),
+        },
+    }];
+    if let Some((s, z, p)) = mann_kendall(&c.peak_values) {
+        checks.push(Check {
+            name: check::TREND.into(),
+            status: status(p >= alpha),
+            statistic: z,
+            p_value: Some(p),
+            detail: format!(
+                "Mann–Kendall on the cluster maxima in time order: S = {s}, Z = {z:.2}, p {}",
+                fmt_p(p)
+            ),
+        });
+    }
+    let times = c.peak_times.as_deref().unwrap_or_default();
+    let positions: Vec<f64> = times.iter().map(|&t| (t as f64 + 0.5) / m as f64).collect();
+    if let Some((d, p)) = ks_uniform(&positions) {
+        checks.push(Check {
+            name: check::EVEN_RATE.into(),
+            status: status(p >= alpha),
+            statistic: d,
+            p_value: Some(p),
+            detail: format!(
+                "Kolmogorov–Smirnov of the cluster times against an even spread over the \
+                 run: D = {d:.4}, p {}",
+                fmt_p(p)
+            ),
+        });
+    }
+    checks
+}
+
+/// The per-sample rate above the threshold, from the histogram; unknown
+/// without it.
+fn sample_rate_check(c: &PotCandidate, rate: Option<&SampleRate>) -> Check {
+    let Some(rate) = rate else {
+        return Check {
+            name: check::SAMPLE_RATE.into(),
+            status: CheckStatus::Unknown,
+            statistic: f64::NAN,
+            p_value: None,
+            detail: format!(
+                "without the series' histogram, how many samples exceed {} (not only how \
+                 many blocks do) is not known",
+                us(c.u)
+            ),
+        };
+    };
+    let clusters = c.peak_values.len();
+    Check {
+        name: check::SAMPLE_RATE.into(),
+        status: status(rate.samples_above >= clusters as f64 && rate.zeta > 0.0),
+        statistic: rate.zeta,
+        p_value: None,
+        detail: format!(
+            "the histogram puts {:.3e} of the samples ({:.0}) above {}, in {} of the \
+             blocks: extremal index θ̂ = {:.3}, clusters of {:.1} samples on average \
+             (blocks estimator, Smith & Weissman 1994, with the {clusters} clusters \
+             declustered)",
+            rate.zeta,
+            rate.samples_above,
+            us(c.u),
+            c.exceedances,
+            rate.theta,
+            1.0 / rate.theta
+        ),
+    }
+}
+
+/// Peaks over threshold on block maxima in time order (`block_samples`
+/// samples each, as [`rtlab_core::result::BlockMaxima`] keeps them),
+/// declustered, with the per-sample rate from the series' histogram
+/// (`[highest value, count]` per bucket). Thresholds are tried from the
+/// 80th percentile of the block maxima (or the one with `max_exceedances`
+/// blocks above it, if higher) upwards, each with 1/√2 as many blocks above it, while
+/// `min_exceedances` remain; the lowest whose GPD passes Anderson–Darling
+/// and whose ξ̂ agrees with ξ̂ at every higher one is used. Without the
+/// histogram the per-sample rate is unknown: refused unless
+/// `accept_unchecked` (then one sample per exceeding block is assumed, the
+/// probability of a sample starting an excursion).
+pub fn declustered_block_maxima(
+    maxima_ns: &[u64],
+    block_samples: u64,
+    histogram_ns: Option<&[[u64; 2]]>,
+    opts: &EvtOptions,
+) -> EvtReport {
+    let m = maxima_ns.len();
+    let observed = maxima_ns.iter().copied().max().unwrap_or(0) as f64;
+    let samples = (m as u64).saturating_mul(block_samples);
+    let mut report = empty_report(Method::PeaksOverThreshold, samples, observed, opts);
+    report.block_samples = Some(block_samples);
+    if let Err(e) = opts.validate() {
+        return refuse(report, vec![e]);
+    }
+    if block_samples == 0 {
+        return refuse(report, vec!["block maxima: block size is 0 samples".into()]);
+    }
+    let most = opts.max_exceedances.min(m / 5);
+    let mut desc: Vec<f64> = maxima_ns.iter().map(|&v| v as f64).collect();
+    desc.sort_by(|a, b| b.total_cmp(a));
+    let floor = desc.get(most).copied().unwrap_or(f64::INFINITY);
+    desc.retain(|&v| v > floor);
+    let (times, values): (Vec<u64>, Vec<f64>) = maxima_ns
+        .iter()
+        .enumerate()
+        .filter(|(_, &v)| v as f64 > floor)
+        .map(|(i, &v)| (i as u64, v as f64))
+        .unzip();
+    let top = TopValues {
+        n: m as u64,
+        floor,
+        values,
+        times: Some(times),
+    };
+    let tried: Vec<PotCandidate> = thresholds(&desc, floor, opts)
+        .iter()
+        .map(|&u| pot_candidate(&top, u))
+        .collect();
+    if tried.is_empty() {
+        report.checks.push(Check {
+            name: check::ENOUGH_DATA.into(),
+            status: CheckStatus::Failed,
+            statistic: desc.len() as f64,
+            p_value: None,
+            detail: format!(
+                "{m} block maxima of {block_samples} samples: {} of them lie above the \
+                 top fifth, and a fit needs at least {} clusters",
+                desc.len(),
+                opts.min_exceedances
+            ),
+        });
+        report.verdict = verdict(&report.checks, false);
+        return report;
+    }
+    let candidates = Candidates::new(tried, opts.significance);
+    let chosen = candidates.chosen(opts);
+    report.notes.push(format!(
+        "declustered peaks over threshold on the {m} maxima of blocks of {block_samples} \
+         samples in time order; thresholds tried:"
+    ));
+    report.notes.extend(candidates.notes(chosen));
+    let buckets = histogram_ns.map(hdr_buckets).filter(|b| !b.is_empty());
+    let c = &candidates.all[chosen];
+    judge(
+        &mut report,
+        c,
+        &candidates,
+        chosen,
+        m,
+        buckets.as_deref(),
+        opts,
+    );
+    report
+}
+
+/// The checks, the verdict and the estimate at the chosen threshold, of
+/// `m` block maxima.
+fn judge(
+    report: &mut EvtReport,
+    c: &PotCandidate,
+    candidates: &Candidates,
+    chosen: usize,
+    m: usize,
+    buckets: Option<&[(u64, u64, u64)]>,
+    opts: &EvtOptions,
+) {
+    let block = report.block_samples.unwrap_or(1);
+    let clusters = c.peak_values.len();
+    let rate = buckets.map(|b| sample_rate(b, c, m, block));
+    let theta = rate.as_ref().map(|r| r.theta);
+    report.threshold_ns = Some(c.u);
+    report.used = clusters;
+    report.exceedance_rate = rate.as_ref().map(|r| r.tail_zeta);
+    report.extremal_index = theta;
+    report.fitted = Some(Fitted::ClusterMaxima);
+    report.declustering = Some(Declustering {
+        sequence_block_samples: block,
+        threshold_ns: c.u,
+        exceedances: c.exceedances,
+        sample_exceedances: rate.as_ref().map(|r| r.samples_above),
+        clusters,
+        run_length: c.run.unwrap_or(0),
+        sequence_extremal_index: c.theta.unwrap_or(1.0),
+    });
+    let mut checks = vec![Check {
+        name: check::ENOUGH_DATA.into(),
+        status: status(clusters >= opts.min_exceedances),
+        statistic: clusters as f64,
+        p_value: None,
+        detail: format!(
+            "{} of {m} block maxima exceed {}, in {clusters} clusters (run length {} \
+             blocks); a fit needs at least {} clusters",
+            c.exceedances,
+            us(c.u),
+            c.run.unwrap_or(0),
+            opts.min_exceedances
+        ),
+    }];
+    checks.extend(fitted_sample_checks(c, m, opts));
+    checks.push(sample_rate_check(c, rate.as_ref()));
+    match &c.fit {
+        Some(fit) => {
+            report.params = Some(FitParams {
+                shape: fit.gpd.xi,
+                shape_se: fit.xi_se(),
+                scale_ns: fit.gpd.sigma,
+                location_ns: c.u,
+            });
+            checks.extend(fit_checks(c, fit, candidates, chosen, opts));
+        }
+        None => checks.push(Check {
+            name: check::REGULAR_FIT.into(),
+            status: CheckStatus::Failed,
+            statistic: f64::NAN,
+            p_value: None,
+            detail: "the likelihood search found no GPD that fits the cluster maxima".into(),
+        }),
+    }
+    report.checks = checks;
+    report.verdict = verdict(&report.checks, opts.accept_unchecked);
+    let (Verdict::Estimated, Some(fit)) = (&report.verdict, &c.fit) else {
+        return;
+    };
+    let zeta = match &rate {
+        Some(r) => {
+            report.notes.push(format!(
+                "per-sample probability ζᵤ·(1 + ξ(x−u)/σ)^(−1/ξ), the GPD fitted to the \
+                 {clusters} cluster maxima, ζᵤ = {:.3e} ({:.3e} of the samples lie above u, \
+                 × {:.3} for several clusters in one block); with θ = {:.3}, a run of n \
+                 samples exceeds the pWCET at p with probability 1 − (1 − p)^(nθ) ≈ nθp",
+                r.tail_zeta,
+                r.zeta,
+                r.tail_zeta / r.zeta,
+                r.theta
+            ));
+            r.tail_zeta
+        }
+        _ => {
+            let zeta = c.exceedances as f64 / report.samples as f64;
+            report.exceedance_rate = Some(zeta);
+            report.notes.push(format!(
+                "estimated without the histogram as asked (accept_unchecked): one sample \
+                 per exceeding block assumed (ζᵤ = {zeta:.3e}), so the probability is that \
+                 of a sample starting an excursion"
+            ));
+            zeta
+        }
+    };
+    let tail = Tail::Gpd { fit, u: c.u, zeta };
+    estimate(report, &tail, opts);
+}
