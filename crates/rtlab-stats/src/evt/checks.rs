@@ -204,8 +204,12 @@ pub fn blocks_extremal_index(
 }
 
 /// Intervals declustering (Ferro & Segers 2003, §5.2): with C = ⌊θN⌋ + 1,
-/// the C − 1 largest inter-exceedance times separate clusters (C lowered
-/// while the C−1-th and C-th largest tie, so the rule stays a run length).
+/// the C − 1 largest inter-exceedance times separate clusters. Gaps are
+/// whole numbers and tie, so the rule is taken as a run length: of the
+/// run lengths the gaps allow, the one whose number of clusters comes
+/// nearest to C (the fewer clusters on a draw). Lowering C to the next
+/// tie instead merged every pair of adjacent exceedances of independent
+/// data at a low threshold, where a quarter of them can be adjacent.
 /// Returns for each cluster the index of its largest value in
 /// `times`/`values`, and the run length: the longest gap within a cluster.
 pub fn decluster(times: &[u64], values: &[f64], theta: f64) -> (Vec<usize>, u64) {
@@ -214,18 +218,18 @@ pub fn decluster(times: &[u64], values: &[f64], theta: f64) -> (Vec<usize>, u64)
         return (Vec::new(), 0);
     }
     let gaps: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    let mut c = ((theta * n as f64).floor() as usize + 1).min(n);
+    let target = ((theta * n as f64).floor() as usize + 1).min(n);
     let mut sorted = gaps.clone();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
-    // Gaps longer than `run` separate clusters; every gap does when C = N.
-    let run = if c >= n {
-        0
-    } else {
-        while c > 1 && sorted[c - 2] == sorted[c - 1] {
-            c -= 1;
-        }
-        sorted[c - 1]
-    };
+    // Gaps longer than `run` separate clusters: 1 + (how many) clusters.
+    let clusters = |run: u64| 1 + sorted.partition_point(|&g| g > run);
+    let mut runs: Vec<u64> = sorted.clone();
+    runs.push(0);
+    runs.dedup();
+    let run = runs
+        .into_iter()
+        .min_by_key(|&r| (clusters(r).abs_diff(target), clusters(r)))
+        .unwrap_or(0);
     let mut peaks = Vec::new();
     let mut best = 0usize;
     for i in 1..n {

@@ -168,9 +168,9 @@ fn sample_rate_check(c: &PotCandidate, rate: Option<&SampleRate>) -> Check {
 /// samples each, as [`rtlab_core::result::BlockMaxima`] keeps them),
 /// declustered, with the per-sample rate from the series' histogram
 /// (`[highest value, count]` per bucket). Thresholds are tried from the
-/// 80th percentile of the block maxima (or the one with `max_exceedances`
-/// blocks above it, if higher) upwards, each with 1/√2 as many blocks above it, while
-/// `min_exceedances` remain; the lowest whose GPD passes Anderson–Darling
+/// median block maximum (or the one with `max_exceedances` blocks above
+/// it, if higher) upwards, each with 1/√2 as many blocks above it, while
+/// `min_blocks` remain (what is fitted are maxima, as in the GEV fit); the lowest whose GPD passes Anderson–Darling
 /// and whose ξ̂ agrees with ξ̂ at every higher one is used. Without the
 /// histogram the per-sample rate is unknown: refused unless
 /// `accept_unchecked` (then one sample per exceeding block is assumed, the
@@ -192,7 +192,13 @@ pub fn declustered_block_maxima(
     if block_samples == 0 {
         return refuse(report, vec!["block maxima: block size is 0 samples".into()]);
     }
-    let most = opts.max_exceedances.min(m / 5);
+    // What is fitted are maxima (of clusters of blocks), as in the GEV
+    // fit: the same fewest number, `min_blocks`, is enough.
+    let opts = &EvtOptions {
+        min_exceedances: opts.min_blocks,
+        ..opts.clone()
+    };
+    let most = opts.max_exceedances.min(m / 2);
     let mut desc: Vec<f64> = maxima_ns.iter().map(|&v| v as f64).collect();
     desc.sort_by(|a, b| b.total_cmp(a));
     let floor = desc.get(most).copied().unwrap_or(f64::INFINITY);
@@ -221,7 +227,7 @@ pub fn declustered_block_maxima(
             p_value: None,
             detail: format!(
                 "{m} block maxima of {block_samples} samples: {} of them lie above the \
-                 top fifth, and a fit needs at least {} clusters",
+                 median, and a fit needs at least {} clusters",
                 desc.len(),
                 opts.min_exceedances
             ),
