@@ -1,7 +1,7 @@
 //! The terminal rendering of an [`EvtReport`].
 
 use crate::text::align;
-use rtlab_stats::evt::{CheckStatus, EvtReport, Method, Verdict};
+use rtlab_stats::evt::{CheckStatus, DistributionFreeBound, EvtReport, Method, Verdict};
 use std::fmt::Write;
 
 /// A worst-case estimate as terminal text.
@@ -35,9 +35,17 @@ fn us(ns: f64) -> String {
 
 pub fn text(r: &EvtReport) -> String {
     let mut out = String::new();
-    let method = match r.method {
-        Method::BlockMaxima => "block maxima, GEV fit",
-        Method::PeaksOverThreshold => "peaks over threshold, GPD fit",
+    let declustered_blocks = r
+        .declustering
+        .as_ref()
+        .map(|d| d.sequence_block_samples)
+        .filter(|&b| b > 1);
+    let method = match (r.method, declustered_blocks) {
+        (Method::BlockMaxima, _) => "block maxima, GEV fit",
+        (Method::PeaksOverThreshold, Some(_)) => {
+            "declustered block maxima, GPD fit to the cluster maxima"
+        }
+        (Method::PeaksOverThreshold, None) => "peaks over threshold, GPD fit",
     };
     let verdict = match &r.verdict {
         Verdict::Estimated => "",
@@ -45,6 +53,22 @@ pub fn text(r: &EvtReport) -> String {
     };
     let _ = writeln!(out, "worst-case estimate (pWCET), {method}{verdict}");
     let data = match (r.method, r.block_samples, r.threshold_ns) {
+        (Method::PeaksOverThreshold, _, Some(u)) if declustered_blocks.is_some() => {
+            let d = r.declustering.as_ref().expect("declustered");
+            format!(
+                "{} samples as {} maxima of blocks of {}; threshold {} µs exceeded by {} \
+                 blocks{}, in {} clusters (run length {} blocks)",
+                r.samples,
+                r.samples / d.sequence_block_samples.max(1),
+                d.sequence_block_samples,
+                us(u),
+                d.exceedances,
+                d.sample_exceedances
+                    .map_or(String::new(), |n| format!(" ({n:.0} samples)")),
+                d.clusters,
+                d.run_length
+            )
+        }
         (Method::BlockMaxima, Some(b), _) => {
             format!("{} blocks of {b} samples ({} samples)", r.used, r.samples)
         }
@@ -118,6 +142,9 @@ pub fn text(r: &EvtReport) -> String {
             let _ = writeln!(out, "  {line}");
         }
     }
+    if let Some(bound) = &r.bound {
+        bound_text(&mut out, bound);
+    }
     if !r.notes.is_empty() {
         let _ = writeln!(out, "  notes:");
         for n in &r.notes {
@@ -125,4 +152,66 @@ pub fn text(r: &EvtReport) -> String {
         }
     }
     out
+}
+
+/// The distribution-free bound and the fit against it at a few ranks.
+fn bound_text(out: &mut String, b: &DistributionFreeBound) {
+    let independence = match (b.independent, b.independence_p) {
+        (true, Some(p)) => format!("independent: Ljung–Box p = {p:.3}"),
+        (false, Some(p)) => {
+            format!("NOT independent (Ljung–Box p = {p:.1e}): the bound is nominal")
+        }
+        (_, None) => "independence not testable: the bound is nominal".into(),
+    };
+    let _ = writeln!(
+        out,
+        "  distribution-free bound: with {}% confidence a block of {} samples, and so any one \
+         sample, exceeds {} µs (the largest of {} blocks; {independence}) with probability \
+         ≤ {:.2e}",
+        b.confidence * 100.0,
+        b.block_samples,
+        us(b.value_ns),
+        b.blocks,
+        b.exceedance_per_block
+    );
+    if b.comparisons.is_empty() {
+        return;
+    }
+    let mut rows = vec![vec![
+        "k-th largest block".to_string(),
+        "µs".to_string(),
+        format!(
+            "P(a block exceeds it), any distribution ({}%)",
+            b.range_confidence * 100.0
+        ),
+        "the fit".to_string(),
+    ]];
+    for c in &b.comparisons {
+        let evt = c.evt.map_or("-".to_string(), |e| {
+            let mark = if e < c.low {
+                "  LIGHTER than the data"
+            } else if e > c.high {
+                "  heavier than the data"
+            } else {
+                ""
+            };
+            format!("{e:.2e}{mark}")
+        });
+        rows.push(vec![
+            c.rank.to_string(),
+            us(c.value_ns),
+            format!("{:.2e} – {:.2e}", c.low, c.high),
+            evt,
+        ]);
+    }
+    for line in align(&rows, |col, _| col <= 1, true).lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    if b.disagrees {
+        let _ = writeln!(
+            out,
+            "  WARNING: the fit and the distribution-free bound disagree (a fitted \
+             probability outside the range above): read the estimate with care"
+        );
+    }
 }

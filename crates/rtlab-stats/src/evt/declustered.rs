@@ -31,6 +31,9 @@ use super::report::{
     Verdict,
 };
 
+/// The largest fraction of the samples a threshold may leave above it.
+const TAIL_FRACTION: f64 = 0.1;
+
 /// The histogram's word on the threshold: the fraction of samples above
 /// it and how many samples that is, and what follows for the extremal
 /// index and the per-sample rate of the far tail.
@@ -215,9 +218,18 @@ pub fn declustered_block_maxima(
         values,
         times: Some(times),
     };
+    let buckets = histogram_ns.map(hdr_buckets).filter(|b| !b.is_empty());
+    // The GPD is a tail model: as on samples, no threshold below the 90th
+    // percentile of the samples (where the histogram says where that is).
+    let in_tail = |u: f64| {
+        buckets
+            .as_deref()
+            .is_none_or(|b| fraction_above(b, u) <= TAIL_FRACTION)
+    };
     let tried: Vec<PotCandidate> = thresholds(&desc, floor, opts)
-        .iter()
-        .map(|&u| pot_candidate(&top, u))
+        .into_iter()
+        .filter(|&u| in_tail(u))
+        .map(|u| pot_candidate(&top, u))
         .collect();
     if tried.is_empty() {
         report.checks.push(Check {
@@ -227,7 +239,8 @@ pub fn declustered_block_maxima(
             p_value: None,
             detail: format!(
                 "{m} block maxima of {block_samples} samples: {} of them lie above the \
-                 median, and a fit needs at least {} clusters",
+                 median, too few above the 90th percentile of the samples for the fit's \
+                 at least {} clusters",
                 desc.len(),
                 opts.min_exceedances
             ),
@@ -242,7 +255,6 @@ pub fn declustered_block_maxima(
          samples in time order; thresholds tried:"
     ));
     report.notes.extend(candidates.notes(chosen));
-    let buckets = histogram_ns.map(hdr_buckets).filter(|b| !b.is_empty());
     let c = &candidates.all[chosen];
     judge(
         &mut report,
