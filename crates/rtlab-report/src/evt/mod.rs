@@ -4,6 +4,6 @@
 
 mod render;
 
-pub(crate) use render::method_name;
 pub use render::EvtText;
+pub(crate) use render::{bound_sentence, method_name};
 pub use rtlab_stats::evt::*;

@@ -1,7 +1,7 @@
 //! The terminal rendering of an [`EvtReport`].
 
 use crate::text::align;
-use rtlab_stats::evt::{CheckStatus, DistributionFreeBound, EvtReport, Method, Verdict};
+use rtlab_stats::evt::{CheckStatus, DistributionFreeBound, EvtReport, Fitted, Method, Verdict};
 use std::fmt::Write;
 
 /// A worst-case estimate as terminal text.
@@ -18,10 +18,11 @@ impl EvtText for EvtReport {
 }
 
 /// An estimate's method in the few words the tables and the charts show.
-pub(crate) fn method_name(method: Method) -> &'static str {
-    match method {
-        Method::BlockMaxima => "GEV on block maxima",
-        Method::PeaksOverThreshold => "GPD over a threshold",
+pub(crate) fn method_name(report: &EvtReport) -> &'static str {
+    match (report.method, report.fitted) {
+        (Method::BlockMaxima, _) => "GEV on block maxima",
+        (Method::PeaksOverThreshold, Some(Fitted::ClusterMaxima)) => "GPD on cluster maxima",
+        (Method::PeaksOverThreshold, _) => "GPD over a threshold",
     }
 }
 
@@ -154,8 +155,9 @@ pub fn text(r: &EvtReport) -> String {
     out
 }
 
-/// The distribution-free bound and the fit against it at a few ranks.
-fn bound_text(out: &mut String, b: &DistributionFreeBound) {
+/// The distribution-free bound in one sentence (the text and the HTML
+/// report).
+pub(crate) fn bound_sentence(b: &DistributionFreeBound) -> String {
     let independence = match (b.independent, b.independence_p) {
         (true, Some(p)) => format!("independent: Ljung–Box p = {p:.3}"),
         (false, Some(p)) => {
@@ -163,17 +165,26 @@ fn bound_text(out: &mut String, b: &DistributionFreeBound) {
         }
         (_, None) => "independence not testable: the bound is nominal".into(),
     };
-    let _ = writeln!(
-        out,
-        "  distribution-free bound: with {}% confidence a block of {} samples, and so any one \
+    format!(
+        "distribution-free bound: with {}% confidence a block of {} samples, and so any one \
          sample, exceeds {} µs (the largest of {} blocks; {independence}) with probability \
-         ≤ {:.2e}",
+         ≤ {:.2e}{}",
         b.confidence * 100.0,
         b.block_samples,
         us(b.value_ns),
         b.blocks,
-        b.exceedance_per_block
-    );
+        b.exceedance_per_block,
+        if b.disagrees {
+            "; the fit DISAGREES with the order statistics of these blocks"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The distribution-free bound and the fit against it at a few ranks.
+fn bound_text(out: &mut String, b: &DistributionFreeBound) {
+    let _ = writeln!(out, "  {}", bound_sentence(b));
     if b.comparisons.is_empty() {
         return;
     }

@@ -194,7 +194,7 @@ pub fn exceedance(title: &str, metric: &str, stats: &SeriesStats, evt: &EvtRepor
         format!(
             "Measured exceedance of {} samples; the dashed line is the fitted tail ({}), each bar a pWCET with its 95 % interval (an arrow: unbounded above).",
             stats.samples,
-            crate::evt::method_name(evt.method)
+            crate::evt::method_name(evt)
         )
     } else {
         plot.legend

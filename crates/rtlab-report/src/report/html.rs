@@ -166,6 +166,9 @@ fn series_section(s: &mut String, series: &SeriesView) {
             s.push_str("</ul>");
         }
     }
+    if let Some(bound) = &series.evt.bound {
+        let _ = write!(s, "<p>{}</p>", escape(&crate::evt::bound_sentence(bound)));
+    }
     s.push_str("<details><summary>checks of the worst-case estimate</summary><table><thead><tr><th>check</th><th>result</th><th>detail</th></tr></thead><tbody>");
     for check in &series.evt.checks {
         let status = match check.status {

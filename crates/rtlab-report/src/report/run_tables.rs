@@ -145,7 +145,7 @@ pub fn pwcet_table(runs: &[RunView]) -> Table {
             let mut row = vec![
                 view.label.clone(),
                 series.name.clone(),
-                method_name(report.method).to_string(),
+                method_name(report).to_string(),
                 if series.stats.samples == 0 {
                     "-".to_string()
                 } else {
