@@ -4,7 +4,7 @@
 //! For m independent, identically distributed block maxima from any
 //! continuous distribution, the probability that one more block exceeds
 //! the k-th largest of them is itself random and follows Beta(k, m − k + 1)
-//! (the coverage of an order statistic; David & Nagaraja 2003, §2.5). So
+//! (the coverage of an order statistic; David & Nagaraja 2003). So
 //! with confidence c a new block exceeds the largest of m with probability
 //! at most `1 − (1 − c)^(1/m)`, and since a sample is one of its block's
 //! samples, so does any one sample, whatever the samples' dependence

@@ -231,6 +231,14 @@ pub(super) fn estimate(report: &mut EvtReport, tail: &Tail, opts: &EvtOptions) {
     probabilities.sort_by(|a, b| b.total_cmp(a));
     probabilities.dedup();
     let conf = opts.confidence * 100.0;
+    if let Some(xi) = report.params.map(|p| p.shape).filter(|&xi| xi >= 1.0) {
+        report.notes.push(format!(
+            "ξ̂ = {xi:.2} ≥ 1: a tail without a finite mean, where each factor 10 in p \
+             multiplies the pWCET by 10^ξ or more; far beyond the data it means that the \
+             data do not bound the tail (typically a few large spikes among many small \
+             values), not a budget"
+        ));
+    }
     for &p in &probabilities {
         if let Some(why) = tail.uncovered(p) {
             report.notes.push(why);
