@@ -129,8 +129,8 @@ impl Rng {
         result
     }
 
-    /// Uniform in the open interval (0, 1).
-    fn uniform(&mut self) -> f64 {
+    /// Uniform in the open interval (0, 1) (public for seeded tests).
+    pub fn uniform(&mut self) -> f64 {
         ((self.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
     }
 

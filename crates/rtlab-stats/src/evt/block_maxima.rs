@@ -1,12 +1,12 @@
 //! Block maxima with a GEV fit: the block sizes tried, their checks, and
 //! the one used.
 
-use super::checks::{blocks_extremal_index, ljung_box_ranks, mann_kendall};
+use super::checks::blocks_extremal_index;
 use super::gev::{self, GevFit};
 use super::gof::{ad_statistic, Model};
 use super::pipeline::{
-    empty_report, estimate, fmt_p, fraction_above, gof_check, hdr_buckets, refuse, regular_check,
-    status, us, verdict, Tail,
+    empty_report, estimate, fmt_p, fraction_above, gof_check, hdr_buckets, independence_check,
+    refuse, regular_check, status, trend_check, us, verdict, Tail,
 };
 use super::report::{
     check, Check, CheckStatus, EvtOptions, EvtReport, FitParams, Fitted, Method, Verdict,
@@ -108,44 +108,12 @@ fn bm_candidate(
     if k < opts.min_blocks {
         return out;
     }
-    let lags = (k / 5).clamp(1, 10);
-    out.checks.push(match ljung_box_ranks(data, lags) {
-        Some((q, p)) => Check {
-            name: check::INDEPENDENCE.into(),
-            status: status(p >= alpha),
-            statistic: q,
-            p_value: Some(p),
-            detail: format!(
-                "Ljung–Box on the ranks of the block maxima, lags 1–{lags}: Q = {q:.2}, p {}",
-                fmt_p(p)
-            ),
-        },
-        None => Check {
-            name: check::INDEPENDENCE.into(),
-            status: CheckStatus::Failed,
-            statistic: f64::NAN,
-            p_value: None,
-            detail: format!(
-                "all {k} block maxima are equal ({}): there is no variation to model",
-                us(data[0])
-            ),
-        },
-    });
+    out.checks
+        .push(independence_check(data, "block maxima", alpha));
     let (clustering, theta) = clustering_check(data, block, marginal, opts);
     out.checks.push(clustering);
     out.theta = theta;
-    if let Some((s, z, p)) = mann_kendall(data) {
-        out.checks.push(Check {
-            name: check::TREND.into(),
-            status: status(p >= alpha),
-            statistic: z,
-            p_value: Some(p),
-            detail: format!(
-                "Mann–Kendall on the block maxima in time order: S = {s}, Z = {z:.2}, p {}",
-                fmt_p(p)
-            ),
-        });
-    }
+    out.checks.extend(trend_check(data, "block maxima", alpha));
     let Some(fit) = gev::fit(data) else {
         out.checks.push(Check {
             name: check::REGULAR_FIT.into(),

@@ -21,14 +21,13 @@
 //! GPD's goodness of fit on the cluster maxima, stability above the
 //! threshold, and the observed maximum.
 
-use super::checks::{ks_uniform, ljung_box_ranks, mann_kendall};
 use super::pipeline::{
-    empty_report, estimate, fmt_p, fraction_above, hdr_buckets, refuse, status, us, verdict, Tail,
+    empty_report, estimate, even_rate_check, fraction_above, hdr_buckets, independence_check,
+    refuse, status, too_few, trend_check, us, verdict, Tail,
 };
-use super::pot::{fit_checks, pot_candidate, thresholds, Candidates, PotCandidate, TopValues};
+use super::pot::{gpd_checks, pot_candidate, thresholds, Candidates, PotCandidate, TopValues};
 use super::report::{
-    check, Check, CheckStatus, Declustering, EvtOptions, EvtReport, FitParams, Fitted, Method,
-    Verdict,
+    check, Check, CheckStatus, Declustering, EvtOptions, EvtReport, Fitted, Method, Verdict,
 };
 
 /// The largest fraction of the samples a threshold may leave above it.
@@ -79,54 +78,15 @@ fn sample_rate(buckets: &[(u64, u64, u64)], c: &PotCandidate, m: usize, block: u
 fn fitted_sample_checks(c: &PotCandidate, m: usize, opts: &EvtOptions) -> Vec<Check> {
     let alpha = opts.significance;
     let clusters = c.peak_values.len();
-    let lags = (clusters / 5).clamp(1, 10);
-    let mut checks = vec![match ljung_box_ranks(&c.peak_values, lags) {
-        Some((q, p)) => Check {
-            name: check::INDEPENDENCE.into(),
-            status: status(p >= alpha),
-            statistic: q,
-            p_value: Some(p),
-            detail: format!(
-                "Ljung–Box on the ranks of the {clusters} cluster maxima (what is fitted), \
-                 lags 1–{lags}: Q = {q:.2}, p {}",
-                fmt_p(p)
-            ),
-        },
-        None => Check {
-            name: check::INDEPENDENCE.into(),
-            status: CheckStatus::Failed,
-            statistic: f64::NAN,
-            p_value: None,
-            detail: format!("{clusters} cluster maxima: too few or all equal to test"),
-        },
-    }];
-    if let Some((s, z, p)) = mann_kendall(&c.peak_values) {
-        checks.push(Check {
-            name: check::TREND.into(),
-            status: status(p >= alpha),
-            statistic: z,
-            p_value: Some(p),
-            detail: format!(
-                "Mann–Kendall on the cluster maxima in time order: S = {s}, Z = {z:.2}, p {}",
-                fmt_p(p)
-            ),
-        });
-    }
+    let mut checks = vec![independence_check(
+        &c.peak_values,
+        &format!("{clusters} cluster maxima (what is fitted)"),
+        alpha,
+    )];
+    checks.extend(trend_check(&c.peak_values, "cluster maxima", alpha));
     let times = c.peak_times.as_deref().unwrap_or_default();
     let positions: Vec<f64> = times.iter().map(|&t| (t as f64 + 0.5) / m as f64).collect();
-    if let Some((d, p)) = ks_uniform(&positions) {
-        checks.push(Check {
-            name: check::EVEN_RATE.into(),
-            status: status(p >= alpha),
-            statistic: d,
-            p_value: Some(p),
-            detail: format!(
-                "Kolmogorov–Smirnov of the cluster times against an even spread over the \
-                 run: D = {d:.4}, p {}",
-                fmt_p(p)
-            ),
-        });
-    }
+    checks.extend(even_rate_check(&positions, alpha));
     checks
 }
 
@@ -206,18 +166,7 @@ pub fn declustered_block_maxima(
     desc.sort_by(|a, b| b.total_cmp(a));
     let floor = desc.get(most).copied().unwrap_or(f64::INFINITY);
     desc.retain(|&v| v > floor);
-    let (times, values): (Vec<u64>, Vec<f64>) = maxima_ns
-        .iter()
-        .enumerate()
-        .filter(|(_, &v)| v as f64 > floor)
-        .map(|(i, &v)| (i as u64, v as f64))
-        .unzip();
-    let top = TopValues {
-        n: m as u64,
-        floor,
-        values,
-        times: Some(times),
-    };
+    let top = TopValues::above(maxima_ns, floor);
     let buckets = histogram_ns.map(hdr_buckets).filter(|b| !b.is_empty());
     // The GPD is a tail model: as on samples, no threshold below the 90th
     // percentile of the samples (where the histogram says where that is).
@@ -232,21 +181,14 @@ pub fn declustered_block_maxima(
         .map(|u| pot_candidate(&top, u))
         .collect();
     if tried.is_empty() {
-        report.checks.push(Check {
-            name: check::ENOUGH_DATA.into(),
-            status: CheckStatus::Failed,
-            statistic: desc.len() as f64,
-            p_value: None,
-            detail: format!(
-                "{m} block maxima of {block_samples} samples: {} of them lie above the \
-                 median, too few above the 90th percentile of the samples for the fit's \
-                 at least {} clusters",
-                desc.len(),
-                opts.min_exceedances
-            ),
-        });
-        report.verdict = verdict(&report.checks, false);
-        return report;
+        let detail = format!(
+            "{m} block maxima of {block_samples} samples: {} of them lie above the median, \
+             too few above the 90th percentile of the samples for the fit's at least {} \
+             clusters",
+            desc.len(),
+            opts.min_exceedances
+        );
+        return too_few(report, desc.len(), detail);
     }
     let candidates = Candidates::new(tried, opts.significance);
     let chosen = candidates.chosen(opts);
@@ -313,24 +255,14 @@ fn judge(
     }];
     checks.extend(fitted_sample_checks(c, m, opts));
     checks.push(sample_rate_check(c, rate.as_ref()));
-    match &c.fit {
-        Some(fit) => {
-            report.params = Some(FitParams {
-                shape: fit.gpd.xi,
-                shape_se: fit.xi_se(),
-                scale_ns: fit.gpd.sigma,
-                location_ns: c.u,
-            });
-            checks.extend(fit_checks(c, fit, candidates, chosen, opts));
-        }
-        None => checks.push(Check {
-            name: check::REGULAR_FIT.into(),
-            status: CheckStatus::Failed,
-            statistic: f64::NAN,
-            p_value: None,
-            detail: "the likelihood search found no GPD that fits the cluster maxima".into(),
-        }),
-    }
+    checks.extend(gpd_checks(
+        report,
+        c,
+        candidates,
+        chosen,
+        opts,
+        "cluster maxima",
+    ));
     report.checks = checks;
     report.verdict = verdict(&report.checks, opts.accept_unchecked);
     let (Verdict::Estimated, Some(fit)) = (&report.verdict, &c.fit) else {

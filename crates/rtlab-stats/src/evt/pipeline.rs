@@ -1,6 +1,7 @@
 //! What the two analyses share: the checks' wording, the verdict, the
 //! estimate from a fitted tail, and reading an HDR histogram's buckets.
 
+use super::checks::{ks_uniform, ljung_box_ranks, mann_kendall};
 use super::gev::{self, GevFit};
 use super::gpd::GpdFit;
 use super::optim::End;
@@ -73,6 +74,21 @@ pub(super) fn refuse(mut report: EvtReport, reasons: Vec<String>) -> EvtReport {
     report
 }
 
+/// A refusal for too little data: the failed "enough data" check with
+/// the `count` there is and what it falls short of (`detail` ends with "at
+/// least N …", which the one-line summary reads).
+pub(super) fn too_few(mut report: EvtReport, count: usize, detail: String) -> EvtReport {
+    report.checks.push(Check {
+        name: check::ENOUGH_DATA.into(),
+        status: CheckStatus::Failed,
+        statistic: count as f64,
+        p_value: None,
+        detail,
+    });
+    report.verdict = verdict(&report.checks, false);
+    report
+}
+
 /// `χ²₁(confidence)/2`: how far the log-likelihood may drop inside a
 /// profile-likelihood interval.
 fn deviance_cut(confidence: f64) -> f64 {
@@ -104,6 +120,68 @@ pub(super) fn verdict(checks: &[Check], accept_unknown: bool) -> Verdict {
     } else {
         Verdict::Refused { reasons }
     }
+}
+
+/// Independence of the `what` ("block maxima", …) in time order:
+/// Ljung–Box on their ranks, lags 1 to n/5 (at most 10).
+pub(super) fn independence_check(values: &[f64], what: &str, alpha: f64) -> Check {
+    let n = values.len();
+    let lags = (n / 5).clamp(1, 10);
+    match ljung_box_ranks(values, lags) {
+        Some((q, p)) => Check {
+            name: check::INDEPENDENCE.into(),
+            status: status(p >= alpha),
+            statistic: q,
+            p_value: Some(p),
+            detail: format!(
+                "Ljung–Box on the ranks of the {what}, lags 1–{lags}: Q = {q:.2}, p {}",
+                fmt_p(p)
+            ),
+        },
+        None => Check {
+            name: check::INDEPENDENCE.into(),
+            status: CheckStatus::Failed,
+            statistic: f64::NAN,
+            p_value: None,
+            detail: format!(
+                "the {n} {what} are all equal ({}) or too few to test: there is no \
+                 variation to model",
+                us(values.first().copied().unwrap_or(f64::NAN))
+            ),
+        },
+    }
+}
+
+/// No trend in the `what` in time order: Mann–Kendall.
+pub(super) fn trend_check(values: &[f64], what: &str, alpha: f64) -> Option<Check> {
+    let (s, z, p) = mann_kendall(values)?;
+    Some(Check {
+        name: check::TREND.into(),
+        status: status(p >= alpha),
+        statistic: z,
+        p_value: Some(p),
+        detail: format!(
+            "Mann–Kendall on the {what} in time order: S = {s}, Z = {z:.2}, p {}",
+            fmt_p(p)
+        ),
+    })
+}
+
+/// Clusters spread evenly over the run: Kolmogorov–Smirnov of their
+/// `positions` (in (0, 1)) against the uniform distribution.
+pub(super) fn even_rate_check(positions: &[f64], alpha: f64) -> Option<Check> {
+    let (d, p) = ks_uniform(positions)?;
+    Some(Check {
+        name: check::EVEN_RATE.into(),
+        status: status(p >= alpha),
+        statistic: d,
+        p_value: Some(p),
+        detail: format!(
+            "Kolmogorov–Smirnov of the cluster times against an even spread over the run: \
+             D = {d:.4}, p {}",
+            fmt_p(p)
+        ),
+    })
 }
 
 pub(super) fn regular_check(xi: f64, converged: bool) -> Check {

@@ -1,12 +1,12 @@
 //! Peaks over threshold with a GPD fit, on samples in time order or on a
 //! histogram: the thresholds tried, their checks, and the one used.
 
-use super::checks::{decluster, extremal_index, ks_uniform, mann_kendall};
+use super::checks::{decluster, extremal_index};
 use super::gof::{ad_statistic, Model};
 use super::gpd::{self, GpdFit};
 use super::pipeline::{
-    empty_report, estimate, fmt_p, gof_check, hdr_buckets, refuse, regular_check, status, us,
-    verdict, Tail,
+    empty_report, estimate, even_rate_check, fmt_p, gof_check, hdr_buckets, refuse, regular_check,
+    status, too_few, trend_check, us, verdict, Tail,
 };
 use super::report::{
     check, Check, CheckStatus, Declustering, EvtOptions, EvtReport, FitParams, Fitted, Method,
@@ -41,6 +41,25 @@ pub(super) struct PotCandidate {
     pub(super) fit: Option<GpdFit>,
     pub(super) a2: f64,
     pub(super) ad_p: Option<f64>,
+}
+
+impl TopValues {
+    /// The values of a sequence in time order above `floor`, with their
+    /// indices.
+    pub(super) fn above(sequence: &[u64], floor: f64) -> TopValues {
+        let (times, values): (Vec<u64>, Vec<f64>) = sequence
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v as f64 > floor)
+            .map(|(i, &v)| (i as u64, v as f64))
+            .unzip();
+        TopValues {
+            n: sequence.len() as u64,
+            floor,
+            values,
+            times: Some(times),
+        }
+    }
 }
 
 pub(super) fn pot_candidate(top: &TopValues, u: f64) -> PotCandidate {
@@ -196,21 +215,14 @@ fn pot_core(mut report: EvtReport, top: TopValues, opts: &EvtOptions) -> EvtRepo
     desc.sort_by(|a, b| b.total_cmp(a));
     let thresholds = thresholds(&desc, top.floor, opts);
     if thresholds.is_empty() {
-        report.checks.push(Check {
-            name: check::ENOUGH_DATA.into(),
-            status: CheckStatus::Failed,
-            statistic: desc.len() as f64,
-            p_value: None,
-            detail: format!(
-                "{} samples give {} exceedances of the 90th percentile or above; a fit \
-                 needs at least {}",
-                top.n,
-                desc.len(),
-                opts.min_exceedances
-            ),
-        });
-        report.verdict = verdict(&report.checks, false);
-        return report;
+        let detail = format!(
+            "{} samples give {} exceedances of the 90th percentile or above; a fit needs at \
+             least {}",
+            top.n,
+            desc.len(),
+            opts.min_exceedances
+        );
+        return too_few(report, desc.len(), detail);
     }
     let candidates = Candidates::new(
         thresholds.iter().map(|&u| pot_candidate(&top, u)).collect(),
@@ -242,24 +254,14 @@ fn pot_core(mut report: EvtReport, top: TopValues, opts: &EvtOptions) -> EvtRepo
     }
     let mut checks = vec![enough_clusters(c, opts)];
     checks.extend(time_order_checks(c, top.n, opts));
-    match &c.fit {
-        Some(fit) => {
-            report.params = Some(FitParams {
-                shape: fit.gpd.xi,
-                shape_se: fit.xi_se(),
-                scale_ns: fit.gpd.sigma,
-                location_ns: c.u,
-            });
-            checks.extend(fit_checks(c, fit, &candidates, chosen_index, opts));
-        }
-        None => checks.push(Check {
-            name: check::REGULAR_FIT.into(),
-            status: CheckStatus::Failed,
-            statistic: f64::NAN,
-            p_value: None,
-            detail: "the likelihood search found no GPD that fits the excesses".into(),
-        }),
-    }
+    checks.extend(gpd_checks(
+        &mut report,
+        c,
+        &candidates,
+        chosen_index,
+        opts,
+        "excesses",
+    ));
     report.checks = checks;
     report.verdict = verdict(&report.checks, opts.accept_unchecked);
     if let (Verdict::Estimated, Some(fit)) = (&report.verdict, &c.fit) {
@@ -330,33 +332,9 @@ fn time_order_checks(c: &PotCandidate, n: u64, opts: &EvtOptions) -> Vec<Check> 
                     opts.min_extremal_index
                 ),
             });
-            if let Some((s, zs, p)) = mann_kendall(&c.peak_values) {
-                checks.push(Check {
-                    name: check::TREND.into(),
-                    status: status(p >= alpha),
-                    statistic: zs,
-                    p_value: Some(p),
-                    detail: format!(
-                        "Mann–Kendall on the cluster maxima in time order: S = {s}, Z = \
-                         {zs:.2}, p {}",
-                        fmt_p(p)
-                    ),
-                });
-            }
+            checks.extend(trend_check(&c.peak_values, "cluster maxima", alpha));
             let positions: Vec<f64> = times.iter().map(|&t| (t as f64 + 0.5) / n as f64).collect();
-            if let Some((d, p)) = ks_uniform(&positions) {
-                checks.push(Check {
-                    name: check::EVEN_RATE.into(),
-                    status: status(p >= alpha),
-                    statistic: d,
-                    p_value: Some(p),
-                    detail: format!(
-                        "Kolmogorov–Smirnov of the cluster times against an even spread over \
-                         the run: D = {d:.4}, p {}",
-                        fmt_p(p)
-                    ),
-                });
-            }
+            checks.extend(even_rate_check(&positions, alpha));
         }
         _ => {
             let why = "a histogram has no time order";
@@ -381,9 +359,37 @@ fn time_order_checks(c: &PotCandidate, n: u64, opts: &EvtOptions) -> Vec<Check> 
     checks
 }
 
+/// The chosen threshold's fit into the report (its parameters) and its
+/// checks; a failed regular-fit check where no GPD fits the `what`.
+pub(super) fn gpd_checks(
+    report: &mut EvtReport,
+    c: &PotCandidate,
+    candidates: &Candidates,
+    chosen: usize,
+    opts: &EvtOptions,
+    what: &str,
+) -> Vec<Check> {
+    let Some(fit) = &c.fit else {
+        return vec![Check {
+            name: check::REGULAR_FIT.into(),
+            status: CheckStatus::Failed,
+            statistic: f64::NAN,
+            p_value: None,
+            detail: format!("the likelihood search found no GPD that fits the {what}"),
+        }];
+    };
+    report.params = Some(FitParams {
+        shape: fit.gpd.xi,
+        shape_se: fit.xi_se(),
+        scale_ns: fit.gpd.sigma,
+        location_ns: c.u,
+    });
+    fit_checks(c, fit, candidates, chosen, opts)
+}
+
 /// The checks of the chosen threshold's fit: regular, good, stable
 /// above it, and plausible against the observed maximum.
-pub(super) fn fit_checks(
+fn fit_checks(
     c: &PotCandidate,
     fit: &GpdFit,
     candidates: &Candidates,
@@ -459,19 +465,7 @@ pub fn peaks_over_threshold(samples_ns: &[u64], opts: &EvtOptions) -> EvtReport 
         let at = samples_ns.len() - most - 1;
         *copy.select_nth_unstable(at).1 as f64
     };
-    let (times, values): (Vec<u64>, Vec<f64>) = samples_ns
-        .iter()
-        .enumerate()
-        .filter(|(_, &v)| v as f64 > floor)
-        .map(|(i, &v)| (i as u64, v as f64))
-        .unzip();
-    let top = TopValues {
-        n,
-        floor,
-        values,
-        times: Some(times),
-    };
-    report = pot_core(report, top, opts);
+    report = pot_core(report, TopValues::above(samples_ns, floor), opts);
     report
 }
 
