@@ -26,6 +26,9 @@
 #                    before measuring (other builds disturb the figures)
 #   KEEP_RAW=        directory to keep the raw histfiles/JSONs/logs in
 #   RESULTS_DIR=bench/results  where the .md and .json go
+#   MODE=abs         how both wait: abs (clock_nanosleep, cyclictest's default)
+#                    or posix (POSIX interval timers: rtlab --mode posix,
+#                    cyclictest -x); posix writes timer-vs-cyclictest-posix.*
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,6 +47,12 @@ SETTLE=${SETTLE:-2}
 WAIT_IDLE=${WAIT_IDLE:-0}
 KEEP_RAW=${KEEP_RAW:-}
 RESULTS_DIR=${RESULTS_DIR:-$SCRIPT_DIR/results}
+MODE=${MODE:-abs}
+case $MODE in
+    abs) RTLAB_MODE=(); CYCLICTEST_MODE=(); RESULT=$NAME ;;
+    posix) RTLAB_MODE=(--mode posix); CYCLICTEST_MODE=(-x); RESULT=$NAME-posix ;;
+    *) die "MODE=$MODE: abs or posix" ;;
+esac
 
 # ---------------------------------------------------------------- settings
 require_whole_numbers PAIRS DURATION CPU INTERVAL_US PRIO HIST_MAX_US SETTLE WAIT_IDLE
@@ -75,10 +84,10 @@ wait_for_idle_builds latencies
 rtlab_cmd() {
     CMD=("$RTLAB" measure timer --cpus "$CPU" --interval "${INTERVAL_US}us" --priority "$PRIO"
          --duration "${DURATION}s" --quiet --json "$TMP/run$1-rtlab.json"
-         --histfile "$TMP/run$1-rtlab.hist" --hist-max "${HIST_MAX_US}us")
+         --histfile "$TMP/run$1-rtlab.hist" --hist-max "${HIST_MAX_US}us" "${RTLAB_MODE[@]}")
 }
 cyclictest_cmd() {
-    CMD=("$CYCLICTEST" -m -p "$PRIO" -i "$INTERVAL_US" -a "$CPU" -t 1 -D "$DURATION" -q
+    CMD=("$CYCLICTEST" -m -p "$PRIO" -i "$INTERVAL_US" -a "$CPU" -t 1 -D "$DURATION" -q "${CYCLICTEST_MODE[@]}"
          -h "$HIST_MAX_US" "--histfile=$TMP/run$1-cyclictest.hist" "--json=$TMP/run$1-cyclictest.json")
 }
 rtlab_cmd N;      RTLAB_TEMPLATE=$(cmd_template "${CMD[@]}")
@@ -110,7 +119,7 @@ done
 export_host_environment
 export BENCH_RTLAB_VERSION=$RTLAB_VERSION BENCH_CYCLICTEST_VERSION=$CYCLICTEST_VERSION
 export BENCH_RTLAB_CMD=$RTLAB_TEMPLATE BENCH_CYCLICTEST_CMD=$CYCLICTEST_TEMPLATE
-export PAIRS DURATION CPU INTERVAL_US PRIO HIST_MAX_US SETTLE
+export PAIRS DURATION CPU INTERVAL_US PRIO HIST_MAX_US SETTLE MODE
 python3 - "$TMP/meta.json" "$SCRIPT_DIR" <<'EOF'
 import os, sys
 sys.path.insert(0, sys.argv[2])
@@ -122,7 +131,8 @@ write_meta(
     config={"pairs": int(e["PAIRS"]), "duration_s": int(e["DURATION"]), "cpu": int(e["CPU"]),
             "interval_us": int(e["INTERVAL_US"]), "priority": int(e["PRIO"]),
             "policy": "SCHED_FIFO", "hist_max_us": int(e["HIST_MAX_US"]),
-            "settle_s": int(e["SETTLE"]), "order": "rtlab, cyclictest per pair"},
+            "settle_s": int(e["SETTLE"]), "order": "rtlab, cyclictest per pair",
+            "mode": e["MODE"]},
     # timer_compare.py reads these two at the top level.
     extra={"duration_s": int(e["DURATION"]), "interval_us": int(e["INTERVAL_US"])},
     commands={"rtlab": e["BENCH_RTLAB_CMD"], "cyclictest": e["BENCH_CYCLICTEST_CMD"]},
@@ -131,10 +141,10 @@ EOF
 
 mkdir -p "$RESULTS_DIR"
 echo
-echo "== rtlab measure timer vs cyclictest: $PAIRS pairs, ${DURATION}s, CPU $CPU, ${INTERVAL_US}us, FIFO $PRIO =="
+echo "== rtlab measure timer vs cyclictest: $PAIRS pairs, ${DURATION}s, CPU $CPU, ${INTERVAL_US}us, FIFO $PRIO, mode $MODE =="
 python3 "$SCRIPT_DIR/timer_compare.py" --manifest "$MANIFEST" --meta "$TMP/meta.json" \
-    --md "$RESULTS_DIR/timer-vs-cyclictest.md" --json "$RESULTS_DIR/timer-vs-cyclictest.json" ||
+    --md "$RESULTS_DIR/$RESULT.md" --json "$RESULTS_DIR/$RESULT.json" ||
     die "the analysis failed (bench/timer_compare.py)"
 echo
-log "wrote $RESULTS_DIR/timer-vs-cyclictest.md and .json"
+log "wrote $RESULTS_DIR/$RESULT.md and .json"
 exit 0

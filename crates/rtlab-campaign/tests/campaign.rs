@@ -360,6 +360,7 @@ configuration = "dl"
                 distance_ns: 50_000,
                 mode: WaitMode::Timerfd,
                 hist_max_ns: 500_000,
+                ..TimerSettings::default()
             }),
         }
     );
@@ -690,7 +691,7 @@ fn probes_are_checked() {
         &text,
         "mode",
         "probe[0].mode",
-        "unknown mode `busy` (expected abs, rel or timerfd)",
+        "unknown mode `busy` (expected abs, rel, timerfd or posix)",
     );
 
     let text = file(&[HEAD, "\n[[probe]]\nname = \"x\"\n", LOADS, CONFIGURATIONS]);

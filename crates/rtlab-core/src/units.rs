@@ -5,11 +5,16 @@ use std::fmt;
 
 /// A duration given on the command line or in a file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration '{input}': {reason} (examples: 1ms, 200us, 10s, 5m, 1.5ms, 250000ns)")]
+#[error(
+    "invalid duration '{input}': {reason} (examples: 1ms, 200us, 10s, 5m, 1.5ms, 250000ns, 2d12h)"
+)]
 pub struct DurationError {
     pub input: String,
     pub reason: &'static str,
 }
+
+const NS_PER_S: u64 = 1_000_000_000;
+const S_PER_DAY: u64 = 86_400;
 
 const UNITS: &[(&str, u64)] = &[
     ("ns", 1),
@@ -19,66 +24,99 @@ const UNITS: &[(&str, u64)] = &[
     // for the micro sign (U+00B5).
     ("\u{3bc}s", 1_000),
     ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("min", 60_000_000_000),
-    ("h", 3_600_000_000_000),
+    ("s", NS_PER_S),
+    ("m", 60 * NS_PER_S),
+    ("min", 60 * NS_PER_S),
+    ("h", 3_600 * NS_PER_S),
+    // cyclictest's -D takes `d` too: week-long soak tests are written in days.
+    ("d", S_PER_DAY * NS_PER_S),
 ];
 
-/// Parses `10s`, `200us`, `1.5ms`, `5m` into nanoseconds. A bare number is
-/// refused: a unit is always required, because `-i 1000` meaning µs in
-/// cyclictest and ms elsewhere is exactly the ambiguity users trip over.
+/// Parses `10s`, `200us`, `1.5ms`, `5m`, `1d` into nanoseconds, and sums of
+/// them from the largest unit down (`2d12h`, `1h30m`, `1m30.5s`). A bare
+/// number is refused: a unit is always required, because `-i 1000` meaning
+/// µs in cyclictest and ms elsewhere is exactly the ambiguity users trip
+/// over. The one duration parser: every flag, campaign key and file field
+/// that takes a duration comes here.
 pub fn parse_duration_ns(input: &str) -> Result<u64, DurationError> {
     let err = |reason| DurationError {
         input: input.to_string(),
         reason,
     };
-    let s = input.trim();
-    if s.starts_with('-') {
+    let mut rest = input.trim();
+    if rest.starts_with('-') {
         return Err(err("negative durations are not allowed"));
     }
-    let split = s
+    if rest.is_empty() {
+        return Err(err("it must start with a number"));
+    }
+    let mut total: u64 = 0;
+    let mut last_scale = u64::MAX;
+    while !rest.is_empty() {
+        let (ns, scale, after) = parse_part(rest).map_err(err)?;
+        // `30m1h`, `1s1s`: a typo more often than a sum meant.
+        if scale >= last_scale {
+            return Err(err(
+                "each part needs a smaller unit than the one before (e.g. 2d12h, 1h30m)",
+            ));
+        }
+        last_scale = scale;
+        total = total.checked_add(ns).ok_or_else(|| err(TOO_LARGE))?;
+        rest = after.trim_start();
+    }
+    Ok(total)
+}
+
+/// Why a duration beyond a u64 of nanoseconds is refused.
+const TOO_LARGE: &str =
+    "too large: at most 213503d23h34m33.709551615s fit in 64 bits of nanoseconds";
+
+/// One `<number><unit>` at the start of `text`: its ns, its unit's scale
+/// and what follows it.
+fn parse_part(text: &str) -> Result<(u64, u64, &str), &'static str> {
+    let unit_at = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| err("a unit is required"))?;
-    let (number, unit) = s.split_at(split);
+        .ok_or("a unit is required")?;
+    let (number, after) = text.split_at(unit_at);
     // `.ms`, `.s`: a decimal point is not a number (it read as 0).
     if !number.bytes().any(|b| b.is_ascii_digit()) {
-        return Err(err("it must start with a number"));
+        return Err("it must start with a number");
     }
     // `1.ms`: a typo more often than a way of writing 1 ms.
     if number.ends_with('.') {
-        return Err(err("a decimal point must be followed by a digit"));
+        return Err("a decimal point must be followed by a digit");
     }
+    let unit_len = after
+        .find(|c: char| c.is_ascii_digit() || c == '.')
+        .unwrap_or(after.len());
+    let (unit, after) = after.split_at(unit_len);
     let scale = UNITS
         .iter()
         .find(|(name, _)| *name == unit.trim())
         .map(|(_, scale)| *scale)
-        .ok_or_else(|| err("unknown unit (ns, us or µs, ms, s, m or min, h)"))?;
-    let (whole, frac) = match number.split_once('.') {
-        Some((w, f)) => (w, f),
-        None => (number, ""),
-    };
+        .ok_or("unknown unit (ns, us or µs, ms, s, m or min, h, d)")?;
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
     if frac.contains('.') {
-        return Err(err("more than one decimal point"));
+        return Err("more than one decimal point");
     }
     let whole: u64 = if whole.is_empty() {
         0
     } else {
-        whole.parse().map_err(|_| err("number too large"))?
+        whole.parse().map_err(|_| TOO_LARGE)?
     };
-    let mut ns = whole.checked_mul(scale).ok_or_else(|| err("too large"))?;
+    let mut ns = whole.checked_mul(scale).ok_or(TOO_LARGE)?;
     // Decimal fraction in integer arithmetic, so "1.000001ms" is exact.
     let mut unit_fraction = scale;
     for digit in frac.bytes() {
         unit_fraction /= 10;
         if unit_fraction == 0 && digit != b'0' {
-            return Err(err("finer than 1 ns"));
+            return Err("finer than 1 ns");
         }
         ns = ns
             .checked_add(u64::from(digit - b'0') * unit_fraction)
-            .ok_or_else(|| err("too large"))?;
+            .ok_or(TOO_LARGE)?;
     }
-    Ok(ns)
+    Ok((ns, scale, after))
 }
 
 /// A rate given on the command line or in a file could not be read.
@@ -107,6 +145,14 @@ pub fn parse_rate_period_ns(input: &str) -> Result<u64, RateError> {
     } else {
         return Err(err("a unit is required (hz, khz, mhz)"));
     };
+    // A plain decimal number: `1h2khz` must not read as a sum of durations.
+    if !number
+        .trim()
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'.')
+    {
+        return Err(err("it must be a positive number with at most 6 decimals"));
+    }
     // Reuse the exact decimal reading of durations: `2.5` in "ns" units
     // gives 2 ns and 500 ps would be refused, so scale to milli-units first.
     let milli_hz = parse_duration_ns(&format!("{}ms", number.trim()))
@@ -137,10 +183,15 @@ impl fmt::Display for Micros {
 }
 
 /// A duration in the largest unit that keeps it short and exact enough for
-/// a human: `1ms`, `250us`, `1.5s`, `10s`.
+/// a human: `1ms`, `250us`, `1.5s`, `10s`; from an hour on, days, hours,
+/// minutes and whole seconds (`1h30m`, `2d12h`, `1d5s`), which
+/// [`parse_duration_ns`] reads back.
 pub fn human_duration(ns: u64) -> String {
+    if ns >= 3_600 * NS_PER_S {
+        return days_hours_minutes(ns);
+    }
     let (scale, unit) = match ns {
-        n if n >= 1_000_000_000 => (1_000_000_000, "s"),
+        n if n >= NS_PER_S => (NS_PER_S, "s"),
         n if n >= 1_000_000 => (1_000_000, "ms"),
         n if n >= 1_000 => (1_000, "us"),
         _ => return format!("{ns}ns"),
@@ -149,6 +200,22 @@ pub fn human_duration(ns: u64) -> String {
     let text = format!("{value:.3}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}{unit}")
+}
+
+/// `ns` as its non-zero days, hours, minutes and seconds, the fraction of
+/// a second dropped (under 0.03 % of the hour this is used from).
+fn days_hours_minutes(ns: u64) -> String {
+    use std::fmt::Write;
+    let mut seconds = ns / NS_PER_S;
+    let mut text = String::new();
+    for (size, unit) in [(S_PER_DAY, "d"), (3_600, "h"), (60, "m"), (1, "s")] {
+        let count = seconds / size;
+        seconds %= size;
+        if count > 0 {
+            let _ = write!(text, "{count}{unit}");
+        }
+    }
+    text
 }
 
 /// A duration written exactly, in the largest unit it reaches, with as
@@ -198,7 +265,9 @@ mod tests {
         assert_eq!(parse_rate_period_ns("2.5khz"), Ok(400_000));
         assert_eq!(parse_rate_period_ns("1MHz"), Ok(1_000));
         assert_eq!(parse_rate_period_ns("1hz"), Ok(1_000_000_000));
-        for bad in ["4000", "0hz", "khz", "3hz", "-1hz", "1.2.3khz", "fast"] {
+        for bad in [
+            "4000", "0hz", "khz", "3hz", "-1hz", "1.2.3khz", "fast", "1h2khz", "1s5hz",
+        ] {
             assert!(parse_rate_period_ns(bad).is_err(), "{bad} accepted");
         }
     }
@@ -253,7 +322,7 @@ mod tests {
         assert_eq!(reason(".ms"), "it must start with a number");
         assert_eq!(reason(".s"), "it must start with a number");
         assert_eq!(reason("1.s"), "a decimal point must be followed by a digit");
-        assert_eq!(reason("5124096h"), "too large");
+        assert_eq!(reason("5124096h"), TOO_LARGE);
         assert_eq!(
             parse_duration_ns("5124095h"),
             Ok(5_124_095 * 3_600_000_000_000)
@@ -274,5 +343,60 @@ mod tests {
         assert_eq!(human_duration(1_500_000_000), "1.5s");
         assert_eq!(human_duration(250_000), "250us");
         assert_eq!(human_duration(42), "42ns");
+    }
+
+    #[test]
+    fn days_are_read_alone_and_in_sums() {
+        const DAY_NS: u64 = 86_400 * NS_PER_S;
+        assert_eq!(parse_duration_ns("1d"), Ok(DAY_NS));
+        assert_eq!(parse_duration_ns("1d"), parse_duration_ns("86400s"));
+        assert_eq!(parse_duration_ns("2d12h"), Ok(2 * DAY_NS + DAY_NS / 2));
+        assert_eq!(parse_duration_ns("0.5d"), Ok(DAY_NS / 2));
+        assert_eq!(parse_duration_ns("1h30m"), Ok(5_400 * NS_PER_S));
+        assert_eq!(parse_duration_ns("1m30.5s"), Ok(90_500_000_000));
+        assert_eq!(parse_duration_ns("1d 2h"), Ok(DAY_NS + 7_200 * NS_PER_S));
+        assert_eq!(parse_duration_ns("1s500ms"), Ok(1_500_000_000));
+        // The most a u64 of ns holds, written out, and one ns more.
+        assert_eq!(
+            parse_duration_ns("213503d23h34m33.709551615s"),
+            Ok(u64::MAX)
+        );
+        let reason = |s| parse_duration_ns(s).unwrap_err().reason;
+        assert_eq!(reason("213503d23h34m33.709551616s"), TOO_LARGE);
+        assert_eq!(reason("213504d"), TOO_LARGE);
+        assert_eq!(reason("99999999999d"), TOO_LARGE);
+        assert!(TOO_LARGE.contains("213503d"), "the limit is said");
+    }
+
+    #[test]
+    fn sums_go_from_the_largest_unit_down_and_each_part_has_a_unit() {
+        let reason = |s| parse_duration_ns(s).unwrap_err().reason;
+        let order = "each part needs a smaller unit than the one before (e.g. 2d12h, 1h30m)";
+        assert_eq!(reason("30m1h"), order);
+        assert_eq!(reason("1s1s"), order);
+        assert_eq!(reason("1m1min"), order);
+        assert_eq!(reason("1h30"), "a unit is required");
+        assert_eq!(reason("1d.h"), "it must start with a number");
+        assert_eq!(
+            reason("2d12x"),
+            "unknown unit (ns, us or µs, ms, s, m or min, h, d)"
+        );
+        assert!(parse_duration_ns("-1d").is_err());
+    }
+
+    #[test]
+    fn long_durations_print_in_days_hours_minutes_and_read_back() {
+        const DAY_NS: u64 = 86_400 * NS_PER_S;
+        assert_eq!(human_duration(DAY_NS), "1d");
+        assert_eq!(human_duration(2 * DAY_NS + DAY_NS / 2), "2d12h");
+        assert_eq!(human_duration(5_400 * NS_PER_S), "1h30m");
+        assert_eq!(human_duration(3_600 * NS_PER_S), "1h");
+        assert_eq!(human_duration(DAY_NS + 5 * NS_PER_S + 999), "1d5s");
+        assert_eq!(human_duration(59 * 60 * NS_PER_S), "3540s");
+        assert_eq!(human_duration(u64::MAX), "213503d23h34m33s");
+        for ns in [3_600 * NS_PER_S, DAY_NS, 7 * DAY_NS + 1, u64::MAX / 3] {
+            let back = parse_duration_ns(&human_duration(ns)).unwrap();
+            assert!(ns - back < NS_PER_S, "{ns} printed {}", human_duration(ns));
+        }
     }
 }

@@ -119,3 +119,8 @@ fn break_at_stops_at_the_first_late_wakeup() {
     let deadlines = series["samples"].as_u64().unwrap() + series["missed"].as_u64().unwrap();
     assert!(deadlines < 100_000, "the run stopped early");
 }
+
+#[test]
+fn posix_mode_reports_injected_stalls() {
+    injected_stalls_are_reported("posix");
+}

@@ -25,6 +25,9 @@ fn wait_mode() -> impl TypedValueParser<Value = WaitMode> {
         WaitMode::Abs => "clock_nanosleep to absolute deadlines on a fixed grid",
         WaitMode::Rel => "clock_nanosleep relative to the time before sleeping (cyclictest -r)",
         WaitMode::Timerfd => "A periodic absolute timerfd; the kernel counts overruns",
+        WaitMode::Posix => {
+            "A POSIX interval timer signalling the thread, sigwaitinfo (cyclictest -x)"
+        }
     };
     let values = WaitMode::ALL.map(|mode| PossibleValue::new(mode.as_str()).help(help(mode)));
     PossibleValuesParser::new(values).map(|text| text.parse().expect("one of WaitMode::ALL"))
@@ -37,11 +40,15 @@ fn wait_mode() -> impl TypedValueParser<Value = WaitMode> {
   rtlab measure timer --priority 30 --loops 100000 --histfile hist.txt --hist-max 1000us
                                                         # paper 000's cyclictest -p 30 -l 100000 -H 1000
   rtlab measure timer --break-at 500us                  # stop at the first wake-up later than 500 µs
+  rtlab measure timer --smp --priority 95 --mode posix --duration 1d
+                                                        # cyclictest -S -p 95 -x -D 1d
+  rtlab measure timer --threads 4 --priospread --aligned 50us --duration 2h30m
+                                                        # cyclictest -t 4 -p 90 --priospread -A 50 -D 150m
   rtlab measure timer --duration 1m --budget 'p99.9<100us,max<2ms,missed=0' --junit budget.xml
                                                         # exit code 1 when a limit is not kept (CI)
 
-Defaults: SCHED_FIFO 90, one thread pinned per online CPU, absolute clock_nanosleep,
-memory locked, /dev/cpu_dma_latency held at 0, timer slack 1 ns. Every setting in
+Defaults: SCHED_FIFO 90, one thread pinned per online CPU (cyclictest -S), all threads
+waking together (-A 0), absolute clock_nanosleep, memory locked, /dev/cpu_dma_latency held at 0, timer slack 1 ns. Every setting in
 effect is recorded in the JSON result. Exit code: 0 done, 1 failure or --break-at
 crossed or --budget not kept, 2 bad input, 130 stopped by a signal (the partial result is
 stored, and written to --json, unless --no-store). Budgets: docs/budgets.md.")]
@@ -49,6 +56,24 @@ pub struct TimerArgs {
     /// CPUs to measure on, one pinned thread each: `all` or a list like 0,2-3.
     #[arg(long, default_value = "all", value_parser = input::cpus, value_name = "all|LIST")]
     pub cpus: CpuSelection,
+
+    /// One thread pinned per online CPU, clock_nanosleep, one priority: cyclictest -S
+    /// (rtlab's default layout, said explicitly).
+    #[arg(long, conflicts_with_all = ["cpus", "threads", "priospread"])]
+    pub smp: bool,
+
+    /// N threads, none pinned, each free to run on any of --cpus (cyclictest -t N without -a).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Thread i runs at --priority minus i (cyclictest --priospread).
+    #[arg(long)]
+    pub priospread: bool,
+
+    /// Thread i's deadlines come i × OFFSET after the first thread's (cyclictest -A);
+    /// without OFFSET every thread wakes together, as by default.
+    #[arg(long, value_name = "OFFSET", num_args = 0..=1, default_missing_value = "0us", value_parser = input::duration)]
+    pub aligned: Option<u64>,
 
     /// Period of the measuring threads.
     #[arg(long, default_value = "1ms", value_parser = input::positive_duration, value_name = "DURATION")]
@@ -273,6 +298,23 @@ mod tests {
         assert_eq!(args.mode, WaitMode::default());
         let args: TimerArgs = parse(&["--mode", "timerfd"]);
         assert_eq!(args.mode, WaitMode::Timerfd);
+        let args: TimerArgs = parse(&["--mode", "posix"]);
+        assert_eq!(args.mode, WaitMode::Posix);
+    }
+
+    #[test]
+    fn aligned_takes_an_offset_or_none() {
+        let args: TimerArgs = parse(&[]);
+        assert_eq!(args.aligned, None);
+        let args: TimerArgs = parse(&["--aligned", "--duration", "1s"]);
+        assert_eq!(
+            (args.aligned, args.duration),
+            (Some(0), Some(1_000_000_000))
+        );
+        let args: TimerArgs = parse(&["--aligned", "50us"]);
+        assert_eq!(args.aligned, Some(50_000));
+        let args: TimerArgs = parse(&["--aligned=1d"]);
+        assert_eq!(args.aligned, Some(86_400_000_000_000));
     }
 
     #[test]

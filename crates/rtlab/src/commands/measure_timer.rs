@@ -28,19 +28,21 @@ fn config_from(args: &TimerArgs) -> anyhow::Result<TimerConfig> {
         deadline_ns: args.interval,
         period_ns: args.interval,
     });
-    let config = TimerConfig {
-        cpus: cpus.iter().collect(),
-        interval_ns: args.interval,
-        distance_ns: args.distance,
-        length: match (args.loops, args.duration) {
-            (Some(n), _) => RunLength::Loops(n),
-            (None, d) => RunLength::DurationNs(d.unwrap_or(DEFAULT_DURATION_NS)),
-        },
-        sched,
-        mode: args.mode,
-        break_at_ns: args.break_at,
-        hist_max_us: args.histfile.as_ref().map(|_| args.hist_max / 1000),
+    let length = match (args.loops, args.duration) {
+        (Some(n), _) => RunLength::Loops(n),
+        (None, d) => RunLength::DurationNs(d.unwrap_or(DEFAULT_DURATION_NS)),
     };
+    // --smp is the default layout (every online CPU, one pinned thread
+    // each): clap keeps it from --cpus, --threads and --priospread.
+    let mut config = TimerConfig::new(cpus.iter().collect(), length, sched);
+    config.threads = args.threads;
+    config.interval_ns = args.interval;
+    config.distance_ns = args.distance;
+    config.mode = args.mode;
+    config.break_at_ns = args.break_at;
+    config.hist_max_us = args.histfile.as_ref().map(|_| args.hist_max / 1000);
+    config.priospread = args.priospread;
+    config.aligned_ns = args.aligned.unwrap_or(0);
     if let Err(e) = config.validate() {
         bad_input!("{}", e.render(flag));
     }
