@@ -243,6 +243,7 @@ fn realistic_result() -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        witness: None,
     }
 }
 

@@ -78,7 +78,9 @@ pub fn measure(
     let samples_csv = outputs.take_samples();
     let mut store = open_store(args)?;
 
-    let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
+    let witness = args.witness.settings()?;
+    let mut context = rtlab_run::begin(&[session::LOAD_WORKER])?;
+    context.witness = witness;
     let mut observer = LiveObserver {
         status: None,
         planned_ns: probe.planned_ns(),
