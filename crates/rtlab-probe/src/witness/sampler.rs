@@ -4,7 +4,7 @@
 //! and hands them back when the run ends.
 
 use super::counters::Counters;
-use super::settings::{WitnessSettings, DEFAULT_RESCAN_NS};
+use super::settings::WitnessSettings;
 use super::threads::{ProbeThread, ThreadWatch};
 use super::window::{CpuWindow, Spot, Window, Windows};
 use rtlab_core::clock;
@@ -124,7 +124,6 @@ struct State {
     seen: Seen,
     /// When the last reading was taken; None while paused.
     last_ns: Option<u64>,
-    last_rescan_ns: u64,
     origin_ns: Option<u64>,
 }
 
@@ -168,7 +167,6 @@ impl State {
                 ..Seen::default()
             },
             last_ns: Some(now),
-            last_rescan_ns: now,
             origin_ns: None,
         }
     }
@@ -188,10 +186,6 @@ impl State {
                         self.last_ns = None;
                     } else {
                         self.read(now);
-                    }
-                    if now.saturating_sub(self.last_rescan_ns) >= DEFAULT_RESCAN_NS {
-                        self.threads.rescan();
-                        self.last_rescan_ns = clock::now_ns();
                     }
                     next_ns += period;
                     if next_ns <= now {
@@ -217,7 +211,7 @@ impl State {
     fn read(&mut self, now_ns: u64) {
         let mut cpus = empty_windows(&self.cpus);
         self.counters.read_into(&mut cpus);
-        self.threads.read_into(&mut cpus);
+        self.threads.read_into(&mut cpus, now_ns);
         let Some(from_ns) = self.last_ns.replace(now_ns) else {
             return;
         };

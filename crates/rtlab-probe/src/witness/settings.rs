@@ -17,6 +17,9 @@ pub const MAX_PERIOD_NS: u64 = 1_000_000_000;
 /// How often the list of threads is read again (new threads, threads that
 /// moved onto a measured CPU, policies changed).
 pub const DEFAULT_RESCAN_NS: u64 = 1_000_000_000;
+/// How soon the thread list is read again when a probe thread was
+/// preempted (someone new may have taken its CPU).
+pub const PREEMPTED_RESCAN_NS: u64 = 200_000_000;
 
 /// What the engine starts a witness with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -5,16 +5,24 @@
 //! CPU; the probe's own threads); every window reads only their
 //! `schedstat` (CPU time and time spent waiting to run), and the `stat`
 //! of those that ran, to learn where. A thread that moves onto a watched
-//! CPU between two scans is seen from the next scan on.
+//! CPU between two scans is seen from the next scan on; a probe thread
+//! preempted, or kept waiting to run, calls the next scan at once (at most every 200 ms), and a
+//! thread born since the last scan counts all its run time, so a new
+//! real-time thread is named at its first stall.
 
+use super::settings::{DEFAULT_RESCAN_NS, PREEMPTED_RESCAN_NS};
 use super::window::{CpuWindow, ThreadDelta};
 use rtlab_core::process::{Stat, POLICY, RT_PRIORITY};
 use rtlab_core::sched::Policy;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// A probe thread that waited this long to run in a window makes the
+/// thread list be read again at once.
+const PROBE_WAIT_NS: u64 = 100_000;
 
 /// Field 39 of a stat line (proc(5)): the CPU the task last ran on.
 const PROCESSOR: usize = 39;
@@ -106,6 +114,9 @@ pub struct ThreadWatch {
     own_tid: u32,
     threads: HashMap<u32, Watched>,
     scans: u64,
+    /// Every thread id the last scan listed: one not among them is new.
+    listed: HashSet<u32>,
+    last_scan_ns: u64,
     buf: Vec<u8>,
 }
 
@@ -119,6 +130,8 @@ impl ThreadWatch {
             own_tid,
             threads: HashMap::new(),
             scans: 0,
+            listed: HashSet::new(),
+            last_scan_ns: rtlab_core::clock::now_ns(),
             buf: vec![0; 4096],
         };
         for thread in probe {
@@ -182,6 +195,7 @@ impl ThreadWatch {
         let Ok(processes) = std::fs::read_dir(&self.proc_root) else {
             return;
         };
+        let mut listed = HashSet::with_capacity(self.listed.len() + 16);
         for process in processes.flatten() {
             let Some(pid) = process
                 .file_name()
@@ -204,6 +218,7 @@ impl ThreadWatch {
                 if tid == self.own_tid {
                     continue;
                 }
+                listed.insert(tid);
                 if let Some(known) = self.threads.get_mut(&tid) {
                     known.scan = self.scans;
                     continue;
@@ -212,12 +227,18 @@ impl ThreadWatch {
                     .ok()
                     .and_then(|s| task_info(&s));
                 if info.is_some_and(|i| self.worth_watching(&i)) {
-                    if let Some(watched) = self.open(&task.path(), pid, tid) {
+                    if let Some(mut watched) = self.open(&task.path(), pid, tid) {
+                        if self.scans > 1 && !self.listed.contains(&tid) {
+                            // Born since the last scan: all it ran, it ran
+                            // in the run.
+                            (watched.last_run, watched.last_wait) = (0, 0);
+                        }
                         self.threads.insert(tid, watched);
                     }
                 }
             }
         }
+        self.listed = listed;
         let scans = self.scans;
         let cpus = self.cpus.clone();
         self.threads.retain(|_, t| {
@@ -228,10 +249,40 @@ impl ThreadWatch {
 
     /// Adds to `windows` (one per watched CPU) what each watched thread
     /// did since the last read: the probe threads' involuntary switches,
-    /// and every other thread that ran or waited on a watched CPU.
-    pub fn read_into(&mut self, windows: &mut [CpuWindow]) {
+    /// and every other thread that ran or waited on a watched CPU. Reads
+    /// the thread list again first when it is due, or when a probe thread
+    /// was preempted. `now_ns` is the read's time.
+    pub fn read_into(&mut self, windows: &mut [CpuWindow], now_ns: u64) {
         let mut gone = Vec::new();
-        for watched in self.threads.values_mut() {
+        let mut preempted = false;
+        for watched in self.threads.values_mut().filter(|t| t.probe_cpu.is_some()) {
+            let now = watched
+                .status
+                .as_ref()
+                .and_then(|f| read_at(f, &mut self.buf))
+                .and_then(parse_involuntary);
+            let cpu = watched.probe_cpu.unwrap_or(usize::MAX);
+            if let (Some(now), Some(window)) = (now, windows.iter_mut().find(|w| w.cpu == cpu)) {
+                let rose = now.saturating_sub(watched.last_involuntary);
+                window.probe_preempted += rose;
+                preempted |= rose > 0;
+                watched.last_involuntary = now;
+            }
+            // A probe thread that waited runnable (woken, but another
+            // thread held its CPU) is as telling as one preempted.
+            if let Some((run, wait)) =
+                read_at(&watched.schedstat, &mut self.buf).and_then(parse_schedstat)
+            {
+                preempted |= wait.saturating_sub(watched.last_wait) >= PROBE_WAIT_NS;
+                (watched.last_run, watched.last_wait) = (run, wait);
+            }
+        }
+        let since = now_ns.saturating_sub(self.last_scan_ns);
+        if since >= DEFAULT_RESCAN_NS || (preempted && since >= PREEMPTED_RESCAN_NS) {
+            self.rescan();
+            self.last_scan_ns = now_ns;
+        }
+        for watched in self.threads.values_mut().filter(|t| t.probe_cpu.is_none()) {
             let Some((run, wait)) =
                 read_at(&watched.schedstat, &mut self.buf).and_then(parse_schedstat)
             else {
@@ -241,19 +292,6 @@ impl ThreadWatch {
             let ran_ns = run.saturating_sub(watched.last_run);
             let waited_ns = wait.saturating_sub(watched.last_wait);
             (watched.last_run, watched.last_wait) = (run, wait);
-            if let Some(cpu) = watched.probe_cpu {
-                let now = watched
-                    .status
-                    .as_ref()
-                    .and_then(|f| read_at(f, &mut self.buf))
-                    .and_then(parse_involuntary);
-                if let (Some(now), Some(window)) = (now, windows.iter_mut().find(|w| w.cpu == cpu))
-                {
-                    window.probe_preempted += now.saturating_sub(watched.last_involuntary);
-                    watched.last_involuntary = now;
-                }
-                continue;
-            }
             if ran_ns == 0 && waited_ns == 0 {
                 continue;
             }
@@ -334,7 +372,7 @@ mod tests {
             cpu: 1,
             ..CpuWindow::default()
         }];
-        watch.read_into(&mut windows);
+        watch.read_into(&mut windows, 0);
         let mut seen: Vec<(String, u64, u64, Policy)> = windows[0]
             .threads
             .iter()
@@ -350,7 +388,7 @@ mod tests {
         );
         // A thread that is gone (its files unreadable) is let go.
         std::fs::write(task(100).join("schedstat"), "").unwrap();
-        watch.read_into(&mut windows);
+        watch.read_into(&mut windows, 0);
         assert_eq!(watch.len(), 1);
     }
 }
