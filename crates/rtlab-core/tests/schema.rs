@@ -445,7 +445,9 @@ fn realistic_result_is_valid() {
     assert!(document.pointer("/series/1/overflows").is_none());
     assert!(document.pointer("/series/0/max_at/at_ns").is_some());
     assert!(document.pointer("/series/1/max_at").unwrap().is_null());
-    assert!(document.pointer("/witness/spikes/0/threads/0/ran_ns").is_some());
+    assert!(document
+        .pointer("/witness/spikes/0/threads/0/ran_ns")
+        .is_some());
     assert_valid(&validator(), &document);
 }
 
