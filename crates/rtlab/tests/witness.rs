@@ -22,6 +22,12 @@ fn pin(cpu: usize) {
     }
 }
 
+/// One measurement at a time: each test's causes must be the only ones.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The CPU the probe measures on, and another one for the injectors.
 fn cpus() -> Option<(usize, usize)> {
     let probe = common::last_cpu();
@@ -35,9 +41,7 @@ fn measure_while(
     seconds: u32,
     inject: impl FnOnce(Arc<AtomicBool>),
 ) -> serde_json::Value {
-    // One injection at a time: each test's causes must be the only ones.
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut child = common::start_timer(
@@ -160,6 +164,108 @@ fn a_fifo_spinner_above_the_probe_is_named_at_its_spikes() {
             assert_eq!(s["source"], "proc");
         }
     }
+    show_names(&doc, &name);
+}
+
+/// `rtlab show` of the run lists its spikes with the spinner's name (and
+/// `--spikes 0` none); the same run stored as an older rtlab stored it,
+/// without a witness, shows as it did.
+fn show_names(doc: &serde_json::Value, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let file = dir.path().join("run.json");
+    let show = |extra: &[&str]| {
+        std::fs::write(&file, doc.to_string()).unwrap();
+        let out = common::run(
+            common::rtlab(dir.path())
+                .arg("import")
+                .arg(&file)
+                .arg("--new-id")
+                .arg("--db")
+                .arg(&db),
+        );
+        assert!(out.status.success());
+        let out = common::run(
+            common::rtlab(dir.path())
+                .args(["show", "last"])
+                .args(extra)
+                .arg("--db")
+                .arg(&db),
+        );
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = show(&[]);
+    assert!(text.contains("top spikes explained"), "{text}");
+    assert!(
+        text.contains(&format!("RT thread {name} (fifo 95) ran")),
+        "{text}"
+    );
+    assert!(!show(&["--spikes", "0"]).contains("top spikes explained"));
+    let mut older = doc.clone();
+    older.as_object_mut().unwrap().remove("witness");
+    let mut file_doc = older;
+    file_doc["id"] = "older-run".into();
+    let doc = file_doc;
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = common::run(
+        common::rtlab(dir.path())
+            .arg("import")
+            .arg(&file)
+            .arg("--db")
+            .arg(&db),
+    );
+    assert!(out.status.success());
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args(["show", "older-run", "--db"])
+            .arg(&db),
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("older-run") && !text.contains("top spikes explained"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_witness_runs_without_one() {
+    require_realtime!();
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = common::run(
+        common::rtlab(dir.path())
+            .args([
+                "measure",
+                "timer",
+                "--quiet",
+                "--cpus",
+                "0",
+                "--loops",
+                "200",
+                "--no-witness",
+                "--json",
+            ])
+            .arg(&json),
+    );
+    assert!(out.status.success());
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "complete");
+    assert!(doc.get("witness").is_none(), "{}", doc["witness"]);
+    // A bad period names its flag and changes nothing.
+    common::assert_refused(
+        &[
+            "measure",
+            "timer",
+            "--loops",
+            "10",
+            "--witness-period",
+            "1ms",
+        ],
+        &["--witness-period", "1ms", "out of range", "5ms"],
+    );
 }
 
 /// Function-call IPIs at `cpu`: a thread of this process spins there

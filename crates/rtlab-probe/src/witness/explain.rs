@@ -145,7 +145,9 @@ fn gather(seen: &Seen, spot: &Spot, priority: Option<u32>) -> ExplainedSpike {
     });
     let mut ran: Vec<ThreadDelta> = threads.into_values().collect();
     ran.sort_by(|a, b| b.ran_ns.cmp(&a.ran_ns).then(b.waited_ns.cmp(&a.waited_ns)));
-    explained.rt_at_or_above = ran.iter().any(|t| at_or_above(t, priority));
+    explained.rt_at_or_above = ran
+        .iter()
+        .any(|t| at_or_above(t.policy, t.priority, priority));
     explained.threads = ran
         .iter()
         .take(LISTED)
@@ -162,11 +164,12 @@ fn gather(seen: &Seen, spot: &Spot, priority: Option<u32>) -> ExplainedSpike {
     explained
 }
 
-/// A real-time thread that can take the CPU from the probe.
-fn at_or_above(thread: &ThreadDelta, probe: Option<u32>) -> bool {
-    match thread.policy {
+/// A real-time thread that can take the CPU from a probe at `probe`'s
+/// priority (None: the probe is not real-time).
+fn at_or_above(policy: Policy, priority: u32, probe: Option<u32>) -> bool {
+    match policy {
         Policy::Deadline => true,
-        Policy::Fifo | Policy::Rr => probe.is_none_or(|p| thread.priority >= p),
+        Policy::Fifo | Policy::Rr => probe.is_none_or(|p| priority >= p),
         _ => false,
     }
 }
@@ -216,16 +219,10 @@ pub fn verdict(e: &ExplainedSpike, probe: Option<u32>) -> String {
         0 => format!("{} ({})", t.name, t.policy),
         p => format!("{} ({} {p})", t.name, t.policy),
     };
-    let rt = e.threads.iter().filter(|t| {
-        let policy = match t.policy.as_str() {
-            "fifo" => Policy::Fifo,
-            "rr" => Policy::Rr,
-            "deadline" => Policy::Deadline,
-            _ => Policy::Other,
-        };
-        matches!(policy, Policy::Deadline)
-            || (policy.takes_priority() && probe.is_none_or(|p| t.priority >= p))
-    });
+    let rt = e
+        .threads
+        .iter()
+        .filter(|t| at_or_above(t.policy.parse().unwrap_or(Policy::Other), t.priority, probe));
     let longest_rt = rt.clone().max_by_key(|t| t.ran_ns);
     if let Some(t) = longest_rt.filter(|t| t.ran_ns >= enough) {
         return format!("RT thread {} ran {}", describe(t), ms(t.ran_ns));

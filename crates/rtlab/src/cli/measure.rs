@@ -37,6 +37,7 @@ fn wait_mode() -> impl TypedValueParser<Value = WaitMode> {
   rtlab measure timer --priority 30 --loops 100000 --histfile hist.txt --hist-max 1000us
                                                         # paper 000's cyclictest -p 30 -l 100000 -H 1000
   rtlab measure timer --break-at 500us                  # stop at the first wake-up later than 500 µs
+  rtlab measure timer --cpus 1 --witness-period 20ms    # top spikes explained from 20 ms windows (docs/runs.md)
   rtlab measure timer --duration 1m --budget 'p99.9<100us,max<2ms,missed=0' --junit budget.xml
                                                         # exit code 1 when a limit is not kept (CI)
 
