@@ -12,7 +12,7 @@
 
 use super::settings::{DEFAULT_RESCAN_NS, PREEMPTED_RESCAN_NS};
 use super::window::{CpuWindow, ThreadDelta};
-use rtlab_core::process::{Stat, POLICY, RT_PRIORITY};
+use rtlab_core::process::{Stat, POLICY, PPID, RT_PRIORITY};
 use rtlab_core::sched::Policy;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -38,6 +38,7 @@ pub struct ProbeThread {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct TaskInfo {
     name: Arc<str>,
+    ppid: u32,
     cpu: usize,
     policy: Policy,
     priority: u32,
@@ -47,6 +48,7 @@ fn task_info(stat: &Stat) -> Option<TaskInfo> {
     let policy = Policy::from_kernel(stat.number(POLICY)?).unwrap_or(Policy::Other);
     Some(TaskInfo {
         name: Arc::from(String::from_utf8_lossy(stat.comm()).as_ref()),
+        ppid: stat.number(PPID)?,
         cpu: stat.number(PROCESSOR)?,
         policy,
         priority: stat.number(RT_PRIORITY)?,
@@ -112,6 +114,10 @@ pub struct ThreadWatch {
     cpus: Vec<usize>,
     /// The witness's own thread: not watched.
     own_tid: u32,
+    /// rtlab's own process: its real-time threads and those of its
+    /// children (the switch probe's partner task, the executive's task
+    /// processes) are the measurement's, not interference.
+    own_pid: u32,
     threads: HashMap<u32, Watched>,
     scans: u64,
     /// Every thread id the last scan listed: one not among them is new.
@@ -128,6 +134,7 @@ impl ThreadWatch {
             proc_root: proc_root.to_path_buf(),
             cpus: cpus.to_vec(),
             own_tid,
+            own_pid: std::process::id(),
             threads: HashMap::new(),
             scans: 0,
             listed: HashSet::new(),
@@ -292,7 +299,8 @@ impl ThreadWatch {
             let ran_ns = run.saturating_sub(watched.last_run);
             let waited_ns = wait.saturating_sub(watched.last_wait);
             (watched.last_run, watched.last_wait) = (run, wait);
-            if ran_ns == 0 && waited_ns == 0 {
+            let ours = watched.pid == self.own_pid || watched.info.ppid == self.own_pid;
+            if (ran_ns == 0 && waited_ns == 0) || (ours && watched.info.policy.is_realtime()) {
                 continue;
             }
             // Where it ran: its stat now (policy and priority may have
