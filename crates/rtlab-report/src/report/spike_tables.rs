@@ -100,9 +100,10 @@ pub fn run_spikes_table(result: &RunResult, per_series: usize) -> Option<Table> 
     if spikes.is_empty() {
         return None;
     }
-    let mut table = Table::new("top spikes explained", &HEADER, 1).with_note(&note(witness));
+    // Left-aligned but the last: the verdict and the lists are text.
+    let mut table =
+        Table::new("top spikes explained", &HEADER, HEADER.len() - 1).with_note(&note(witness));
     table.rows = spikes.into_iter().map(row).collect();
-    // The verdict and the lists are text.
     Some(table)
 }
 
@@ -111,7 +112,7 @@ pub fn run_spikes_table(result: &RunResult, per_series: usize) -> Option<Table> 
 pub fn spikes_table(runs: &[RunView]) -> Option<Table> {
     let mut header = vec!["run"];
     header.extend(HEADER);
-    let mut table = Table::new("top spikes explained", &header, 2);
+    let mut table = Table::new("top spikes explained", &header, header.len() - 1);
     let mut notes = Vec::new();
     for view in runs {
         let Some(witness) = &view.result.witness else {
