@@ -243,6 +243,49 @@ fn realistic_result() -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        witness: Some(witness_report()),
+    }
+}
+
+/// The witness's view of one spike: an RT thread, the usual interrupts.
+fn witness_report() -> rtlab_core::result::WitnessReport {
+    use rtlab_core::result::{ExplainedSpike, SourceCount, ThreadRan, WitnessReport};
+    WitnessReport {
+        period_ns: 50_000_000,
+        windows: 200,
+        cpu_ns: 80_000_000,
+        spikes: vec![ExplainedSpike {
+            series: "cpu0".into(),
+            cpu: 0,
+            sample: 4_000,
+            at_ns: 4_000_000_000,
+            latency_ns: 3_100_000,
+            from_ns: 3_950_000_000,
+            to_ns: 4_000_500_000,
+            verdict: "RT thread rtl-hog (fifo 95) ran 3.02ms".into(),
+            source: "proc".into(),
+            interrupts: vec![SourceCount {
+                name: "irq:LOC".into(),
+                count: 50,
+                usual: 50,
+            }],
+            softirqs: vec![],
+            threads: vec![ThreadRan {
+                name: "rtl-hog".into(),
+                pid: 300,
+                tid: 301,
+                policy: "fifo".into(),
+                priority: 95,
+                ran_ns: 3_020_000,
+                waited_ns: 0,
+            }],
+            steal_ns: 0,
+            irq_ns: 0,
+            softirq_ns: 0,
+            probe_preempted: 1,
+            rt_at_or_above: true,
+        }],
+        notes: vec!["no steal time: /proc/stat: gone".into()],
     }
 }
 
@@ -402,6 +445,9 @@ fn realistic_result_is_valid() {
     assert!(document.pointer("/series/1/overflows").is_none());
     assert!(document.pointer("/series/0/max_at/at_ns").is_some());
     assert!(document.pointer("/series/1/max_at").unwrap().is_null());
+    assert!(document
+        .pointer("/witness/spikes/0/threads/0/ran_ns")
+        .is_some());
     assert_valid(&validator(), &document);
 }
 

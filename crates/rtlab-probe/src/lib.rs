@@ -18,6 +18,7 @@ pub mod switch;
 pub mod thread;
 pub mod timer;
 pub mod trace;
+pub mod witness;
 
 pub use settings::{DEFAULT_DURATION_NS, DEFAULT_PRIORITY};
 

@@ -85,6 +85,7 @@ fn run(probe: &str, series: Vec<Series>) -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        witness: None,
         warnings: Vec::new(),
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::observer::RunObserver;
 use crate::request::{RunContext, RunRequest};
+use crate::witnessing::Witnessing;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::env::Environment;
 use rtlab_core::journal::Journal;
@@ -91,8 +92,9 @@ pub fn execute(
         load_failure: None,
         rivals: RivalScan::new(),
         online: CpuSet::online(),
+        witnessing: None,
     };
-    measuring.started(&mut result, observer);
+    measuring.started(&mut result, observer, context);
     measuring.watch(context, &mut result, observer);
     let (outcome, loads, load_failure) = measuring.finish(&mut result, observer);
     result.loads = loads.stop();
@@ -139,16 +141,29 @@ struct Measuring {
     // SCHED_OTHER thread (never from a measuring loop).
     rivals: RivalScan,
     online: CpuSet,
+    /// What the host did on the measured CPUs, to explain the top spikes.
+    witnessing: Option<Witnessing>,
 }
 
 impl Measuring {
     /// The probe has started: its first warnings and series go into
     /// `result`, which `observer` is shown.
-    fn started(&mut self, result: &mut RunResult, observer: &mut dyn RunObserver) {
+    fn started(
+        &mut self,
+        result: &mut RunResult,
+        observer: &mut dyn RunObserver,
+        context: &RunContext,
+    ) {
         result.warnings.extend(self.run.warnings());
         result.series = self.run.snapshot();
         let found = self.rival_warnings(&result.series, "there when the probe started");
         result.warnings.extend(found);
+        self.witnessing = Some(Witnessing::start(
+            context.witness.as_ref(),
+            &result.series,
+            context.checkpoint,
+            &mut result.warnings,
+        ));
         observer.started(result, self.run.as_ref());
     }
 
@@ -175,6 +190,9 @@ impl Measuring {
                 }
             }
             observer.tick(self.run.as_ref());
+            if let Some(witnessing) = &mut self.witnessing {
+                witnessing.look(self.run.as_ref());
+            }
             if last_checkpoint.elapsed() >= context.checkpoint {
                 self.checkpoint(result, observer);
                 last_checkpoint = Instant::now();
@@ -186,6 +204,9 @@ impl Measuring {
     fn checkpoint(&mut self, result: &mut RunResult, observer: &mut dyn RunObserver) {
         result.series = self.run.snapshot();
         result.elapsed_ns = self.run.elapsed_ns();
+        if let Some(witnessing) = &self.witnessing {
+            witnessing.pin(&result.series);
+        }
         let when = format!(
             "found {} into the run",
             rtlab_core::units::human_duration(result.elapsed_ns)
@@ -209,6 +230,9 @@ impl Measuring {
         // last snapshot and fail the run.
         let snapshot = self.run.snapshot();
         let elapsed_ns = self.run.elapsed_ns();
+        if let Some(witnessing) = &mut self.witnessing {
+            witnessing.look(self.run.as_ref());
+        }
         // The last look: a run shorter than a checkpoint gets one too.
         for warning in self.rival_warnings(&snapshot, "found at the end of the run") {
             observer.warning(&warning);
@@ -220,6 +244,9 @@ impl Measuring {
             failure: Some(format!("the probe did not finish cleanly: {e:#}")),
             ..ProbeOutcome::default()
         });
+        if let Some(witnessing) = self.witnessing.take() {
+            result.witness = witnessing.finish(&outcome.series, outcome.elapsed_ns);
+        }
         (outcome, self.loads, self.load_failure)
     }
 
@@ -289,6 +316,7 @@ fn new_result(request: &mut RunRequest, effective: Effective, warnings: Vec<Stri
         noise: None,
         net: None,
         traffic: None,
+        witness: None,
         warnings,
     }
 }

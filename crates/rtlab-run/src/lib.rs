@@ -34,6 +34,7 @@ mod observer;
 mod request;
 mod session;
 mod signals;
+mod witnessing;
 
 pub use execute::{execute, Refused};
 pub use observer::{RunObserver, Unobserved};

@@ -5,6 +5,7 @@ use rtlab_core::journal::Journal;
 use rtlab_core::result::CampaignRef;
 use rtlab_load::{Launcher, LoadSpec};
 use rtlab_probe::setup::ProcessOptions;
+use rtlab_probe::witness::WitnessSettings;
 use rtlab_probe::Probe;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -43,6 +44,9 @@ pub struct RunContext {
     /// How often a running result is checkpointed: [`CHECKPOINT`] (a field
     /// so that tests need not wait for it).
     pub checkpoint: Duration,
+    /// The witness beside every run (what the host did on the measured
+    /// CPUs, to explain the top spikes); None runs without one.
+    pub witness: Option<WitnessSettings>,
 }
 
 impl RunContext {
@@ -60,6 +64,7 @@ impl RunContext {
             launcher,
             tick: TICK,
             checkpoint: CHECKPOINT,
+            witness: Some(WitnessSettings::default()),
         }
     }
 }

@@ -6,6 +6,7 @@ mod effective;
 mod probe_reports;
 mod run_id;
 mod safe_text;
+mod witness;
 
 use crate::env::Environment;
 use crate::json_position;
@@ -20,6 +21,7 @@ pub use probe_reports::{
 };
 pub use run_id::{check_run_id, RUN_ID_MAX_LEN};
 pub use safe_text::{is_invisible, printable, terminal_text};
+pub use witness::{ExplainedSpike, SourceCount, ThreadRan, WitnessReport};
 
 pub const RUN_SCHEMA: &str = "rtlab.run/1";
 
@@ -79,6 +81,11 @@ pub struct RunResult {
     /// `rtlab traffic replay|record`'s packet accounting and accuracy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<TrafficReport>,
+    /// What the host did on the measured CPUs, and each series' top
+    /// spikes explained by it; absent when the witness was off and in
+    /// results of older rtlab versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessReport>,
     /// Things that could not be done as asked, and anything else a reader
     /// of the figures must know.
     #[serde(default)]

@@ -7,6 +7,7 @@ use super::model::{
     CampaignView, Report, ReportOptions, RunSamples, RunView, SeriesView, REPORT_SCHEMA,
 };
 use super::run_tables;
+use super::spike_tables;
 use super::traffic_tables;
 use crate::evt::EvtReport;
 use crate::text::md_cell;
@@ -146,6 +147,7 @@ impl Report {
         tables.push(run_tables::pwcet_table(&runs));
         tables.extend(run_tables::within_table(&runs));
         tables.extend(run_tables::max_avg_table(&runs));
+        tables.extend(spike_tables::spikes_table(&runs));
         tables.extend(traffic_tables::traffic_counts_table(&runs));
         tables.extend(traffic_tables::traffic_accuracy_table(&runs));
 

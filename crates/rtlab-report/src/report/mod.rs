@@ -16,6 +16,7 @@ mod model;
 pub mod png;
 pub mod run_tables;
 pub mod samples;
+pub mod spike_tables;
 pub mod svg;
 mod table;
 mod traffic_tables;

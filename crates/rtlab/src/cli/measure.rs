@@ -44,6 +44,7 @@ fn wait_mode() -> impl TypedValueParser<Value = WaitMode> {
                                                         # cyclictest -S -p 95 -x -D 1d
   rtlab measure timer --threads 4 --priospread --aligned 50us --duration 2h30m
                                                         # cyclictest -t 4 -p 90 --priospread -A 50 -D 150m
+  rtlab measure timer --cpus 1 --witness-period 20ms    # top spikes explained from 20 ms windows (docs/runs.md)
   rtlab measure timer --duration 1m --budget 'p99.9<100us,max<2ms,missed=0' --junit budget.xml
                                                         # exit code 1 when a limit is not kept (CI)
 

@@ -112,7 +112,8 @@ pub struct RunsTagArgs {
 #[command(after_help = "Examples:
   rtlab show last
   rtlab show 20261121T193012Z --json
-  rtlab show last --pwcet           # with the worst-case estimate (docs/pwcet.md)")]
+  rtlab show last --pwcet           # with the worst-case estimate (docs/pwcet.md)
+  rtlab show last --spikes 8        # 8 top spikes per series, each with its likeliest cause")]
 pub struct ShowArgs {
     /// Run id, a unique prefix of one, or `last`.
     pub run: String,
@@ -126,6 +127,10 @@ pub struct ShowArgs {
     /// only the estimates (rtlab.pwcet/1).
     #[arg(long)]
     pub pwcet: bool,
+    /// How many top spikes per series to list with what the witness saw
+    /// around them (docs/runs.md, "Spikes explained"); 0 lists none.
+    #[arg(long, value_name = "N", default_value_t = rtlab_report::report::spike_tables::DEFAULT_SPIKES)]
+    pub spikes: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -5,6 +5,7 @@ use crate::input;
 use crate::outputs::OutputTarget;
 use clap::Args;
 use rtlab_core::sched::Policy;
+use rtlab_probe::witness::WitnessSettings;
 use rtlab_report::budget::Budget;
 use std::path::PathBuf;
 
@@ -48,6 +49,48 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub budget: BudgetArgs,
+
+    #[command(flatten)]
+    pub witness: WitnessArgs,
+}
+
+/// The witness beside a run: what the host did on the measured CPUs, to
+/// explain each series' top spikes (docs/runs.md, "Spikes explained").
+#[derive(Args, Clone, Default)]
+pub struct WitnessArgs {
+    /// Run without the witness that explains the top spikes (interrupts,
+    /// softirqs, threads and steal time on the measured CPUs).
+    #[arg(long)]
+    pub no_witness: bool,
+
+    /// How often the witness reads the host's counters (5ms to 1s; default 50ms).
+    #[arg(long, value_name = "DURATION", value_parser = input::positive_duration, conflicts_with = "no_witness")]
+    pub witness_period: Option<u64>,
+
+    /// Witness only in even seconds of the run, to measure its own cost in
+    /// one run (bench/witness-cost.sh).
+    #[arg(long, conflicts_with = "no_witness")]
+    pub witness_alternate: bool,
+}
+
+impl WitnessArgs {
+    /// The engine's witness settings (None: no witness), checked by their
+    /// one judge; a bad value names its flag.
+    pub fn settings(&self) -> Result<Option<WitnessSettings>, input::InputError> {
+        if self.no_witness {
+            return Ok(None);
+        }
+        let defaults = WitnessSettings::default();
+        let settings = WitnessSettings {
+            period_ns: self.witness_period.unwrap_or(defaults.period_ns),
+            alternate: self.witness_alternate,
+            ..defaults
+        };
+        settings
+            .validate()
+            .map_err(|e| input::InputError(e.render(rtlab_core::settings::flag)))?;
+        Ok(Some(settings))
+    }
 }
 
 /// Limits a run must keep, checked when it ends (docs/budgets.md).

@@ -86,6 +86,7 @@ fn inner_args(run: &RunArgs, load: Option<String>, quiet: bool) -> RunArgs {
         no_store: run.no_store,
         quiet,
         budget: BudgetArgs::default(),
+        witness: run.witness.clone(),
     }
 }
 

@@ -57,6 +57,7 @@ pub fn measure(
         }
         given.push((path, value, assignment));
     }
+    let witness = args.witness.settings()?;
     let loads = match &args.load {
         Some(list) => {
             rtlab_load::parse_list(list).map_err(|e| InputError(format!("--load: {e}")))?
@@ -78,7 +79,8 @@ pub fn measure(
     let samples_csv = outputs.take_samples();
     let mut store = open_store(args)?;
 
-    let context = rtlab_run::begin(&[session::LOAD_WORKER])?;
+    let mut context = rtlab_run::begin(&[session::LOAD_WORKER])?;
+    context.witness = witness;
     let mut observer = LiveObserver {
         status: None,
         planned_ns: probe.planned_ns(),

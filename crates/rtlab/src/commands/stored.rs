@@ -19,6 +19,7 @@ use rtlab_report::export::{
     CsvExporter, Exporter, HistfileExporter, JsonExporter, MarkdownExporter,
 };
 use rtlab_report::probe_summary::probe_tables;
+use rtlab_report::report::spike_tables::run_spikes_table;
 use rtlab_report::run_summary::summary_table;
 use rtlab_report::text::align;
 use rtlab_store::{RunFilter, Store};
@@ -218,6 +219,10 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     out!();
     put!("{}", summary_table(&result));
     put!("{}", probe_tables(&result));
+    if let Some(spikes) = run_spikes_table(&result, args.spikes) {
+        out!();
+        put!("{}", spikes.to_text());
+    }
     for warning in &result.warnings {
         out!("warning: {warning}");
     }
