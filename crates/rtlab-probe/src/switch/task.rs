@@ -4,6 +4,8 @@
 //! serves a thread and a forked process.
 
 use super::mechanism::Ops;
+use super::options::Pacing;
+use super::paced;
 use super::shared::{Block, GO_RUN, GO_WAIT, TASK_FAILED, TASK_READY};
 use super::sys::{errno, futex_wait, futex_wake};
 use super::wait::Waiter;
@@ -72,12 +74,14 @@ pub struct TaskReady {
 }
 
 /// The task as a thread of this process: set up like a measuring thread,
-/// then the loop.
+/// then the loop (rt-tests pacing: the receiver's, which sleeps
+/// `interval_ns` after each run).
 pub fn run_thread(
     ops: Ops<'_>,
     block: &Block,
     cpu: usize,
     sched: &SchedParams,
+    interval_ns: u64,
     ready: mpsc::Sender<TaskReady>,
 ) {
     let (settings, warnings) = crate::thread::set_up_measuring_thread(Some(cpu), sched);
@@ -87,7 +91,10 @@ pub fn run_thread(
     // The driver waits for this before it reads the state.
     let _ = ready.send(TaskReady { settings, warnings });
     if report_state(block, init) && wait_for_go(block) {
-        task_loop(&mut waiter, block);
+        match ops.pacing {
+            Pacing::Grid => task_loop(&mut waiter, block),
+            Pacing::RtTests => paced::receive(&mut waiter, block, interval_ns),
+        }
     }
 }
 
