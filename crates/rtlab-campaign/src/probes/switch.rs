@@ -9,7 +9,6 @@ use crate::parse::probe::{at_setting, cpu_number, STAND_IN_NS, STAND_IN_SCHED};
 use crate::parse::reader::{Reader, Section};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::SchedParams;
-use rtlab_core::settings::FieldError;
 use rtlab_core::units::human_duration;
 pub use rtlab_probe::switch::Mechanism;
 use rtlab_probe::switch::{Pacing, SwitchConfig};
@@ -213,12 +212,6 @@ impl KindSettings for SwitchSettings {
         let mechanisms = self.mechanisms.len().max(1) as u64;
         let length = RunLength::DurationNs(run.duration_ns / mechanisms);
         Ok(Box::new(self.config(length, placement, run.sched)))
-    }
-
-    /// rt-tests pacing with a policy without priorities.
-    fn check_sched(&self, sched: SchedParams) -> Result<(), FieldError> {
-        self.config(RunLength::DurationNs(STAND_IN_NS), (0, 0), sched)
-            .validate()
     }
 }
 
