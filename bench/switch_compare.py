@@ -530,6 +530,26 @@ def render_md(res):
                              "tool mean", "tool min"], rows))
         out.append("")
 
+    rows = []
+    for mech, m in s["per_mechanism"].items():
+        sides = {}
+        for tool in ("rtlab", m["tool"]):
+            means = [r["figures"]["mean_us"] for r in res["runs"]
+                     if r["mechanism"] == mech and r["tool"] == tool]
+            sides[tool] = means
+        rt, tt = sides["rtlab"], sides[m["tool"]]
+        rows.append([mech, ", ".join(fmt(v) for v in rt), fmt(ratio(max(rt), min(rt))),
+                     ", ".join(fmt(v, 2) for v in tt), fmt(ratio(max(tt), min(tt))),
+                     fmt(m["median_ratio_rtlab_over_tool"]["mean_us"])])
+    out.append("### Run-to-run spread of the means\n")
+    out.append("Each side's own runs, us, in run order, and their largest / smallest: how far "
+               "a side differs from itself between runs minutes apart on this machine. A "
+               "median ratio rtlab/tool inside those spreads is not a difference these runs "
+               "can resolve; one outside them is.\n")
+    out.append(md_table(["mechanism", "rtlab paced means", "rtlab max/min", "tool means",
+                         "tool max/min", "median ratio rtlab/tool"], rows))
+    out.append("")
+
     notes = []
     if not s["all_runs_clean"]:
         for seq, probs in s["flagged_runs"].items():

@@ -261,15 +261,7 @@ fn rt_tests_pacing_runs_each_tools_hand_off_with_every_cycle_counted() {
             "{:?} < {slept:?}",
             started.elapsed()
         );
-        for s in &outcome.series {
-            eprintln!(
-                "cross {cross_cpu} {:<26} samples {:>4} mean {:>7.1} us max {:>7.1} us",
-                s.name,
-                s.stats.samples,
-                s.stats.mean_ns / 1000.0,
-                s.stats.max_ns as f64 / 1000.0
-            );
-        }
+        print_series(&outcome);
     }
 }
 
@@ -313,13 +305,7 @@ fn rt_tests_pacing_stops_early_and_leaves_nothing_behind() {
     let first = series(&outcome, "pthread-mutex.switch");
     assert!(first.stats.samples > 0 && first.stats.samples < 100_000);
     assert_eq!(first.stats.missed, 0);
-    let new_sets: Vec<i32> = private_sysv_sets()
-        .difference(&sets_before)
-        .copied()
-        .filter(|&semid| used_by_us(semid))
-        .collect();
-    assert!(new_sets.is_empty(), "SysV sets left: {new_sets:?}");
-    assert_eq!(rtlab_queues(), Vec::<String>::new());
+    assert_nothing_left(&sets_before);
 }
 
 /// A CSV sink the test can read back.
@@ -380,6 +366,23 @@ fn every_mechanism_runs_as_threads_on_one_cpu() {
             s.name
         );
     }
+    print_series(&outcome);
+}
+
+/// No SysV set made since `sets_before` and no message queue of the probe
+/// is left.
+fn assert_nothing_left(sets_before: &BTreeSet<i32>) {
+    let new_sets: Vec<i32> = private_sysv_sets()
+        .difference(sets_before)
+        .copied()
+        .filter(|&semid| used_by_us(semid))
+        .collect();
+    assert!(new_sets.is_empty(), "SysV sets left: {new_sets:?}");
+    assert_eq!(rtlab_queues(), Vec::<String>::new());
+}
+
+/// The run's figures, for the test's output.
+fn print_series(outcome: &ProbeOutcome) {
     for s in &outcome.series {
         eprintln!(
             "{:<24} samples {:>4} missed {:>3} mean {:>7.1} us max {:>7.1} us",
@@ -587,13 +590,7 @@ fn nothing_is_left_behind() {
         assert!(run.finish().unwrap().stopped_early);
         assert_eq!(children(), Vec::<i32>::new(), "process mode: {process}");
     }
-    let new_sets: Vec<i32> = private_sysv_sets()
-        .difference(&sets_before)
-        .copied()
-        .filter(|&semid| used_by_us(semid))
-        .collect();
-    assert!(new_sets.is_empty(), "SysV sets left: {new_sets:?}");
-    assert_eq!(rtlab_queues(), Vec::<String>::new());
+    assert_nothing_left(&sets_before);
 }
 
 #[test]

@@ -156,6 +156,27 @@ pub(super) fn task_is_gone(task: &TaskSide, control: &Control) -> bool {
     task.gone.load(Ordering::Acquire) != 0 || control.abort.load(Ordering::Acquire) != 0
 }
 
+/// The delay to inject on the release numbered `releases` (from 0), if any.
+#[inline]
+pub(super) fn injected(inject: Option<InjectDelay>, releases: u64) -> Option<InjectDelay> {
+    inject.filter(|inject| releases.is_multiple_of(inject.every.max(1)))
+}
+
+/// Stamps the release, spins the injected delay (if any) and makes the
+/// task runnable; returns the release stamp.
+#[inline]
+pub(super) fn stamp_and_release(releaser: &mut Releaser<'_>, inject: Option<InjectDelay>) -> u64 {
+    let release = clock::now_ns();
+    if let Some(inject) = inject {
+        let until = release + inject.delay_ns;
+        while clock::now_ns() < until {
+            std::hint::spin_loop();
+        }
+    }
+    releaser.fire();
+    release
+}
+
 /// Blocks until the deadline `next`: a read of the periodic timerfd (whose
 /// next expiry the kernel has already armed), or without one a sleep.
 /// Returns the timerfd's expiration count.
@@ -262,19 +283,10 @@ pub fn measure(
             }
             continue;
         }
-        let inject = plan
-            .inject
-            .filter(|inject| releases.is_multiple_of(inject.every.max(1)));
+        let inject = injected(plan.inject, releases);
         releases += 1;
         releaser.prepare();
-        let release = clock::now_ns();
-        if let Some(inject) = inject {
-            let until = release + inject.delay_ns;
-            while clock::now_ns() < until {
-                std::hint::spin_loop();
-            }
-        }
-        releaser.fire();
+        let release = stamp_and_release(releaser, inject);
         if more {
             expirations = wait(timerfd.as_ref(), next);
         }

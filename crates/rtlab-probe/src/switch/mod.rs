@@ -24,11 +24,17 @@
 //! dead task held) and fails the run. The futex mechanism always uses
 //! non-private futex operations.
 //!
+//! With [`Pacing::RtTests`] there is no timer: the releasing thread and
+//! the task copy the hand-off of the rt-tests tool of the mechanism (see
+//! the `paced` module), both at one priority.
+//!
 //! Modules: `shared` (the shared mapping), `mechanism` (set-up and
 //! teardown), `release` and `wait` (the two sides of each mechanism),
-//! `interrupt` (the timer thread), `task` (the task, thread or forked
-//! process), `driver` (one mechanism after the other), `run` (the
-//! [`ProbeRun`]), `sys` (system-call helpers).
+//! `interrupt` (the timer thread), `paced` (the rt-tests pacing's two
+//! loops and go-ahead), `task` (the task, thread or forked process),
+//! `driver` (one mechanism after the other), `run` (the [`ProbeRun`]),
+//! `options` (mechanisms, pacing, injected delay), `sys` (system-call
+//! helpers).
 
 mod driver;
 mod interrupt;

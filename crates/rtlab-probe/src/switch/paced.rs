@@ -26,7 +26,9 @@
 //! acknowledges it with both samples after its sleep, so `samples +
 //! missed == events` in both series, missed only when the receiver is gone.
 
-use super::interrupt::{collect, task_is_gone, Pending, Rings, TimerEnd, TimerPlan};
+use super::interrupt::{
+    collect, injected, stamp_and_release, task_is_gone, Pending, Rings, TimerEnd, TimerPlan,
+};
 use super::mechanism::Ops;
 use super::options::Mechanism;
 use super::release::Releaser;
@@ -197,18 +199,9 @@ pub fn measure(
             end.stopped = true;
             break;
         }
-        let inject = plan
-            .inject
-            .filter(|inject| releases.is_multiple_of(inject.every.max(1)));
+        let inject = injected(plan.inject, releases);
         releases += 1;
-        let release = clock::now_ns();
-        if let Some(inject) = inject {
-            let until = release + inject.delay_ns;
-            while clock::now_ns() < until {
-                std::hint::spin_loop();
-            }
-        }
-        releaser.fire();
+        let release = stamp_and_release(releaser, inject);
         let waited = go_ahead.wait(releaser);
         pending = Some(Pending {
             release_ns: release,
@@ -324,11 +317,9 @@ pub fn receive(waiter: &mut Waiter<'_>, block: &Block, interval_ns: u64) {
     };
     let mut runs: u64 = 0;
     loop {
-        if let Err(e) = waiter.wait() {
-            task.wait_errno.store(e, Ordering::Relaxed);
+        let Some(run) = waiter.wait_stamped(task) else {
             break;
-        }
-        let run = clock::now_ns();
+        };
         if quit.load(Ordering::Acquire) != 0 {
             waiter.leave();
             break;

@@ -9,7 +9,6 @@ use super::paced;
 use super::shared::{Block, GO_RUN, GO_WAIT, TASK_FAILED, TASK_READY};
 use super::sys::{errno, futex_wait, futex_wake};
 use super::wait::Waiter;
-use rtlab_core::clock;
 use rtlab_core::result::ThreadSettings;
 use rtlab_core::sched::{self, SchedParams};
 use std::sync::atomic::Ordering;
@@ -35,11 +34,9 @@ fn task_loop(waiter: &mut Waiter<'_>, block: &Block) {
     let quit = &block.control.quit;
     let mut runs: u64 = 0;
     loop {
-        if let Err(e) = waiter.wait() {
-            task.wait_errno.store(e, Ordering::Relaxed);
+        let Some(run) = waiter.wait_stamped(task) else {
             break;
-        }
-        let run = clock::now_ns();
+        };
         waiter.after_run();
         if quit.load(Ordering::Acquire) != 0 {
             break;

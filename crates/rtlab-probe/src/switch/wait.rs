@@ -5,6 +5,7 @@
 
 use super::mechanism::{Ops, MQ_MSG_BYTES};
 use super::options::{Mechanism, Pacing};
+use super::shared::TaskSide;
 use super::sys::{errno, futex_wait};
 use std::sync::atomic::Ordering;
 
@@ -155,6 +156,17 @@ impl<'a> Waiter<'a> {
         } else {
             self.after_run();
         }
+    }
+
+    /// Waits, then stamps the run (CLOCK_MONOTONIC ns) at once; None when
+    /// the wait failed for good, its errno kept in `task`.
+    #[inline]
+    pub fn wait_stamped(&mut self, task: &TaskSide) -> Option<u64> {
+        if let Err(e) = self.wait() {
+            task.wait_errno.store(e, Ordering::Relaxed);
+            return None;
+        }
+        Some(rtlab_core::clock::now_ns())
     }
 
     /// After the run stamp: gives back the mutex `wait` returned holding
