@@ -316,10 +316,7 @@ pub fn receive(waiter: &mut Waiter<'_>, block: &Block, interval_ns: u64) {
         sender_tid: block.control.sender_tid.load(Ordering::Acquire),
     };
     let mut runs: u64 = 0;
-    loop {
-        let Some(run) = waiter.wait_stamped(task) else {
-            break;
-        };
+    while let Some(run) = waiter.wait_stamped(task) {
         if quit.load(Ordering::Acquire) != 0 {
             waiter.leave();
             break;

@@ -33,10 +33,7 @@ fn task_loop(waiter: &mut Waiter<'_>, block: &Block) {
     let task = &block.task;
     let quit = &block.control.quit;
     let mut runs: u64 = 0;
-    loop {
-        let Some(run) = waiter.wait_stamped(task) else {
-            break;
-        };
+    while let Some(run) = waiter.wait_stamped(task) {
         waiter.after_run();
         if quit.load(Ordering::Acquire) != 0 {
             break;
