@@ -323,6 +323,12 @@ fn timer_thread(
         .control
         .sender_tid
         .store(settings.tid, Ordering::Release);
+    // SAFETY: no arguments.
+    let me = unsafe { libc::pthread_self() };
+    block
+        .control
+        .sender_pthread
+        .store(me as u64, Ordering::Release);
     let _ = ready.send((settings, warnings));
     if !task::wait_for_go(block) {
         releaser.abandon();
@@ -337,6 +343,10 @@ fn timer_thread(
         unsafe { libc::getpid() }
     };
     releaser.set_target(tgid, tid);
+    if plan.pacing == Pacing::RtTests {
+        let task = block.control.task_pthread.load(Ordering::Acquire);
+        releaser.set_pthread(task as libc::pthread_t);
+    }
     let timer_plan = TimerPlan {
         interval_ns: plan.interval_ns,
         events: plan.events,

@@ -3,6 +3,7 @@
 //! the tool measure the same thing. Per cycle:
 //!
 //! - the sender (rtlab's releasing thread) stamps, releases the receiver
+//!   (`signal`: with `pthread_kill`, as sigwaittest, not a bare `tgkill`)
 //!   and blocks at once for the go-ahead, on the same kind of object in the
 //!   other direction (ptsematest: relocking its sync mutex; pmqtest:
 //!   `mq_receive` on the sync queue; sigwaittest: `sigwait` for the other
@@ -250,9 +251,8 @@ fn push_sleep(task: &TaskSide, origin_ns: u64, rings: &mut Rings) {
 /// The receiver's side of the go-ahead.
 struct Receiver<'a> {
     ops: Ops<'a>,
-    /// The sender's thread group and thread (for the `signal` go-ahead).
-    tgid: libc::pid_t,
-    sender_tid: libc::pid_t,
+    /// The sender's thread (for the `signal` go-ahead).
+    sender: libc::pthread_t,
 }
 
 impl Receiver<'_> {
@@ -290,13 +290,14 @@ impl Receiver<'_> {
                 }
                 wait::retry()?;
             },
-            Mechanism::Signal => loop {
-                // SAFETY: plain syscall; the sender keeps the signal blocked.
-                if unsafe { libc::tgkill(self.tgid, self.sender_tid, ops.back_signo) } == 0 {
-                    return Ok(());
+            // As sigwaittest's receiver: pthread_kill of the sender.
+            Mechanism::Signal => {
+                // SAFETY: the sender thread lives until after the receiver's end.
+                match unsafe { libc::pthread_kill(self.sender, ops.back_signo) } {
+                    0 => Ok(()),
+                    rc => Err(rc),
                 }
-                wait::retry()?;
-            },
+            }
             Mechanism::SysvSem => semop(ops.rx, SEM_RELEASE, 1),
             _ => Ok(()),
         }
@@ -311,9 +312,7 @@ pub fn receive(waiter: &mut Waiter<'_>, block: &Block, interval_ns: u64) {
     let quit = &block.control.quit;
     let receiver = Receiver {
         ops: waiter.ops(),
-        // SAFETY: plain syscall (threads only: the sender is in this process).
-        tgid: unsafe { libc::getpid() },
-        sender_tid: block.control.sender_tid.load(Ordering::Acquire),
+        sender: block.control.sender_pthread.load(Ordering::Acquire) as libc::pthread_t,
     };
     let mut runs: u64 = 0;
     while let Some(run) = waiter.wait_stamped(task) {

@@ -27,6 +27,11 @@ pub struct Releaser<'a> {
     /// signal: thread group and thread id of the task.
     tgid: libc::pid_t,
     tid: libc::pid_t,
+    /// rt-tests pacing's `signal`: the task's pthread, sent to with
+    /// `pthread_kill` as sigwaittest does (glibc's pthread_kill blocks
+    /// every signal around its tgkill: three more system calls than
+    /// tgkill alone, in the measured path).
+    pthread: Option<libc::pthread_t>,
     /// errno of the first failed release call (0: none).
     pub failed_errno: i32,
 }
@@ -40,6 +45,7 @@ impl<'a> Releaser<'a> {
             turn: usize::from(ops.pacing == Pacing::Grid),
             tgid: 0,
             tid: 0,
+            pthread: None,
             failed_errno: 0,
         }
     }
@@ -59,6 +65,11 @@ impl<'a> Releaser<'a> {
     pub fn set_target(&mut self, tgid: libc::pid_t, tid: libc::pid_t) {
         self.tgid = tgid;
         self.tid = tid;
+    }
+
+    /// rt-tests pacing: `signal` releases with `pthread_kill` of `pthread`.
+    pub fn set_pthread(&mut self, pthread: libc::pthread_t) {
+        self.pthread = Some(pthread);
     }
 
     /// The mechanism was abandoned before the first deadline: undo `init`.
@@ -150,14 +161,21 @@ impl<'a> Releaser<'a> {
                     break;
                 }
             },
-            Mechanism::Signal => loop {
-                // SAFETY: plain syscall; the target keeps the signal blocked.
-                if unsafe { libc::tgkill(self.tgid, self.tid, self.ops.signo) } == 0 {
-                    break;
+            Mechanism::Signal => match self.pthread {
+                Some(pthread) => {
+                    // SAFETY: the task thread lives until after the last release.
+                    let rc = unsafe { libc::pthread_kill(pthread, self.ops.signo) };
+                    self.note(rc);
                 }
-                if !self.retry() {
-                    break;
-                }
+                None => loop {
+                    // SAFETY: plain syscall; the target keeps the signal blocked.
+                    if unsafe { libc::tgkill(self.tgid, self.tid, self.ops.signo) } == 0 {
+                        break;
+                    }
+                    if !self.retry() {
+                        break;
+                    }
+                },
             },
         }
     }

@@ -58,9 +58,13 @@ pub struct Control {
     pub abort: AtomicU32,
     /// Start of the mechanism's grid, published before `go`.
     pub start_ns: AtomicU64,
-    /// The releasing thread's kernel thread id (rt-tests pacing: where the
-    /// `signal` go-ahead goes), set before it reports ready.
+    /// The releasing thread's kernel thread id, set before it reports ready.
     pub sender_tid: AtomicI32,
+    /// rt-tests pacing (threads only): the releasing thread's and the
+    /// task's `pthread_t`, for sigwaittest's `pthread_kill`; set before
+    /// each reports ready.
+    pub sender_pthread: AtomicU64,
+    pub task_pthread: AtomicU64,
 }
 
 /// Values of [`TaskReport::state`].
@@ -132,6 +136,8 @@ impl Block {
         control.abort.store(0, Ordering::Relaxed);
         control.start_ns.store(0, Ordering::Relaxed);
         control.sender_tid.store(0, Ordering::Relaxed);
+        control.sender_pthread.store(0, Ordering::Relaxed);
+        control.task_pthread.store(0, Ordering::Relaxed);
         let report = &self.report;
         report.state.store(TASK_STARTING, Ordering::Relaxed);
         report.tid.store(0, Ordering::Relaxed);

@@ -82,6 +82,12 @@ pub fn run_thread(
     let mut waiter = Waiter::new(ops);
     let init = waiter.init();
     block.report.tid.store(settings.tid, Ordering::Relaxed);
+    // SAFETY: no arguments.
+    let me = unsafe { libc::pthread_self() };
+    block
+        .control
+        .task_pthread
+        .store(me as u64, Ordering::Release);
     // The driver waits for this before it reads the state.
     let _ = ready.send(TaskReady { settings, warnings });
     if report_state(block, init) && wait_for_go(block) {
