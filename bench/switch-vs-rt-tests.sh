@@ -7,10 +7,15 @@
 #   rtlab --mechanism signal         vs  sigwaittest  (signal + sigwait)
 #   rtlab --mechanism sysv-sem       vs  svsematest   (SysV semaphore)
 #
-# For each mechanism runs the two tools alternately (rtlab, tool, rtlab,
-# tool, ...), PAIRS pairs, with the same CPU (both threads on it), interval,
-# number of hand-offs and priority, reads rtlab's JSON and the tool's --json
-# plus its printed summary with bench/switch_compare.py and writes
+# For each mechanism runs, PAIRS times, three runs interleaved (their order
+# rotates from pair to pair): rtlab with `--pacing rt-tests` (the tool's
+# hand-off step for step: the comparison), the rt-tests tool, and rtlab
+# with its default grid pacing (a timer thread on absolute deadlines, the
+# task one priority below: a second line, to show what the pacing changes).
+# All with the same CPU (both threads on it), interval, number of
+# hand-offs and priority. Reads rtlab's JSON (and the paced run's samples
+# CSV) and the tool's --json plus its printed summary with
+# bench/switch_compare.py and writes
 #   bench/results/switch-vs-rt-tests.md    human tables + settings + summary
 # The raw per-run JSONs and logs live in a temporary directory that is
 # removed on exit (set KEEP_RAW=DIR to copy them, with a summary JSON, to DIR).
@@ -61,7 +66,7 @@ require_whole_numbers PAIRS EVENTS INTERVAL_US CPU PRIO DMA_LATENCY SETTLE WAIT_
 (( EVENTS >= 1 )) || die "EVENTS must be at least 1"
 (( INTERVAL_US >= 1 )) || die "INTERVAL_US must be at least 1"
 # rtlab's task runs one below the timer thread, so its --priority starts at 2.
-(( PRIO >= 2 && PRIO <= 99 )) || die "PRIO=$PRIO: expected 2-99 (rtlab's task runs at PRIO-1)"
+(( PRIO >= 2 && PRIO <= 99 )) || die "PRIO=$PRIO: expected 2-99 (rtlab's grid-paced task runs at PRIO-1)"
 (( DMA_LATENCY <= 1 )) || die "DMA_LATENCY=$DMA_LATENCY: expected 0 or 1"
 (( PAIRS >= 3 )) || log "warning: PAIRS=$PAIRS; at least 3 pairs are recommended for a median"
 
@@ -96,11 +101,15 @@ wait_for_idle_builds latencies
 # ---------------------------------------------------------------- commands
 DMA_ARGS=()
 (( DMA_LATENCY == 1 )) || DMA_ARGS=(--no-dma-latency)
-# Exact argv of each run; $1 = run number, $2 = mechanism.
+# Exact argv of each run; $1 = run number, $2 = mechanism, $3 = rtlab's
+# pacing (rt-tests: the paced run also writes every sample, for the
+# resolution check in switch_compare.py).
 rtlab_cmd() {
     CMD=("$RTLAB" measure switch --mechanism "$2" --events "$EVENTS" --interval "${INTERVAL_US}us"
-         --cpu "$CPU" --policy fifo --priority "$PRIO" "${DMA_ARGS[@]}" --no-store --quiet
+         --cpu "$CPU" --policy fifo --priority "$PRIO" "${DMA_ARGS[@]}" --pacing "$3" --no-store --quiet
          --json "$TMP/run$1-rtlab.json")
+    [[ $3 == rt-tests ]] && CMD+=(--samples "$TMP/run$1-rtlab.csv")
+    return 0
 }
 # One thread pair (-t1), both threads pinned to CPU (-a$CPU: the attached form,
 # as "-a 0" would be read as "-a" = every CPU), same priority, interval and
@@ -110,7 +119,8 @@ tool_cmd() {
     CMD=("${TOOL_PATH[$tool]}" -t1 "-a$CPU" -p "$PRIO" -i "$INTERVAL_US" -l "$EVENTS" -q
          "--json=$TMP/run$1-$tool.json")
 }
-rtlab_cmd N M; RTLAB_TEMPLATE=$(cmd_template "${CMD[@]}")
+rtlab_cmd N M rt-tests; RTLAB_TEMPLATE=$(cmd_template "${CMD[@]}")
+rtlab_cmd N M grid; RTLAB_GRID_TEMPLATE=$(cmd_template "${CMD[@]}")
 tool_cmd N "${MECHS[0]}"
 TOOL_TEMPLATE=$(cmd_template TOOL "${CMD[@]:1}" | sed "s#run\(N\)-$first_tool#run\1-TOOL#")
 
@@ -118,19 +128,26 @@ start_manifest pair seq tool mechanism json log
 
 # A short rtlab run first, so a probe that does not work yet fails in seconds
 # rather than after the reference runs.
-log "checking that rtlab measure switch works (${#MECHS[@]} mechanism(s), 50 events each)"
+log "checking that rtlab measure switch works (${#MECHS[@]} mechanism(s), 50 events each, both pacings)"
 pre_mechs=$(IFS=,; echo "${MECHS[*]}")
-if ! "$RTLAB" measure switch --mechanism "$pre_mechs" --events 50 --interval "${INTERVAL_US}us" \
-        --cpu "$CPU" --policy fifo --priority "$PRIO" "${DMA_ARGS[@]}" --no-store --quiet \
-        --json "$TMP/preflight.json" >"$TMP/preflight.log" 2>&1; then
-    log "rtlab measure switch failed; its output:"; sed 's/^/    /' "$TMP/preflight.log" >&2 || true
-    die "rtlab measure switch does not work: nothing to compare"
-fi
+for pacing in rt-tests grid; do
+    if ! "$RTLAB" measure switch --mechanism "$pre_mechs" --events 50 --interval "${INTERVAL_US}us" \
+            --cpu "$CPU" --policy fifo --priority "$PRIO" "${DMA_ARGS[@]}" --pacing "$pacing" \
+            --no-store --quiet --json "$TMP/preflight.json" >"$TMP/preflight.log" 2>&1; then
+        log "rtlab measure switch --pacing $pacing failed; its output:"
+        sed 's/^/    /' "$TMP/preflight.log" >&2 || true
+        die "rtlab measure switch does not work: nothing to compare"
+    fi
+done
 
 run_one() {  # pair seq tool mechanism
     local pair=$1 seq=$2 tool=$3 mech=$4
-    if [[ $tool == rtlab ]]; then rtlab_cmd "$seq" "$mech"; else tool_cmd "$seq" "$mech"; fi
-    local json=$TMP/run$seq-$tool.json logf=$TMP/run$seq-$tool.log
+    case $tool in
+        rtlab) rtlab_cmd "$seq" "$mech" rt-tests ;;
+        rtlab-grid) rtlab_cmd "$seq" "$mech" grid ;;
+        *) tool_cmd "$seq" "$mech" ;;
+    esac
+    local json=$TMP/run$seq-${tool%-grid}.json logf=$TMP/run$seq-$tool.log
     settle_and_sample
     log "run $seq/$TOTAL_RUNS (pair $pair, $mech): $tool, $EVENTS events on CPU $CPU (load $RUN_LOAD)"
     run_timed "$logf"
@@ -138,13 +155,16 @@ run_one() {  # pair seq tool mechanism
     append_manifest_row "$pair" "$seq" "$tool" "$mech" "${json##*/}" "${logf##*/}"
 }
 
-TOTAL_RUNS=$(( PAIRS * 2 * ${#MECHS[@]} ))
+TOTAL_RUNS=$(( PAIRS * 3 * ${#MECHS[@]} ))
 run_s=$(( EVENTS * INTERVAL_US / 1000000 ))
-log "${#MECHS[@]} mechanism(s) x $PAIRS pairs x 2 runs x ~${run_s}s: about $(( TOTAL_RUNS * (run_s + SETTLE) ))s"
+log "${#MECHS[@]} mechanism(s) x $PAIRS pairs x 3 runs x ~${run_s}s: about $(( TOTAL_RUNS * (run_s + SETTLE) ))s"
 seq_no=0
 for (( pair = 1; pair <= PAIRS; pair++ )); do
     for mech in "${MECHS[@]}"; do
-        for tool in rtlab "${TOOL_FOR[$mech]}"; do
+        # The order rotates from pair to pair, so no side always runs first.
+        order=(rtlab "${TOOL_FOR[$mech]}" rtlab-grid)
+        for (( k = 0; k < 3; k++ )); do
+            tool=${order[$(( (k + pair - 1) % 3 ))]}
             seq_no=$(( seq_no + 1 ))
             run_one "$pair" "$seq_no" "$tool" "$mech"
         done
@@ -154,7 +174,7 @@ done
 # ---------------------------------------------------------------- report
 export_host_environment
 export BENCH_RTLAB_VERSION=$RTLAB_VERSION BENCH_RT_TESTS_VERSION=$RT_TESTS_VERSION
-export BENCH_RTLAB_CMD=$RTLAB_TEMPLATE BENCH_TOOL_CMD=$TOOL_TEMPLATE
+export BENCH_RTLAB_CMD=$RTLAB_TEMPLATE BENCH_RTLAB_GRID_CMD=$RTLAB_GRID_TEMPLATE BENCH_TOOL_CMD=$TOOL_TEMPLATE
 export PAIRS EVENTS CPU INTERVAL_US PRIO SETTLE DMA_LATENCY MECHANISMS
 python3 - "$TMP/meta.json" "$SCRIPT_DIR" <<'EOF'
 import os, sys
@@ -169,8 +189,10 @@ write_meta(
             "policy": "SCHED_FIFO", "settle_s": int(e["SETTLE"]),
             "dma_latency": e["DMA_LATENCY"] == "1",
             "mechanisms": e["MECHANISMS"].split(),
-            "order": "per pair, per mechanism: rtlab then the rt-tests tool"},
-    commands={"rtlab": e["BENCH_RTLAB_CMD"], "rt_tests": e["BENCH_TOOL_CMD"]},
+            "order": "per pair, per mechanism: rtlab (rt-tests pacing), the rt-tests tool, "
+                     "rtlab (grid pacing), rotated by one from pair to pair"},
+    commands={"rtlab": e["BENCH_RTLAB_CMD"], "rtlab_grid": e["BENCH_RTLAB_GRID_CMD"],
+              "rt_tests": e["BENCH_TOOL_CMD"]},
 )
 EOF
 

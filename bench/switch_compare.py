@@ -4,7 +4,9 @@
 
 Called by bench/switch-vs-rt-tests.sh with a manifest (runs.tsv) that lists,
 for every run, which tool ran for which mechanism, its JSON, its log (the
-tool's stdout+stderr) and its exact command. Pairs:
+tool's stdout+stderr) and its exact command. `rtlab` is rtlab with
+`--pacing rt-tests` (the tool's hand-off step for step: the comparison),
+`rtlab-grid` rtlab with its default pacing (a second line). Pairs:
 
     rtlab --mechanism pthread-mutex  <->  ptsematest   (POSIX mutex, threads)
     rtlab --mechanism mq             <->  pmqtest      (POSIX message queue)
@@ -51,6 +53,8 @@ WHAT = {
     "sysv-sem": "semop(+1) -> semop(-1) returns",
 }
 RATIO_METRICS = ("mean_us", "min_us", "max_us")
+GRID = "rtlab-grid"  # the manifest's name of rtlab's grid-paced runs
+MEAN_RATIO_GOAL = 1.05  # rtlab/tool mean ratio the paced runs must stay within
 OWN_COLUMNS = ("pair", "seq", "tool", "mechanism")
 FILE_COLUMNS = ("json", "log")  # relative to the manifest
 MANIFEST_COLUMNS = OWN_COLUMNS + FILE_COLUMNS + RUN_COLUMNS
@@ -192,9 +196,35 @@ def rtlab_figures(path, mechanism):
         "process": cfg.get("process"),
         "sched": cfg.get("sched"),
         "interval_ns": cfg.get("interval_ns"),
+        "pacing": cfg.get("pacing", "grid"),
         "events": (out["samples"] or 0) + (out["missed"] or 0),
     })
     return out
+
+
+def resolution_check(csv_path, mechanism):
+    """What the rt-tests tools' whole-us stamps would make of rtlab's own
+    samples: each sample L (ns) released at t (ns) reads
+    floor((t + L) / 1000) - floor(t / 1000) us when both stamps are cut to
+    whole us, as `gettimeofday` does. The sub-us phase of t is that of the
+    run's own release stamps. None without the samples file."""
+    try:
+        text = read_text(csv_path)
+    except BenchError:
+        return None
+    name = f"{mechanism}.switch"
+    exact, cut = [], []
+    for line in text.splitlines()[1:]:
+        parts = line.split(",")
+        if len(parts) != 3 or parts[0] != name:
+            continue
+        t, lat = int(parts[1]), int(parts[2])
+        exact.append(lat / 1000.0)
+        cut.append(float((t + lat) // 1000 - t // 1000))
+    if not exact:
+        return None
+    stats = lambda v: {"mean_us": sum(v) / len(v), "min_us": min(v), "max_us": max(v)}
+    return {"samples": len(exact), "ns": stats(exact), "whole_us": stats(cut)}
 
 
 # --------------------------------------------------------------------------
@@ -209,10 +239,15 @@ def analyse(runs, meta):
         mech = run["mechanism"]
         if mech not in TOOL_FOR:
             raise BenchError(f"unknown mechanism {mech!r} in the manifest")
-        if run["tool"] == "rtlab":
+        if run["tool"] in ("rtlab", GRID):
             f = rtlab_figures(run["json"], mech)
             rec["figures"] = f
             notes = []
+            want = "rt-tests" if run["tool"] == "rtlab" else "grid"
+            if f["pacing"] != want:
+                notes.append(f"pacing {f['pacing']}, expected {want}")
+            if want == "rt-tests":
+                f["resolution"] = resolution_check(run["json"][:-len(".json")] + ".csv", mech)
             if f["status"] != "complete":
                 notes.append(f"status {f['status']}")
             if f["events"] != cfg["events"]:
@@ -276,7 +311,21 @@ def analyse(runs, meta):
         m_rt["interrupt_mean_us"] = med((r["figures"]["interrupt"] or {}).get("mean_us") for r in rt)
         m_rt["interrupt_max_us"] = med((r["figures"]["interrupt"] or {}).get("max_us") for r in rt)
         m_tt = {m: med(r["figures"][m] for r in tt) for m in ("samples", "mean_us", "min_us", "max_us")}
+        gr = [r for r in out_runs if r["mechanism"] == mech and r["tool"] == GRID]
+        m_gr = {m: med(r["figures"][m] for r in gr)
+                for m in ("samples", "missed", "mean_us", "min_us", "max_us")}
+        grid_ratios = [ratio(g["figures"]["mean_us"], t["figures"]["mean_us"])
+                       for g in gr for t in tt if t["pair"] == g["pair"]]
+        res_runs = [r["figures"].get("resolution") for r in rt if r["figures"].get("resolution")]
+        resolution = {
+            side: {m: med(x[side][m] for x in res_runs) for m in RATIO_METRICS}
+            for side in ("ns", "whole_us")
+        } if res_runs else None
         per_mechanism[mech] = {
+            "median_grid": m_gr,
+            "grid_median_mean_ratio": med(grid_ratios),
+            "grid_mean_ratios": grid_ratios,
+            "resolution": resolution,
             "tool": tool,
             "pairs": len(ps),
             "median_rtlab": m_rt,
@@ -288,13 +337,18 @@ def analyse(runs, meta):
 
     summary = {
         "per_mechanism": per_mechanism,
+        "mean_ratio_goal": MEAN_RATIO_GOAL,
+        "within_goal": {m: (v["median_ratio_rtlab_over_tool"]["mean_us"] or 99) <= MEAN_RATIO_GOAL
+                        for m, v in per_mechanism.items()},
         "all_runs_clean": all(r["consistent"] for r in out_runs),
         "flagged_runs": {r["seq"]: r["problems"] for r in out_runs if not r["consistent"]},
         **disturbed_runs(out_runs, BUSY_PCT_WARN),
         "rtlab_warnings": rtlab_warnings(out_runs),
     }
     method = {
-        "rtlab": "`<mechanism>.switch` series of the JSON: release stamp -> task running, ns",
+        "rtlab": "`<mechanism>.switch` series of the JSON (--pacing rt-tests): release stamp -> "
+                 "task running, ns",
+        "rtlab-grid": "the same series with the default grid pacing",
         "rt-tests": "--json receiver min/avg/max (us; avg to 0.01 us), cross-checked with the "
                     "printed '#1 -> #0' line",
         "ratios": "rtlab / tool per pair; summary = median over pairs, and ratio of medians",
@@ -316,8 +370,88 @@ def summary_rows(res):
                          fmt(s["median_rtlab"][m], 3), fmt(s["median_tool"][m], 2 if m == "mean_us" else 0),
                          fmt(s["ratio_of_medians_rtlab_over_tool"][m]),
                          fmt(s["median_ratio_rtlab_over_tool"][m]), per_pair])
+        g = s["median_grid"]["mean_us"]
+        rows.append([mech, s["tool"], "mean, grid pacing", fmt(g, 3),
+                     fmt(s["median_tool"]["mean_us"], 2), fmt(ratio(g, s["median_tool"]["mean_us"])),
+                     fmt(s["grid_median_mean_ratio"]),
+                     ", ".join(fmt(r) for r in s["grid_mean_ratios"])])
     return ["mechanism", "rt-tests tool", "metric", "rtlab (median, us)", "tool (median, us)",
             "ratio of medians", "median ratio rtlab/tool", "per-pair ratios"], rows
+
+
+# The hand-off of each tool as `--pacing rt-tests` copies it (rt-tests 2.x
+# sources): sender's steps from its stamp; receiver's from its wait.
+STRUCTURE = {
+    "pthread-mutex": "sender: stamp, unlock the test mutex, relock its own sync mutex (blocks); "
+                     "receiver: relock the test mutex it holds (blocks), stamp, sleep, unlock "
+                     "the sync mutex",
+    "mq": "sender: stamp, mq_send on the test queue, mq_receive on the sync queue (blocks); "
+          "receiver: mq_receive (blocks), stamp, sleep, mq_send on the sync queue",
+    "signal": "sender: stamp, pthread_kill, sigwait for the go-ahead signal (blocks); receiver: "
+              "sigwait (blocks), stamp, sleep, pthread_kill of the sender",
+    "sysv-sem": "sender: stamp, semop(S, +1), semop(R, -1) (blocks), semop(S, -1); receiver: "
+                "semop(S, -1) (blocks), stamp, semop(R, +1), sleep, semop(S, +1)",
+}
+
+
+def what_is_compared(res):
+    """The settings chosen and what still differs, as Markdown lines."""
+    cfg = res["config"]
+    s = res["summary"]
+    prio = cfg["priority"]
+    out = ["## What is compared, and the settings chosen\n"]
+    out.append(
+        "- **Same hand-off, same structure.** " + "; ".join(
+            f"`{m}` <-> {TOOL_FOR[m]} ({WHAT[m]}: {STRUCTURE[m]})" for m in s["per_mechanism"]) +
+        ". rtlab's `--pacing rt-tests` runs these steps in the same order, the sender's "
+        "blocking call straight after the release (its samples are pushed after it wakes, "
+        "before its next stamp), so both measure the release call, the sender's path into "
+        "its blocking call and the switch to the receiver.")
+    out.append(
+        f"- **Placement: same CPU.** `-a{cfg['cpu']}` pins both rt-tests threads to CPU "
+        f"{cfg['cpu']} (rt-tests cannot put the two threads of one pair on different CPUs); "
+        f"rtlab runs with `--cpu {cfg['cpu']}` and without `--cross-cpu`: a real context "
+        f"switch on one CPU.")
+    out.append(
+        f"- **Priority.** `-p {prio}` with one pair (`-t1`) gives both rt-tests threads FIFO "
+        f"{prio}; so does `--pacing rt-tests`. The grid pacing runs its task one below (FIFO "
+        f"{prio - 1}); on one CPU the woken thread cannot preempt the releaser either way, and "
+        f"measured same-vs-below grid runs differ by less than their spread (see "
+        f"docs/measure-switch.md).")
+    out.append(
+        f"- **Interval and count.** `--interval {cfg['interval_us']}us --events {cfg['events']}` "
+        f"and `-i {cfg['interval_us']} -l {cfg['events']}`. With `--pacing rt-tests` the "
+        f"receiver sleeps a relative interval after each hand-off, as the tools: a cycle lasts "
+        f"interval + two hand-offs and nothing is missed. The grid pacing releases on absolute "
+        f"deadlines from a timerfd and counts a late wake-up as missed events.")
+    out.append(
+        "- **/dev/cpu_dma_latency.** The rt-tests IPC tools do not touch it; rtlab runs " +
+        ("with `--no-dma-latency` to match." if not cfg.get("dma_latency") else
+         "with it held at 0 (DMA_LATENCY=1): the tools run without it."))
+    out.append(
+        "- **Clock and resolution.** The tools stamp `gettimeofday()` (CLOCK_REALTIME, whole "
+        "us) and subtract; rtlab stamps CLOCK_MONOTONIC in ns (both read through the vDSO, "
+        "no system call). The table above applies the tools' cut to rtlab's own samples: the "
+        "mean stays (the cut is unbiased), min and max move to whole us. So the mean ratio is "
+        "the meaningful one; a min or max ratio is off by up to 1 us / the value.")
+    out.append(
+        "- **Max and start-up.** The rt-tests tools stamp from the very first hand-off, right "
+        "after creating their threads; rtlab starts both sides 50 ms after they are set up, "
+        "stacks and rings prefaulted. Their max partly measures start-up.")
+    out.append(
+        "- **What the tools do not report.** No percentiles, no count of the receiver's "
+        "samples (`Cycles` is the sender's), no lateness of the receiver's sleep: a stall in "
+        "the sleep only makes the run longer. rtlab's paced interrupt series holds the "
+        "receiver's sleep lateness, so the same stall shows there.")
+    out.append(
+        "- **What still differs in the paced runs.** The `signal` go-ahead and release use "
+        "SIGRTMIN+7/+8 (real-time signals, which rtlab keeps to itself) instead of "
+        "SIGUSR2/SIGUSR1; `mq` messages are 8 bytes at priority 0 (pmqtest: 7 bytes, "
+        "priority 1) in a queue of 4 (pmqtest: 1); rtlab's objects live in one anonymous "
+        "mapping (the pthread ones process-private, as the tools'). rtlab's release call is "
+        "reached through one `match` on the mechanism.")
+    out.append("")
+    return out
 
 
 def render_md(res):
@@ -328,37 +462,92 @@ def render_md(res):
     out.append(md_table(["", ""], host_rows(res, [("clocksource", "clocksource")]) + [
         ["rtlab", res["versions"]["rtlab"]],
         ["rt-tests", res["versions"]["rt_tests"]],
-        ["setup", f"{cfg['pairs']} pair(s) per mechanism (rtlab then the rt-tests tool), "
+        ["setup", f"{cfg['pairs']} round(s) per mechanism (rtlab paced as rt-tests, the "
+                  f"rt-tests tool, rtlab grid-paced; the order rotates each round), "
                   f"{cfg['events']} events each, interval {cfg['interval_us']} us, all threads on "
                   f"CPU {cfg['cpu']}, SCHED_FIFO {cfg['priority']}, {cfg['settle_s']} s pause "
                   f"before each run"],
     ], numeric=False))
     out.append("")
-    out += command_lines([res["commands"]["rtlab"], res["commands"]["rt_tests"]],
+    out += command_lines([res["commands"]["rtlab"], res["commands"].get("rtlab_grid", ""),
+                          res["commands"]["rt_tests"]],
                          extra_legend="; `M` = the mechanism, `TOOL` = its rt-tests tool")
 
     out.append("## Summary\n")
+    goal = s["mean_ratio_goal"]
+    met = [m for m, ok in s["within_goal"].items() if ok]
     out.append("Release-to-running latency of the woken thread, same CPU. rtlab = mean/min/max of "
-               "its `M.switch` series (ns, shown in us); tool = the rt-tests tool's receiver "
-               "avg/min/max (`--json`). Ratios are rtlab / tool: below 1 means rtlab measured a "
-               "shorter delay. `ratio of medians` = median of rtlab's runs / median of the "
-               "tool's runs; `median ratio` = median over pairs of the per-pair ratio.\n")
+               "its `M.switch` series with `--pacing rt-tests`, the tool's hand-off step for step "
+               "(ns, shown in us); tool = the rt-tests tool's receiver avg/min/max (`--json`). "
+               "`mean, grid pacing` = rtlab's default pacing (timer thread on absolute deadlines, "
+               "task one priority below) against the same tool runs. Ratios are rtlab / tool: "
+               "below 1 means rtlab measured a shorter delay. `ratio of medians` = median of "
+               "rtlab's runs / median of the tool's runs; `median ratio` = median over pairs of "
+               "the per-pair ratio.\n")
+    each = ", ".join(f"{m} {fmt(v['median_ratio_rtlab_over_tool']['mean_us'])}"
+                     for m, v in s["per_mechanism"].items())
+    out.append(f"**Mean ratio (median over pairs) within {goal}: {len(met)} of "
+               f"{len(s['within_goal'])} mechanisms** ({each}).\n")
     header, rows = summary_rows(res)
     out.append(md_table(header, rows, text_cols=3))
     out.append("")
     rows = []
     for mech, m in s["per_mechanism"].items():
-        r, t = m["median_rtlab"], m["median_tool"]
+        r, t, g = m["median_rtlab"], m["median_tool"], m["median_grid"]
         rows.append([mech, fmt(r["samples"], 0), fmt(r["missed"], 0), fmt(t["samples"], 0),
+                     fmt(g["samples"], 0), fmt(g["missed"], 0),
                      fmt(r["p50_us"]), fmt(r["p99_us"]),
                      fmt(r["interrupt_mean_us"]), fmt(r["interrupt_max_us"])])
     out.append("Medians of the other figures (rtlab's `samples + missed` = events; the rt-tests "
-               "tools count the sender's cycles and have no notion of a missed release; "
-               "`interrupt` = rtlab's timer-thread wake-up latency, which the rt-tests tools "
-               "do not measure):\n")
+               "tools count the sender's cycles and have no notion of a missed release; with "
+               "`--pacing rt-tests` nothing is late, so nothing is missed; `sleep` = the "
+               "receiver's wake-up lateness from its relative sleep, rtlab's interrupt series in "
+               "that pacing, which the tools do not measure):\n")
     out.append(md_table(["mechanism", "rtlab samples", "rtlab missed", "tool cycles",
-                         "rtlab p50 (us)", "rtlab p99 (us)", "rtlab interrupt mean (us)",
-                         "rtlab interrupt max (us)"], rows))
+                         "grid samples", "grid missed", "rtlab p50 (us)", "rtlab p99 (us)",
+                         "sleep lateness mean (us)", "sleep lateness max (us)"], rows))
+    out.append("")
+    rows = []
+    for mech, m in s["per_mechanism"].items():
+        x = m["resolution"]
+        if not x:
+            continue
+        ns, us = x["ns"], x["whole_us"]
+        rows.append([mech, fmt(ns["mean_us"]), fmt(us["mean_us"]), fmt(ns["min_us"]),
+                     fmt(us["min_us"], 0), fmt(ns["max_us"]), fmt(us["max_us"], 0),
+                     fmt(m["median_tool"]["mean_us"], 2), fmt(m["median_tool"]["min_us"], 0)])
+    if rows:
+        out.append("### What whole-us stamps do to the same samples\n")
+        out.append("rtlab's paced runs' own samples (`--samples` CSV), once as measured (ns) and "
+                   "once as the tools would read them: both stamps cut to whole us as "
+                   "`gettimeofday` does, `floor((t + L) / 1 us) - floor(t / 1 us)`, with `t` the "
+                   "release stamp as recorded (its sub-us phase is the run's own). Medians over "
+                   "the runs, us. The mean moves by a few hundredths at most (the cut is "
+                   "unbiased when the phase is spread); min and max move to whole us, by up to "
+                   "1 us: compare min and max ratios with that in mind.\n")
+        out.append(md_table(["mechanism", "mean, ns stamps", "mean, whole-us stamps",
+                             "min, ns", "min, whole us", "max, ns", "max, whole us",
+                             "tool mean", "tool min"], rows))
+        out.append("")
+
+    rows = []
+    for mech, m in s["per_mechanism"].items():
+        sides = {}
+        for tool in ("rtlab", m["tool"]):
+            means = [r["figures"]["mean_us"] for r in res["runs"]
+                     if r["mechanism"] == mech and r["tool"] == tool]
+            sides[tool] = means
+        rt, tt = sides["rtlab"], sides[m["tool"]]
+        rows.append([mech, ", ".join(fmt(v) for v in rt), fmt(ratio(max(rt), min(rt))),
+                     ", ".join(fmt(v, 2) for v in tt), fmt(ratio(max(tt), min(tt))),
+                     fmt(m["median_ratio_rtlab_over_tool"]["mean_us"])])
+    out.append("### Run-to-run spread of the means\n")
+    out.append("Each side's own runs, us, in run order, and their largest / smallest: how far "
+               "a side differs from itself between runs minutes apart on this machine. A "
+               "median ratio rtlab/tool inside those spreads is not a difference these runs "
+               "can resolve; one outside them is.\n")
+    out.append(md_table(["mechanism", "rtlab paced means", "rtlab max/min", "tool means",
+                         "tool max/min", "median ratio rtlab/tool"], rows))
     out.append("")
 
     notes = []
@@ -368,77 +557,10 @@ def render_md(res):
     notes += disturbance_notes(s, BUSY_PCT_WARN)
     notes += [f"rtlab warned: {w}" for w in s["rtlab_warnings"]]
     out += note_lines(notes)
-
-    out.append("## What is compared, and the settings chosen\n")
-    out.append(
-        "- **Same hand-off.** " + "; ".join(f"`{m}` <-> {TOOL_FOR[m]} ({WHAT[m]})"
-                                            for m in s["per_mechanism"]) +
-        ". Each rt-tests tool stamps `gettimeofday()` just before the release and again when the "
-        "receiver's wait returns; rtlab stamps the release just before the release call and the "
-        "task stamps when its wait returns, so both measure release -> woken thread running.")
-    out.append(
-        f"- **Placement: same CPU.** `-a{cfg['cpu']}` pins both rt-tests threads (sender and "
-        f"receiver) to CPU {cfg['cpu']}; rt-tests cannot put the two threads of one pair on "
-        f"different CPUs (without `-a` they float). So rtlab runs without `--cross-cpu` "
-        f"(`--cpu {cfg['cpu']}`: timer thread and task both on CPU {cfg['cpu']}), which measures a "
-        f"real context switch on one CPU, as the rt-tests tools do.")
-    out.append(
-        f"- **Priority.** `-p {cfg['priority']}` with one pair (`-t1`) gives *both* rt-tests "
-        f"threads FIFO {cfg['priority']} (the tools decrement the priority only for the next "
-        f"pair); rtlab `--priority {cfg['priority']}` runs its timer thread at FIFO "
-        f"{cfg['priority']} and the task at FIFO {cfg['priority'] - 1}. On one CPU both orderings "
-        f"behave the same: the woken thread cannot preempt the releasing one (equal or lower "
-        f"priority), so it runs when the releaser blocks. Both latencies therefore include the "
-        f"releaser's path from its release call to blocking. The rt-tests sender blocks at once "
-        f"in its wait for the receiver's next go-ahead (mutex, mq_receive, sigwait, semop: no "
-        f"timer is armed). rtlab's timer thread blocks in `read()` of a periodic timerfd whose "
-        f"next expiry the kernel re-armed before the release, so it arms no timer either. (Until "
-        f"commit 8481cf0 it slept in `clock_nanosleep`, which arms the next deadline after the "
-        f"release: a trap to the hypervisor on a VM, which made rtlab's same-CPU mean 1.4-4x the "
-        f"tools' here.) What remains different: rtlab's releaser pushes two ring samples and "
-        f"loops before blocking, and its task is one priority below.")
-    out.append(
-        f"- **Interval and count.** rtlab `--interval {cfg['interval_us']}us --events "
-        f"{cfg['events']}`; rt-tests `-i {cfg['interval_us']} -l {cfg['events']}`. The pacing "
-        f"differs: rtlab's timer thread releases on absolute deadlines (a late wake-up is counted "
-        f"as missed events); an rt-tests receiver sleeps a *relative* `-i` after each hand-off "
-        f"and then wakes the sender, which releases at once, so a cycle lasts interval + "
-        f"overheads and nothing is ever missed or counted late.")
-    out.append(
-        "- **/dev/cpu_dma_latency.** The rt-tests IPC tools do not touch it; rtlab holds it at 0 "
-        "by default, so rtlab runs with " +
-        ("`--no-dma-latency` to match." if not cfg.get("dma_latency") else
-         "its default (held at 0) because DMA_LATENCY=1 was set: the tools run without it.") +
-        " On one CPU the release-to-running path does not go through idle, so this mainly "
-        "affects the timer thread's own wake-up (the interrupt series).")
-    out.append(
-        "- **Resolution.** The rt-tests tools take `gettimeofday()` (CLOCK_REALTIME, whole us) "
-        "stamps and subtract them, so each sample is the true delay +-1 us: min and max are "
-        "whole us and can be 1 us off (a 0.4 us hand-off reads 0 or 1 us), and only avg (sum / "
-        "count, printed rounded to whole us, written to `--json` with two decimals) is close to "
-        "unbiased. rtlab stamps CLOCK_MONOTONIC in ns. At a few us per hand-off, 1 us is "
-        "20-50 % of the value, so the min and max ratios carry that much resolution error; the "
-        "mean ratio is the meaningful one. They also only use `tv_usec` of the difference "
-        "(a delay of 1 s or more would wrap), irrelevant here.")
-    out.append(
-        "- **Max and start-up.** The rt-tests tools stamp from the very first hand-off, right "
-        "after creating their two threads, without a warm-up: the first hand-offs of a run "
-        "are often its slowest (a run of one loop, `-l 1`, typically reads tens of us), so "
-        "their max partly measures start-up. rtlab prefaults its stacks and rings and starts "
-        "its deadline grid only after both threads are set up. Compare the max ratios with "
-        "that in mind.")
-    out.append(
-        "- **What the tools do not report.** The rt-tests tools print no percentiles and no "
-        "count of the receiver's samples (`Cycles` is the sender's). A stall that falls "
-        "outside the stamped hand-off (in the receiver's sleep, or while a higher-priority "
-        "thread holds the CPU) only makes the run longer: the figures do not change and "
-        "nothing is counted. rtlab's timer thread keeps an absolute deadline grid, so the "
-        "same stall shows as missed events in both its series (the `wall (s)` and `missed` "
-        "columns below).")
-    out.append("")
-
+    out += what_is_compared(res)
     out.append("## Per pair\n")
-    out.append("us figures; rtlab's come from ns. `events` = rtlab samples + missed, or the "
+    out.append("us figures; rtlab's come from ns; `rtlab` = `--pacing rt-tests`, `rtlab-grid` = "
+               "the default pacing; ratios are the paced run's. `events` = rtlab samples + missed, or the "
                "sender's cycles for the rt-tests tool. `wall (s)` = the run's wall-clock time "
                f"(both plan {cfg['events']} x {cfg['interval_us']} us = "
                f"{cfg['events'] * cfg['interval_us'] / 1e6:g} s, plus start-up): an rt-tests run "
@@ -451,10 +573,12 @@ def render_md(res):
         out.append(f"### {mech} vs {TOOL_FOR[mech]}\n")
         rows = []
         for p in [p for p in res["pairs"] if p["mechanism"] == mech]:
-            for seq in (p["rtlab_seq"], p["tool_seq"]):
+            grid = [r["seq"] for r in res["runs"] if r["mechanism"] == mech
+                    and r["pair"] == p["pair"] and r["tool"] == GRID]
+            for seq in sorted([p["rtlab_seq"], p["tool_seq"], *grid]):
                 r = by_seq[seq]
                 f = r["figures"]
-                if r["tool"] == "rtlab":
+                if r["tool"] in ("rtlab", GRID):
                     row = [f["events"], f["samples"], f["missed"], fmt(f["mean_us"]),
                            fmt(f["min_us"]), fmt(f["max_us"])]
                 else:

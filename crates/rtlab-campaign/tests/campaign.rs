@@ -1144,6 +1144,7 @@ osnoise = false
             cpu: Some(0),
             cross_cpu: true,
             process: true,
+            pacing: rtlab_probe::switch::Pacing::Grid,
         })
     );
     assert_eq!(c.probes[0].interval_ns(), Some(500_000));
@@ -1243,6 +1244,34 @@ fn switch_and_noise_settings_are_checked() {
         "cpu",
         "probe[0].cpu",
         "-1 is not a CPU number",
+    );
+    assert_error(
+        &switch("pacing = \"cyclic\"\n"),
+        "pacing",
+        "probe[0].pacing",
+        "unknown pacing `cyclic` (known: grid, rt-tests)",
+    );
+    // rt-tests pacing copies a tool: only the four tools' mechanisms, as threads.
+    assert_error(
+        &switch("mechanisms = [\"mq\", \"futex\"]\npacing = \"rt-tests\"\n"),
+        "pacing",
+        "probe[0].pacing",
+        "`futex` has no rt-tests counterpart",
+    );
+    assert_error(
+        &switch("mechanisms = [\"mq\"]\npacing = \"rt-tests\"\nprocess = true\n"),
+        "process",
+        "probe[0].process",
+        "as threads",
+    );
+    let paced = parse_ok(&switch(
+        "mechanisms = [\"sysv-sem\", \"signal\"]\npacing = \"rt-tests\"\n",
+    ));
+    assert_eq!(
+        paced.probes[0]
+            .settings_as::<SwitchSettings>()
+            .map(|s| s.pacing),
+        Some(rtlab_probe::switch::Pacing::RtTests)
     );
 
     let noise = |body: &str| {

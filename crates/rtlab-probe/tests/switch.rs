@@ -13,7 +13,7 @@
 
 use rtlab_core::result::Series;
 use rtlab_core::sched::{self, Policy, SchedParams};
-use rtlab_probe::switch::{self, InjectDelay, Mechanism, SwitchConfig};
+use rtlab_probe::switch::{self, InjectDelay, Mechanism, Pacing, SwitchConfig};
 use rtlab_probe::timer::RunLength;
 use rtlab_probe::{ProbeOutcome, ProbeRun};
 use std::collections::BTreeSet;
@@ -100,6 +100,7 @@ fn config(
             deadline: None,
         },
         inject: None,
+        pacing: Pacing::Grid,
     }
 }
 
@@ -157,6 +158,10 @@ fn check_complete(outcome: &ProbeOutcome, config: &SwitchConfig, events: u64) {
         let switch = series(outcome, &format!("{mechanism}.switch"));
         assert_eq!(interrupt.metric, "interrupt_latency", "{what}");
         assert_eq!(switch.metric, "switch_latency", "{what}");
+        if config.pacing == Pacing::RtTests {
+            check_paced(interrupt, switch, config, events, &what);
+            continue;
+        }
         assert_eq!(interrupt.cpu, Some(config.cpu), "{what}");
         assert_eq!(switch.cpu, Some(config.task_cpu), "{what}");
         assert_eq!(interrupt.interval_ns, config.interval_ns, "{what}");
@@ -188,6 +193,119 @@ fn check_complete(outcome: &ProbeOutcome, config: &SwitchConfig, events: u64) {
         }
         assert_ne!(switch.thread.tid, interrupt.thread.tid, "{what}");
     }
+}
+
+/// rt-tests pacing: nothing is late, so nothing is missed; both series are
+/// the task's (its sleep, its wake-up), which runs at the sender's priority.
+fn check_paced(
+    interrupt: &Series,
+    switch: &Series,
+    config: &SwitchConfig,
+    events: u64,
+    what: &str,
+) {
+    for s in [interrupt, switch] {
+        assert_eq!(s.cpu, Some(config.task_cpu), "{what}");
+        assert_eq!(
+            (s.stats.samples, s.stats.missed),
+            (events, 0),
+            "{} of {what}",
+            s.name
+        );
+        assert_eq!(s.stats.dropped, 0, "{what}");
+        assert_eq!(s.thread.requested.priority, PRIORITY, "{what}");
+        let actual = s.thread.actual.expect("the task's policy is known");
+        assert_eq!(
+            (actual.policy, actual.priority),
+            (Policy::Fifo, PRIORITY),
+            "{what}"
+        );
+        assert_eq!(s.thread.pinned_cpu, Some(config.task_cpu), "{what}");
+    }
+    assert_eq!(switch.thread.tid, interrupt.thread.tid, "{what}");
+    // Each sleep is `interval` long: a wake-up is late, never early, and the
+    // samples come every interval or more.
+    assert_eq!(interrupt.interval_ns, config.interval_ns, "{what}");
+}
+
+/// The four rt-tests tools' mechanisms.
+const RT_TESTS_MECHANISMS: &[Mechanism] = &[
+    Mechanism::PthreadMutex,
+    Mechanism::Mq,
+    Mechanism::Signal,
+    Mechanism::SysvSem,
+];
+
+fn paced(events: u64, interval_ns: u64, cross_cpu: bool) -> SwitchConfig {
+    SwitchConfig {
+        pacing: Pacing::RtTests,
+        ..config(RT_TESTS_MECHANISMS, events, interval_ns, cross_cpu, false)
+    }
+}
+
+#[test]
+fn rt_tests_pacing_runs_each_tools_hand_off_with_every_cycle_counted() {
+    let Some(_serial) = serial() else { return };
+    let events = 300;
+    for cross_cpu in [false, true] {
+        let config = paced(events, 500_000, cross_cpu);
+        let started = Instant::now();
+        let outcome = run(&config);
+        assert_eq!(outcome.failure, None, "warnings {:?}", outcome.warnings);
+        check_complete(&outcome, &config, events);
+        // A cycle is a relative sleep of the interval plus the hand-offs:
+        // the run cannot be shorter than the sleeps.
+        let slept = Duration::from_nanos(4 * events * config.interval_ns);
+        assert!(
+            started.elapsed() >= slept,
+            "{:?} < {slept:?}",
+            started.elapsed()
+        );
+        print_series(&outcome);
+    }
+}
+
+#[test]
+fn rt_tests_pacing_shows_an_injected_delay_in_the_switch_series() {
+    let Some(_serial) = serial() else { return };
+    for &mechanism in RT_TESTS_MECHANISMS {
+        let mut config = paced(1000, 500_000, false);
+        config.mechanisms = vec![mechanism];
+        config.inject = Some(InjectDelay {
+            delay_ns: 300_000,
+            every: 50,
+        });
+        let outcome = run(&config);
+        check_complete(&outcome, &config, 1000);
+        let switch = series(&outcome, &format!("{mechanism}.switch"));
+        // Nothing is skipped in this pacing: releases 1, 51, ..., 951 are
+        // delayed, 20 of them, each by at least the spin.
+        assert!(
+            at_least_us(switch, 300) >= 20,
+            "{mechanism}: {} switch samples >= 300 us",
+            at_least_us(switch, 300)
+        );
+    }
+}
+
+#[test]
+fn rt_tests_pacing_stops_early_and_leaves_nothing_behind() {
+    let Some(_serial) = serial() else { return };
+    let sets_before = private_sysv_sets();
+    let stop = Arc::new(AtomicBool::new(false));
+    // 100 s planned per mechanism; stopped after 300 ms.
+    let config = paced(100_000, 1_000_000, false);
+    let run = switch::start(&config, Arc::clone(&stop), None, None).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    wait_for_end(run.as_ref(), "rt-tests pacing");
+    let outcome = run.finish().unwrap();
+    assert!(outcome.stopped_early);
+    assert_eq!(outcome.failure, None, "warnings {:?}", outcome.warnings);
+    let first = series(&outcome, "pthread-mutex.switch");
+    assert!(first.stats.samples > 0 && first.stats.samples < 100_000);
+    assert_eq!(first.stats.missed, 0);
+    assert_nothing_left(&sets_before);
 }
 
 /// A CSV sink the test can read back.
@@ -248,6 +366,23 @@ fn every_mechanism_runs_as_threads_on_one_cpu() {
             s.name
         );
     }
+    print_series(&outcome);
+}
+
+/// No SysV set made since `sets_before` and no message queue of the probe
+/// is left.
+fn assert_nothing_left(sets_before: &BTreeSet<i32>) {
+    let new_sets: Vec<i32> = private_sysv_sets()
+        .difference(sets_before)
+        .copied()
+        .filter(|&semid| used_by_us(semid))
+        .collect();
+    assert!(new_sets.is_empty(), "SysV sets left: {new_sets:?}");
+    assert_eq!(rtlab_queues(), Vec::<String>::new());
+}
+
+/// The run's figures, for the test's output.
+fn print_series(outcome: &ProbeOutcome) {
     for s in &outcome.series {
         eprintln!(
             "{:<24} samples {:>4} missed {:>3} mean {:>7.1} us max {:>7.1} us",
@@ -364,7 +499,7 @@ fn wait_for_end(run: &dyn ProbeRun, what: impl std::fmt::Display) {
 }
 
 /// SysV semaphore sets of the kind the probe creates (IPC_PRIVATE, one
-/// semaphore, mode 600).
+/// semaphore, or two with rt-tests pacing, mode 600).
 fn private_sysv_sets() -> BTreeSet<i32> {
     let table = std::fs::read_to_string("/proc/sysvipc/sem").unwrap_or_default();
     table
@@ -373,8 +508,10 @@ fn private_sysv_sets() -> BTreeSet<i32> {
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             // key semid perms nsems ...
-            let ours =
-                fields.len() > 3 && fields[0] == "0" && fields[2] == "600" && fields[3] == "1";
+            let ours = fields.len() > 3
+                && fields[0] == "0"
+                && fields[2] == "600"
+                && (fields[3] == "1" || fields[3] == "2");
             ours.then(|| fields[1].parse().ok()).flatten()
         })
         .collect()
@@ -453,13 +590,7 @@ fn nothing_is_left_behind() {
         assert!(run.finish().unwrap().stopped_early);
         assert_eq!(children(), Vec::<i32>::new(), "process mode: {process}");
     }
-    let new_sets: Vec<i32> = private_sysv_sets()
-        .difference(&sets_before)
-        .copied()
-        .filter(|&semid| used_by_us(semid))
-        .collect();
-    assert!(new_sets.is_empty(), "SysV sets left: {new_sets:?}");
-    assert_eq!(rtlab_queues(), Vec::<String>::new());
+    assert_nothing_left(&sets_before);
 }
 
 #[test]

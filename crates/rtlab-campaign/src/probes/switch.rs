@@ -5,13 +5,13 @@
 use super::cpus::cpu_or;
 use super::kind::{KindDef, KindSettings, OneRun};
 use crate::error::CampaignError;
-use crate::parse::probe::cpu_number;
+use crate::parse::probe::{at_setting, cpu_number, STAND_IN_NS, STAND_IN_SCHED};
 use crate::parse::reader::{Reader, Section};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::SchedParams;
 use rtlab_core::units::human_duration;
 pub use rtlab_probe::switch::Mechanism;
-use rtlab_probe::switch::SwitchConfig;
+use rtlab_probe::switch::{Pacing, SwitchConfig};
 use rtlab_probe::timer::RunLength;
 use rtlab_probe::Probe;
 use serde::Serialize;
@@ -29,6 +29,7 @@ pub(crate) const KIND: KindDef = KindDef {
         "cpu",
         "cross_cpu",
         "process",
+        "pacing",
     ],
     read: |r, s| Ok(Box::new(read(r, s)?)),
 };
@@ -44,6 +45,9 @@ pub struct SwitchSettings {
     pub cross_cpu: bool,
     /// The task in its own process.
     pub process: bool,
+    /// `grid` (default) or `rt-tests`: see [`Pacing`].
+    #[serde(default, skip_serializing_if = "Pacing::is_grid")]
+    pub pacing: Pacing,
 }
 
 impl Default for SwitchSettings {
@@ -54,6 +58,7 @@ impl Default for SwitchSettings {
             cpu: None,
             cross_cpu: false,
             process: false,
+            pacing: Pacing::Grid,
         }
     }
 }
@@ -77,6 +82,7 @@ impl SwitchSettings {
             process: self.process,
             sched,
             inject: None,
+            pacing: self.pacing,
         }
     }
 }
@@ -111,6 +117,18 @@ fn read(r: &Reader, s: &Section) -> Result<SwitchSettings, CampaignError> {
     if let Some(v) = s.get("process") {
         switch.process = r.boolean(v, &s.field("process"))?;
     }
+    if let Some(v) = s.get("pacing") {
+        let (text, span) = r.string(v, &s.field("pacing"))?;
+        switch.pacing = text
+            .parse()
+            .map_err(|e: String| r.error(span, &s.field("pacing"), e))?;
+    }
+    // The probe's own rules that need no configuration (rt-tests pacing's
+    // mechanisms and threads); the policy is checked per pair.
+    switch
+        .config(RunLength::DurationNs(STAND_IN_NS), (0, 0), STAND_IN_SCHED)
+        .validate()
+        .map_err(|e| at_setting(r, s, &e))?;
     Ok(switch)
 }
 
@@ -164,7 +182,7 @@ impl KindSettings for SwitchSettings {
     fn describe(&self) -> String {
         let mechanisms: Vec<&str> = self.mechanisms.iter().map(|m| m.as_str()).collect();
         format!(
-            "{} every {} on {}{}{}",
+            "{} every {} on {}{}{}{}",
             mechanisms.join(", "),
             human_duration(self.interval_ns),
             cpu_or(self.cpu, "the last CPU"),
@@ -178,11 +196,15 @@ impl KindSettings for SwitchSettings {
             } else {
                 ""
             },
+            match self.pacing {
+                Pacing::Grid => "",
+                Pacing::RtTests => ", paced as rt-tests",
+            },
         )
     }
 
     /// The configuration schedules the timer thread (the task runs one
-    /// priority below).
+    /// priority below, or at it with rt-tests pacing).
     fn probe(&self, run: &OneRun) -> Result<Box<dyn Probe>, String> {
         let placement = switch_placement(self.cpu, self.cross_cpu, run.online)?;
         // The run's duration is shared by its mechanisms, so that a run

@@ -9,7 +9,8 @@
 
 use super::interrupt::{self, Rings, TimerEnd, TimerPlan};
 use super::mechanism::{Ops, Setup};
-use super::options::{InjectDelay, Mechanism};
+use super::options::{InjectDelay, Mechanism, Pacing};
+use super::paced::{self, GoAhead};
 use super::release::Releaser;
 use super::shared::{Block, Region, GO_ABANDON, GO_RUN, TASK_READY, TASK_STARTING};
 use super::sys::{self, describe_errno, futex_wait_for, futex_wake};
@@ -83,6 +84,7 @@ pub struct DriverPlan {
     pub process: bool,
     pub sched: SchedParams,
     pub task_sched: SchedParams,
+    pub pacing: Pacing,
     pub interval_ns: u64,
     pub events: u64,
     pub inject: Option<InjectDelay>,
@@ -114,7 +116,13 @@ pub fn drive(plan: DriverPlan, region: Region, first: Setup, lanes: Vec<Rings>) 
         block.reset();
         let setup = match first.take() {
             Some(setup) => setup,
-            None => match Setup::new(mechanism, block, plan.process, plan.journal.as_ref()) {
+            None => match Setup::new(
+                mechanism,
+                block,
+                plan.process,
+                plan.pacing,
+                plan.journal.as_ref(),
+            ) {
                 Ok(setup) => setup,
                 Err(e) => {
                     plan.state.fail(format!(
@@ -294,10 +302,33 @@ fn timer_thread(
     mut rings: Rings,
     ready: mpsc::Sender<(ThreadSettings, Vec<String>)>,
 ) -> Option<TimerEnd> {
-    let (settings, warnings) = crate::thread::set_up_measuring_thread(Some(plan.cpu), &plan.sched);
+    let (settings, mut warnings) =
+        crate::thread::set_up_measuring_thread(Some(plan.cpu), &plan.sched);
     let mut releaser = Releaser::new(ops);
     releaser.init();
+    let mut go_ahead = GoAhead::new(ops);
+    let blocked = match plan.pacing {
+        Pacing::RtTests => go_ahead.init(),
+        Pacing::Grid => Ok(()),
+    };
+    if let Err(e) = blocked {
+        warnings.push(format!(
+            "{}: the sender could not block its go-ahead signal ({})",
+            ops.mechanism,
+            describe_errno(e)
+        ));
+    }
     rings.prefault();
+    block
+        .control
+        .sender_tid
+        .store(settings.tid, Ordering::Release);
+    // SAFETY: no arguments.
+    let me = unsafe { libc::pthread_self() };
+    block
+        .control
+        .sender_pthread
+        .store(me as u64, Ordering::Release);
     let _ = ready.send((settings, warnings));
     if !task::wait_for_go(block) {
         releaser.abandon();
@@ -312,6 +343,10 @@ fn timer_thread(
         unsafe { libc::getpid() }
     };
     releaser.set_target(tgid, tid);
+    if plan.pacing == Pacing::RtTests {
+        let task = block.control.task_pthread.load(Ordering::Acquire);
+        releaser.set_pthread(task as libc::pthread_t);
+    }
     let timer_plan = TimerPlan {
         interval_ns: plan.interval_ns,
         events: plan.events,
@@ -320,13 +355,17 @@ fn timer_thread(
         origin_ns: plan.state.origin_ns.load(Ordering::Acquire),
     };
     let start_ns = block.control.start_ns.load(Ordering::Acquire);
-    Some(interrupt::measure(
-        &timer_plan,
-        start_ns,
-        &mut releaser,
-        block,
-        &mut rings,
-    ))
+    Some(match plan.pacing {
+        Pacing::Grid => interrupt::measure(&timer_plan, start_ns, &mut releaser, block, &mut rings),
+        Pacing::RtTests => paced::measure(
+            &timer_plan,
+            start_ns,
+            &mut releaser,
+            &mut go_ahead,
+            block,
+            &mut rings,
+        ),
+    })
 }
 
 /// Forks the task process or spawns the task thread.
@@ -360,10 +399,13 @@ fn start_task<'scope, 'env>(
         let (tx, rx) = mpsc::channel();
         let sched = plan.task_sched;
         let cpu = plan.task_cpu;
+        let interval_ns = plan.interval_ns;
         let handle = std::thread::Builder::new()
             .name("rtlab-switch-task".into())
             .stack_size(STACK_BYTES)
-            .spawn_scoped(scope, move || task::run_thread(ops, block, cpu, &sched, tx))?;
+            .spawn_scoped(scope, move || {
+                task::run_thread(ops, block, cpu, &sched, interval_ns, tx)
+            })?;
         Ok(Task::Thread(handle, rx))
     }
 }
@@ -393,6 +435,10 @@ fn wait_ready(
     match task {
         Task::Thread(_, rx) => match rx.recv_timeout(READY_WAIT) {
             Ok(ready) => {
+                if plan.pacing == Pacing::RtTests {
+                    // Its interrupt series is the task's sleep: the task's thread.
+                    state.set_settings(2 * index, ready.settings.clone());
+                }
                 state.set_settings(2 * index + 1, ready.settings);
                 ready.warnings.into_iter().for_each(|w| state.warn(w));
             }

@@ -58,6 +58,9 @@ pub struct Rings {
     /// Missed switch events no pushed sample carries, stored once when
     /// T's measuring ends (off the hot path).
     pub switch_missed_tail: std::sync::Arc<AtomicU64>,
+    /// The same for the interrupt series (rt-tests pacing only: the grid
+    /// accounts for every deadline with a sample).
+    pub interrupt_missed_tail: std::sync::Arc<AtomicU64>,
 }
 
 impl Rings {
@@ -79,7 +82,7 @@ impl Rings {
     }
 
     #[inline]
-    fn push_interrupt(&mut self, sample: Sample) {
+    pub(super) fn push_interrupt(&mut self, sample: Sample) {
         if self.interrupt.push(sample).is_err() {
             self.interrupt_dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -119,15 +122,21 @@ const LAST_ACK_WAIT_NS: u64 = 1_000_000_000;
 
 /// A release waiting for the task's acknowledgement.
 #[derive(Clone, Copy)]
-struct Pending {
-    release_ns: u64,
-    at_ns: u64,
+pub(super) struct Pending {
+    pub release_ns: u64,
+    pub at_ns: u64,
 }
 
 /// Pushes the switch sample of the release `p` (carrying `missed`) if the
 /// task has acknowledged all `releases`; false if it has not run yet.
 #[inline]
-fn collect(task: &TaskSide, releases: u64, p: Pending, missed: u64, rings: &mut Rings) -> bool {
+pub(super) fn collect(
+    task: &TaskSide,
+    releases: u64,
+    p: Pending,
+    missed: u64,
+    rings: &mut Rings,
+) -> bool {
     if task.ack.load(Ordering::Acquire) != releases {
         return false;
     }
@@ -143,13 +152,50 @@ fn collect(task: &TaskSide, releases: u64, p: Pending, missed: u64, rings: &mut 
 /// The task left its loop (a failed wait) or the driver saw its process
 /// die.
 #[inline]
-fn task_is_gone(task: &TaskSide, control: &Control) -> bool {
+pub(super) fn task_is_gone(task: &TaskSide, control: &Control) -> bool {
     task.gone.load(Ordering::Acquire) != 0 || control.abort.load(Ordering::Acquire) != 0
+}
+
+/// The delay to inject on the release numbered `releases` (from 0), if any.
+#[inline]
+pub(super) fn injected(inject: Option<InjectDelay>, releases: u64) -> Option<InjectDelay> {
+    inject.filter(|inject| releases.is_multiple_of(inject.every.max(1)))
+}
+
+/// Stamps the release, spins the injected delay (if any) and makes the
+/// task runnable; returns the release stamp.
+#[inline]
+pub(super) fn stamp_and_release(releaser: &mut Releaser<'_>, inject: Option<InjectDelay>) -> u64 {
+    let release = clock::now_ns();
+    if let Some(inject) = inject {
+        let until = release + inject.delay_ns;
+        while clock::now_ns() < until {
+            std::hint::spin_loop();
+        }
+    }
+    releaser.fire();
+    release
+}
+
+/// Blocks until the deadline `next`: a read of the periodic timerfd (whose
+/// next expiry the kernel has already armed), or without one a sleep.
+/// Returns the timerfd's expiration count.
+#[inline]
+fn wait(timerfd: Option<&clock::PeriodicTimer>, next: u64) -> Option<u64> {
+    match timerfd {
+        Some(timer) => Some(timer.wait()),
+        None => {
+            clock::sleep_until(next);
+            None
+        }
+    }
 }
 
 /// The measuring loop. Hot path: no allocation, lock (other than the
 /// mechanism under test), formatting or syscall besides the clock, the
-/// deadline sleep, the release and the ring push.
+/// deadline sleep, the release and the ring push. Between the release
+/// stamp and T's blocking wait there is only the release call: the
+/// samples are pushed and the books kept after T wakes again.
 pub fn measure(
     plan: &TimerPlan<'_>,
     start_ns: u64,
@@ -175,18 +221,16 @@ pub fn measure(
     let mut pending: Option<Pending> = None;
     // Missed switch events not yet carried by a pushed sample.
     let mut switch_missed: u64 = 0;
+    let mut expirations = if planned > 0 {
+        wait(timerfd.as_ref(), next)
+    } else {
+        None
+    };
     while done < planned {
         if plan.stop.load(Ordering::Relaxed) {
             end.stopped = true;
             break;
         }
-        let expirations = match &timerfd {
-            Some(timer) => Some(timer.wait()),
-            None => {
-                clock::sleep_until(next);
-                None
-            }
-        };
         let wake = clock::now_ns();
         let latency = wake.saturating_sub(next);
         // The kernel counts the expirations that passed; without a timerfd
@@ -215,6 +259,8 @@ pub fn measure(
         });
         done += 1 + missed;
         switch_missed += missed;
+        next += (1 + missed) * interval;
+        let more = done < planned;
 
         if task_ready && task_is_gone(task, control) {
             // The task acknowledged its last release, then left or died:
@@ -224,25 +270,7 @@ pub fn measure(
             end.task_gone = true;
             break;
         }
-        if task_ready {
-            let inject = plan
-                .inject
-                .is_some_and(|inject| releases.is_multiple_of(inject.every.max(1)));
-            releases += 1;
-            releaser.prepare();
-            let release = clock::now_ns();
-            if inject {
-                let until = release + plan.inject.map_or(0, |inject| inject.delay_ns);
-                while clock::now_ns() < until {
-                    std::hint::spin_loop();
-                }
-            }
-            releaser.fire();
-            pending = Some(Pending {
-                release_ns: release,
-                at_ns,
-            });
-        } else {
+        if !task_ready {
             // Still blocked or running late: releasing again would post a
             // counting mechanism twice. This event is missed.
             switch_missed += 1;
@@ -250,8 +278,22 @@ pub fn measure(
                 end.task_gone = true;
                 break;
             }
+            if more {
+                expirations = wait(timerfd.as_ref(), next);
+            }
+            continue;
         }
-        next += (1 + missed) * interval;
+        let inject = injected(plan.inject, releases);
+        releases += 1;
+        releaser.prepare();
+        let release = stamp_and_release(releaser, inject);
+        if more {
+            expirations = wait(timerfd.as_ref(), next);
+        }
+        pending = Some(Pending {
+            release_ns: release,
+            at_ns,
+        });
     }
     end.deadlines = done;
 

@@ -13,7 +13,7 @@
 //! waiter never does); the mapping that holds them is unmapped at the end
 //! of the run anyway, and no object is used twice in a run.
 
-use super::options::Mechanism;
+use super::options::{Mechanism, Pacing};
 use super::shared::{Block, Objects};
 use super::sys::errno;
 use anyhow::{bail, Context};
@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex};
 /// only ever sent with tgkill to the task's thread, which keeps it
 /// blocked, so no other thread of rtlab can receive it.
 pub const SIGNAL_OFFSET: i32 = 7;
+/// The `rt-tests` pacing's go-ahead signal (receiver to sender), sent and
+/// kept blocked the same way in the sender's thread.
+pub const BACK_SIGNAL_OFFSET: i32 = 8;
 
 /// Size of one `mq` message (a u64 sequence number).
 pub const MQ_MSG_BYTES: usize = 8;
@@ -46,6 +49,13 @@ pub struct Ops<'a> {
     pub tx: libc::c_int,
     /// The `signal` mechanism's signal number.
     pub signo: libc::c_int,
+    /// `rt-tests` pacing, the go-ahead from the receiver back to the
+    /// sender: mq descriptor of the second queue; for `signal` its signal
+    /// (`back_signo`). pthread-mutex uses the second mutex, sysv-sem the
+    /// set's second semaphore.
+    pub back: libc::c_int,
+    pub back_signo: libc::c_int,
+    pub pacing: Pacing,
 }
 
 /// A SysV semaphore set this process created, journaled when there is a
@@ -63,11 +73,11 @@ struct SysvSet {
 const SYSV_NOTE: &str = "the switch probe's sysv-sem mechanism";
 
 impl SysvSet {
-    /// A new private set of one semaphore (Linux zeroes its value),
-    /// recorded in `journal` before anything uses it.
-    fn create(journal: Option<&Arc<Mutex<Journal>>>) -> anyhow::Result<SysvSet> {
+    /// A new private set of `count` semaphores (Linux zeroes their
+    /// values), recorded in `journal` before anything uses it.
+    fn create(journal: Option<&Arc<Mutex<Journal>>>, count: i32) -> anyhow::Result<SysvSet> {
         // SAFETY: plain syscall.
-        let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
+        let id = unsafe { libc::semget(libc::IPC_PRIVATE, count, libc::IPC_CREAT | 0o600) };
         if id < 0 {
             return Err(io::Error::last_os_error()).context("semget(IPC_PRIVATE)");
         }
@@ -169,8 +179,11 @@ pub struct Setup {
     rx: libc::c_int,
     tx: libc::c_int,
     signo: libc::c_int,
+    back: libc::c_int,
+    back_signo: libc::c_int,
+    pacing: Pacing,
     _fds: Vec<Fd>,
-    _mq: Option<MqDescriptor>,
+    _mq: Vec<MqDescriptor>,
     sysv: Option<SysvSet>,
 }
 
@@ -181,21 +194,31 @@ impl Setup {
     /// Sets `mechanism` up in `block`, whose objects no thread or process
     /// uses now. `process`: the task will be a forked process, so the
     /// pthread mutexes are made robust (a task that dies holding one must
-    /// not hang the timer thread). `journal`: where a SysV set is recorded.
+    /// not hang the timer thread); with threads the objects are
+    /// process-private, as a program's threads use them (a process-shared
+    /// futex costs the kernel a page lookup at every wait and wake).
+    /// `pacing`: `rt-tests` adds the go-ahead objects (a second queue, a
+    /// second semaphore, a second signal). `journal`: where a SysV set is
+    /// recorded.
     pub fn new(
         mechanism: Mechanism,
         block: &Block,
         process: bool,
+        pacing: Pacing,
         journal: Option<&Arc<Mutex<Journal>>>,
     ) -> anyhow::Result<Setup> {
         let objects = &block.objects;
+        let paced = pacing == Pacing::RtTests;
         let mut setup = Setup {
             mechanism,
             rx: -1,
             tx: -1,
             signo: 0,
+            back: -1,
+            back_signo: 0,
+            pacing,
             _fds: Vec::new(),
-            _mq: None,
+            _mq: Vec::new(),
             sysv: None,
         };
         match mechanism {
@@ -207,17 +230,19 @@ impl Setup {
             }
             Mechanism::PthreadCond => {
                 init_mutex(objects.cond_mutex.get(), process).context("pthread_mutex_init")?;
-                init_cond(objects.cond.get()).context("pthread_cond_init")?;
+                init_cond(objects.cond.get(), process).context("pthread_cond_init")?;
                 objects.cond_seq.store(0, Ordering::Release);
             }
             Mechanism::PosixSem => {
-                // SAFETY: the sem_t lives in the shared mapping; pshared = 1.
-                if unsafe { libc::sem_init(objects.sem.get(), 1, 0) } != 0 {
+                // SAFETY: the sem_t lives in the shared mapping.
+                if unsafe { libc::sem_init(objects.sem.get(), libc::c_int::from(process), 0) } != 0
+                {
                     return Err(io::Error::last_os_error()).context("sem_init");
                 }
             }
             Mechanism::SysvSem => {
-                let set = SysvSet::create(journal)?;
+                // rt-tests pacing: semaphore 1 is the go-ahead, as svsematest's.
+                let set = SysvSet::create(journal, if paced { 2 } else { 1 })?;
                 let id = set.id;
                 setup.sysv = Some(set);
                 setup.rx = id;
@@ -245,9 +270,14 @@ impl Setup {
             }
             Mechanism::Mq => {
                 let mqd = open_private_queue()?;
-                setup._mq = Some(MqDescriptor(mqd));
+                setup._mq.push(MqDescriptor(mqd));
                 setup.rx = mqd;
                 setup.tx = mqd;
+                if paced {
+                    let back = open_private_queue()?;
+                    setup._mq.push(MqDescriptor(back));
+                    setup.back = back;
+                }
             }
             Mechanism::Signal => {
                 let signo = libc::SIGRTMIN() + SIGNAL_OFFSET;
@@ -255,6 +285,11 @@ impl Setup {
                     bail!("no real-time signal SIGRTMIN+{SIGNAL_OFFSET} on this system");
                 }
                 setup.signo = signo;
+                let back = libc::SIGRTMIN() + BACK_SIGNAL_OFFSET;
+                if paced && back > libc::SIGRTMAX() {
+                    bail!("no real-time signal SIGRTMIN+{BACK_SIGNAL_OFFSET} on this system");
+                }
+                setup.back_signo = back;
             }
         }
         Ok(setup)
@@ -267,6 +302,9 @@ impl Setup {
             rx: self.rx,
             tx: self.tx,
             signo: self.signo,
+            back: self.back,
+            back_signo: self.back_signo,
+            pacing: self.pacing,
         }
     }
 
@@ -302,16 +340,17 @@ impl Setup {
     }
 }
 
-/// A process-shared mutex (robust when the task is another process).
-fn init_mutex(mutex: *mut libc::pthread_mutex_t, robust: bool) -> io::Result<()> {
+/// A mutex of the default type: process-shared and robust when the task
+/// is another process, else private (as a tool's `pthread_mutex_init(m,
+/// NULL)`).
+fn init_mutex(mutex: *mut libc::pthread_mutex_t, process: bool) -> io::Result<()> {
     let mut attr = MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
     // SAFETY: attr is initialised by pthread_mutexattr_init before use and
     // destroyed after; mutex points into the shared mapping.
     unsafe {
         check(libc::pthread_mutexattr_init(attr.as_mut_ptr()))?;
-        let mut rc =
-            libc::pthread_mutexattr_setpshared(attr.as_mut_ptr(), libc::PTHREAD_PROCESS_SHARED);
-        if rc == 0 && robust {
+        let mut rc = libc::pthread_mutexattr_setpshared(attr.as_mut_ptr(), sharing(process));
+        if rc == 0 && process {
             rc = libc::pthread_mutexattr_setrobust(attr.as_mut_ptr(), libc::PTHREAD_MUTEX_ROBUST);
         }
         if rc == 0 {
@@ -322,14 +361,22 @@ fn init_mutex(mutex: *mut libc::pthread_mutex_t, robust: bool) -> io::Result<()>
     }
 }
 
-/// A process-shared condition variable.
-fn init_cond(cond: *mut libc::pthread_cond_t) -> io::Result<()> {
+/// The pthread sharing attribute: shared only with a forked task.
+fn sharing(process: bool) -> libc::c_int {
+    if process {
+        libc::PTHREAD_PROCESS_SHARED
+    } else {
+        libc::PTHREAD_PROCESS_PRIVATE
+    }
+}
+
+/// A condition variable, process-shared only with a forked task.
+fn init_cond(cond: *mut libc::pthread_cond_t, process: bool) -> io::Result<()> {
     let mut attr = MaybeUninit::<libc::pthread_condattr_t>::uninit();
     // SAFETY: as in init_mutex.
     unsafe {
         check(libc::pthread_condattr_init(attr.as_mut_ptr()))?;
-        let mut rc =
-            libc::pthread_condattr_setpshared(attr.as_mut_ptr(), libc::PTHREAD_PROCESS_SHARED);
+        let mut rc = libc::pthread_condattr_setpshared(attr.as_mut_ptr(), sharing(process));
         if rc == 0 {
             rc = libc::pthread_cond_init(cond, attr.as_ptr());
         }

@@ -24,16 +24,23 @@
 //! dead task held) and fails the run. The futex mechanism always uses
 //! non-private futex operations.
 //!
+//! With [`Pacing::RtTests`] there is no timer: the releasing thread and
+//! the task copy the hand-off of the rt-tests tool of the mechanism (see
+//! the `paced` module), both at one priority.
+//!
 //! Modules: `shared` (the shared mapping), `mechanism` (set-up and
 //! teardown), `release` and `wait` (the two sides of each mechanism),
-//! `interrupt` (the timer thread), `task` (the task, thread or forked
-//! process), `driver` (one mechanism after the other), `run` (the
-//! [`ProbeRun`]), `sys` (system-call helpers).
+//! `interrupt` (the timer thread), `paced` (the rt-tests pacing's two
+//! loops and go-ahead), `task` (the task, thread or forked process),
+//! `driver` (one mechanism after the other), `run` (the [`ProbeRun`]),
+//! `options` (mechanisms, pacing, injected delay), `sys` (system-call
+//! helpers).
 
 mod driver;
 mod interrupt;
 mod mechanism;
 mod options;
+mod paced;
 mod release;
 mod run;
 mod shared;
@@ -42,7 +49,7 @@ mod task;
 mod wait;
 
 /// The futex calls, for other crates' hand-offs (the executive's wake module and tasks).
-pub use options::{InjectDelay, Mechanism};
+pub use options::{InjectDelay, Mechanism, Pacing};
 pub use sys::{futex_wait, futex_wait_for, futex_wake};
 
 use crate::recorder::{ring_capacity, Recorder, SamplesCsv, SeriesInput};
@@ -84,6 +91,9 @@ pub struct SwitchConfig {
     pub sched: SchedParams,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inject: Option<InjectDelay>,
+    /// How the hand-offs are paced (`--pacing`, campaign key `pacing`).
+    #[serde(default, skip_serializing_if = "Pacing::is_grid")]
+    pub pacing: Pacing,
 }
 
 impl SwitchConfig {
@@ -116,6 +126,31 @@ impl SwitchConfig {
         if self.inject.is_some_and(|inject| inject.every == 0) {
             return Err(FieldError::new("inject_every", "must be at least 1"));
         }
+        self.validate_pacing()
+    }
+
+    /// `rt-tests` pacing copies a tool's hand-off: only the mechanisms one
+    /// of them measures, with both sides as threads (as the tools run by
+    /// default) at one priority (or both SCHED_OTHER, as a tool without
+    /// `-p`).
+    fn validate_pacing(&self) -> Result<(), FieldError> {
+        if self.pacing != Pacing::RtTests {
+            return Ok(());
+        }
+        if let Some(other) = self.mechanisms.iter().find(|m| m.rt_tests_tool().is_none()) {
+            return Err(FieldError::new(
+                "pacing",
+                format!(
+                    "rt-tests: `{other}` has no rt-tests counterpart (pthread-mutex: ptsematest, mq: pmqtest, signal: sigwaittest, sysv-sem: svsematest)"
+                ),
+            ));
+        }
+        if self.process {
+            return Err(FieldError::new(
+                "process",
+                "the rt-tests pacing runs the sender and the receiver as threads, as the tools do by default",
+            ));
+        }
         Ok(())
     }
 
@@ -142,7 +177,8 @@ impl SwitchConfig {
     /// below), the same parameters for other/batch/idle.
     fn task_sched(&self) -> (SchedParams, Option<String>) {
         let sched = self.sched;
-        if !sched.policy.takes_priority() {
+        // The rt-tests tools give one pair's two threads the same priority.
+        if !sched.policy.takes_priority() || self.pacing == Pacing::RtTests {
             return (sched, None);
         }
         if sched.priority > 1 {
@@ -211,6 +247,7 @@ pub fn start(
         config.mechanisms[0],
         region.block(),
         config.process,
+        config.pacing,
         journal.as_ref(),
     )
     .with_context(|| format!("switch probe: cannot set up {}", config.mechanisms[0]))?;
@@ -225,14 +262,20 @@ pub fn start(
         let interrupt_dropped = Arc::new(AtomicU64::new(0));
         let switch_dropped = Arc::new(AtomicU64::new(0));
         let switch_missed_tail = Arc::new(AtomicU64::new(0));
+        let interrupt_missed_tail = Arc::new(AtomicU64::new(0));
+        // rt-tests pacing: the interrupt series is the task's sleep, on its CPU.
+        let interrupt_cpu = match config.pacing {
+            Pacing::Grid => config.cpu,
+            Pacing::RtTests => config.task_cpu,
+        };
         for (name, metric, cpu, consumer, dropped, missed_tail) in [
             (
                 interrupt_series(mechanism),
                 "interrupt_latency",
-                config.cpu,
+                interrupt_cpu,
                 interrupt_consumer,
                 &interrupt_dropped,
-                None,
+                Some(Arc::clone(&interrupt_missed_tail)),
             ),
             (
                 switch_series(mechanism),
@@ -261,6 +304,7 @@ pub fn start(
             interrupt_dropped,
             switch_dropped,
             switch_missed_tail,
+            interrupt_missed_tail,
         });
     }
 
@@ -296,6 +340,7 @@ pub fn start(
         process: config.process,
         sched: config.sched,
         task_sched,
+        pacing: config.pacing,
         interval_ns: config.interval_ns,
         events: config.events_per_mechanism(),
         inject: config.inject,
@@ -333,6 +378,7 @@ mod tests {
             process: false,
             sched: sched_of(Policy::Fifo, None),
             inject: None,
+            pacing: Pacing::Grid,
         }
     }
 
@@ -406,5 +452,52 @@ mod tests {
         };
         assert_eq!(every(1).validate(), Ok(()));
         assert_eq!(refused(every(0)), "inject_every");
+    }
+
+    #[test]
+    fn rt_tests_pacing_takes_the_four_tools_mechanisms_as_threads() {
+        let paced = |mechanisms: Vec<Mechanism>| SwitchConfig {
+            mechanisms,
+            pacing: Pacing::RtTests,
+            ..config()
+        };
+        let four = vec![
+            Mechanism::PthreadMutex,
+            Mechanism::Mq,
+            Mechanism::Signal,
+            Mechanism::SysvSem,
+        ];
+        assert_eq!(paced(four.clone()).validate(), Ok(()));
+        let e = paced(vec![Mechanism::Mq, Mechanism::Futex])
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.field, "pacing");
+        assert!(
+            e.render(flag)
+                .starts_with("--pacing: rt-tests: `futex` has no rt-tests counterpart"),
+            "{}",
+            e.render(flag)
+        );
+        let process = SwitchConfig {
+            process: true,
+            ..paced(four.clone())
+        };
+        assert_eq!(refused(process), "process");
+        let other = SwitchConfig {
+            sched: sched_of(Policy::Other, None),
+            ..paced(four)
+        };
+        assert_eq!(other.validate(), Ok(()));
+    }
+
+    #[test]
+    fn rt_tests_pacing_gives_both_threads_one_priority() {
+        let paced = SwitchConfig {
+            mechanisms: vec![Mechanism::Mq],
+            pacing: Pacing::RtTests,
+            ..config()
+        };
+        assert_eq!(paced.task_sched().0, paced.sched);
+        assert_eq!(paced.task_sched().1, None);
     }
 }

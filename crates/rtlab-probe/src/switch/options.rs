@@ -81,3 +81,63 @@ pub struct InjectDelay {
     /// release path to delay and is not counted. At least 1.
     pub every: u64,
 }
+
+/// How the hand-offs are paced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pacing {
+    /// A timer thread wakes on absolute periodic deadlines and releases the
+    /// task at each (paper 001): a late wake-up is counted as missed events.
+    #[default]
+    Grid,
+    /// As the rt-tests tool of the mechanism (ptsematest, pmqtest,
+    /// sigwaittest, svsematest): a sender releases the receiver and blocks
+    /// at once on the same mechanism in the other direction; the receiver
+    /// stamps, sleeps `interval` (relative) and hands the go-ahead back.
+    /// Both threads run at the same priority, as the tools' one pair.
+    RtTests,
+}
+
+impl Pacing {
+    pub fn is_grid(&self) -> bool {
+        *self == Pacing::Grid
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pacing::Grid => "grid",
+            Pacing::RtTests => "rt-tests",
+        }
+    }
+}
+
+impl fmt::Display for Pacing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for Pacing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Pacing, String> {
+        match s {
+            "grid" => Ok(Pacing::Grid),
+            "rt-tests" => Ok(Pacing::RtTests),
+            _ => Err(format!("unknown pacing `{s}` (known: grid, rt-tests)")),
+        }
+    }
+}
+
+impl Mechanism {
+    /// The rt-tests tool that measures this hand-off, whose structure
+    /// `--pacing rt-tests` copies.
+    pub fn rt_tests_tool(self) -> Option<&'static str> {
+        match self {
+            Mechanism::PthreadMutex => Some("ptsematest"),
+            Mechanism::Mq => Some("pmqtest"),
+            Mechanism::Signal => Some("sigwaittest"),
+            Mechanism::SysvSem => Some("svsematest"),
+            _ => None,
+        }
+    }
+}

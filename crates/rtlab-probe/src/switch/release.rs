@@ -9,7 +9,7 @@
 //! warning after the run.
 
 use super::mechanism::{Ops, MQ_MSG_BYTES};
-use super::options::Mechanism;
+use super::options::{Mechanism, Pacing};
 use super::sys::{errno, futex_wake};
 use std::sync::atomic::Ordering;
 
@@ -20,9 +20,18 @@ pub struct Releaser<'a> {
     /// pthread-mutex: the index of the mutex the timer thread holds, the
     /// one the task waits for next.
     held: usize,
+    /// pthread-mutex: 1 when the two mutexes take turns (grid pacing), 0
+    /// when mutex 0 is always the one released (rt-tests pacing, as
+    /// ptsematest's test mutex; mutex 1 is its sync mutex).
+    turn: usize,
     /// signal: thread group and thread id of the task.
     tgid: libc::pid_t,
     tid: libc::pid_t,
+    /// rt-tests pacing's `signal`: the task's pthread, sent to with
+    /// `pthread_kill` as sigwaittest does (glibc's pthread_kill blocks
+    /// every signal around its tgkill: three more system calls than
+    /// tgkill alone, in the measured path).
+    pthread: Option<libc::pthread_t>,
     /// errno of the first failed release call (0: none).
     pub failed_errno: i32,
 }
@@ -33,14 +42,17 @@ impl<'a> Releaser<'a> {
             ops,
             seq: 0,
             held: 0,
+            turn: usize::from(ops.pacing == Pacing::Grid),
             tgid: 0,
             tid: 0,
+            pthread: None,
             failed_errno: 0,
         }
     }
 
     /// Before the task may wait: pthread-mutex takes mutex 0, the one the
-    /// task blocks on first.
+    /// task blocks on first (in rt-tests pacing ptsematest's main thread
+    /// does the same: "wait on first attempt").
     pub fn init(&mut self) {
         if self.ops.mechanism == Mechanism::PthreadMutex {
             self.lock(self.mutex(0));
@@ -53,6 +65,11 @@ impl<'a> Releaser<'a> {
     pub fn set_target(&mut self, tgid: libc::pid_t, tid: libc::pid_t) {
         self.tgid = tgid;
         self.tid = tid;
+    }
+
+    /// rt-tests pacing: `signal` releases with `pthread_kill` of `pthread`.
+    pub fn set_pthread(&mut self, pthread: libc::pthread_t) {
+        self.pthread = Some(pthread);
     }
 
     /// The mechanism was abandoned before the first deadline: undo `init`.
@@ -96,7 +113,7 @@ impl<'a> Releaser<'a> {
             }
             Mechanism::PthreadMutex => {
                 self.unlock(self.mutex(self.held));
-                self.held = 1 - self.held;
+                self.held ^= self.turn;
             }
             Mechanism::PthreadCond => {
                 // SAFETY: the cond is initialised and shared.
@@ -144,14 +161,21 @@ impl<'a> Releaser<'a> {
                     break;
                 }
             },
-            Mechanism::Signal => loop {
-                // SAFETY: plain syscall; the target keeps the signal blocked.
-                if unsafe { libc::tgkill(self.tgid, self.tid, self.ops.signo) } == 0 {
-                    break;
+            Mechanism::Signal => match self.pthread {
+                Some(pthread) => {
+                    // SAFETY: the task thread lives until after the last release.
+                    let rc = unsafe { libc::pthread_kill(pthread, self.ops.signo) };
+                    self.note(rc);
                 }
-                if !self.retry() {
-                    break;
-                }
+                None => loop {
+                    // SAFETY: plain syscall; the target keeps the signal blocked.
+                    if unsafe { libc::tgkill(self.tgid, self.tid, self.ops.signo) } == 0 {
+                        break;
+                    }
+                    if !self.retry() {
+                        break;
+                    }
+                },
             },
         }
     }
@@ -171,12 +195,12 @@ impl<'a> Releaser<'a> {
         }
     }
 
-    fn mutex(&self, index: usize) -> *mut libc::pthread_mutex_t {
+    pub(super) fn mutex(&self, index: usize) -> *mut libc::pthread_mutex_t {
         self.ops.objects.mutexes[index].get()
     }
 
     #[inline]
-    fn lock(&mut self, mutex: *mut libc::pthread_mutex_t) {
+    pub(super) fn lock(&mut self, mutex: *mut libc::pthread_mutex_t) {
         // SAFETY: the mutex is initialised and shared.
         let rc = unsafe { libc::pthread_mutex_lock(mutex) };
         if rc == libc::EOWNERDEAD {
@@ -189,7 +213,7 @@ impl<'a> Releaser<'a> {
     }
 
     #[inline]
-    fn unlock(&mut self, mutex: *mut libc::pthread_mutex_t) {
+    pub(super) fn unlock(&mut self, mutex: *mut libc::pthread_mutex_t) {
         // SAFETY: the mutex is initialised and held by this thread.
         let rc = unsafe { libc::pthread_mutex_unlock(mutex) };
         self.note(rc);
@@ -209,7 +233,7 @@ impl<'a> Releaser<'a> {
 
     /// After a failed call: true to retry (EINTR), else keeps the errno.
     #[inline]
-    fn retry(&mut self) -> bool {
+    pub(super) fn retry(&mut self) -> bool {
         let e = errno();
         if e == libc::EINTR {
             return true;

@@ -34,6 +34,10 @@ pub struct TaskSide {
     pub gone: AtomicU32,
     /// errno of a wait call that failed for good (0: none).
     pub wait_errno: AtomicI32,
+    /// rt-tests pacing: the end of the task's last relative sleep (its
+    /// deadline) and how late it woke from it; published before `ack`.
+    pub sleep_end_ns: AtomicU64,
+    pub sleep_late_ns: AtomicU64,
 }
 
 /// Values of [`Control::go`].
@@ -54,6 +58,13 @@ pub struct Control {
     pub abort: AtomicU32,
     /// Start of the mechanism's grid, published before `go`.
     pub start_ns: AtomicU64,
+    /// The releasing thread's kernel thread id, set before it reports ready.
+    pub sender_tid: AtomicI32,
+    /// rt-tests pacing (threads only): the releasing thread's and the
+    /// task's `pthread_t`, for sigwaittest's `pthread_kill`; set before
+    /// each reports ready.
+    pub sender_pthread: AtomicU64,
+    pub task_pthread: AtomicU64,
 }
 
 /// Values of [`TaskReport::state`].
@@ -117,11 +128,16 @@ impl Block {
         task.run_ns.store(0, Ordering::Relaxed);
         task.gone.store(0, Ordering::Relaxed);
         task.wait_errno.store(0, Ordering::Relaxed);
+        task.sleep_end_ns.store(0, Ordering::Relaxed);
+        task.sleep_late_ns.store(0, Ordering::Relaxed);
         let control = &self.control;
         control.go.store(GO_WAIT, Ordering::Relaxed);
         control.quit.store(0, Ordering::Relaxed);
         control.abort.store(0, Ordering::Relaxed);
         control.start_ns.store(0, Ordering::Relaxed);
+        control.sender_tid.store(0, Ordering::Relaxed);
+        control.sender_pthread.store(0, Ordering::Relaxed);
+        control.task_pthread.store(0, Ordering::Relaxed);
         let report = &self.report;
         report.state.store(TASK_STARTING, Ordering::Relaxed);
         report.tid.store(0, Ordering::Relaxed);

@@ -4,10 +4,11 @@
 //! serves a thread and a forked process.
 
 use super::mechanism::Ops;
+use super::options::Pacing;
+use super::paced;
 use super::shared::{Block, GO_RUN, GO_WAIT, TASK_FAILED, TASK_READY};
 use super::sys::{errno, futex_wait, futex_wake};
 use super::wait::Waiter;
-use rtlab_core::clock;
 use rtlab_core::result::ThreadSettings;
 use rtlab_core::sched::{self, SchedParams};
 use std::sync::atomic::Ordering;
@@ -32,12 +33,7 @@ fn task_loop(waiter: &mut Waiter<'_>, block: &Block) {
     let task = &block.task;
     let quit = &block.control.quit;
     let mut runs: u64 = 0;
-    loop {
-        if let Err(e) = waiter.wait() {
-            task.wait_errno.store(e, Ordering::Relaxed);
-            break;
-        }
-        let run = clock::now_ns();
+    while let Some(run) = waiter.wait_stamped(task) {
         waiter.after_run();
         if quit.load(Ordering::Acquire) != 0 {
             break;
@@ -72,22 +68,33 @@ pub struct TaskReady {
 }
 
 /// The task as a thread of this process: set up like a measuring thread,
-/// then the loop.
+/// then the loop (rt-tests pacing: the receiver's, which sleeps
+/// `interval_ns` after each run).
 pub fn run_thread(
     ops: Ops<'_>,
     block: &Block,
     cpu: usize,
     sched: &SchedParams,
+    interval_ns: u64,
     ready: mpsc::Sender<TaskReady>,
 ) {
     let (settings, warnings) = crate::thread::set_up_measuring_thread(Some(cpu), sched);
     let mut waiter = Waiter::new(ops);
     let init = waiter.init();
     block.report.tid.store(settings.tid, Ordering::Relaxed);
+    // SAFETY: no arguments.
+    let me = unsafe { libc::pthread_self() };
+    block
+        .control
+        .task_pthread
+        .store(me as u64, Ordering::Release);
     // The driver waits for this before it reads the state.
     let _ = ready.send(TaskReady { settings, warnings });
     if report_state(block, init) && wait_for_go(block) {
-        task_loop(&mut waiter, block);
+        match ops.pacing {
+            Pacing::Grid => task_loop(&mut waiter, block),
+            Pacing::RtTests => paced::receive(&mut waiter, block, interval_ns),
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! retried, any other failure is returned as an errno and ends the task.
 
 use super::mechanism::{Ops, MQ_MSG_BYTES};
-use super::options::Mechanism;
+use super::options::{Mechanism, Pacing};
+use super::shared::TaskSide;
 use super::sys::{errno, futex_wait};
 use std::sync::atomic::Ordering;
 
@@ -142,12 +143,40 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// After the run stamp: gives back the mutex `wait` returned holding.
+    pub fn ops(&self) -> Ops<'a> {
+        self.ops
+    }
+
+    /// Leaving at the quit, after `wait`: rt-tests pacing's pthread-mutex
+    /// gives back the test mutex it keeps between runs.
+    pub fn leave(&mut self) {
+        if self.ops.mechanism == Mechanism::PthreadMutex && self.ops.pacing == Pacing::RtTests {
+            // SAFETY: this thread holds the mutex.
+            unsafe { libc::pthread_mutex_unlock(self.ops.objects.mutexes[0].get()) };
+        } else {
+            self.after_run();
+        }
+    }
+
+    /// Waits, then stamps the run (CLOCK_MONOTONIC ns) at once; None when
+    /// the wait failed for good, its errno kept in `task`.
+    #[inline]
+    pub fn wait_stamped(&mut self, task: &TaskSide) -> Option<u64> {
+        if let Err(e) = self.wait() {
+            task.wait_errno.store(e, Ordering::Relaxed);
+            return None;
+        }
+        Some(rtlab_core::clock::now_ns())
+    }
+
+    /// After the run stamp: gives back the mutex `wait` returned holding
+    /// (rt-tests pacing keeps it, as ptsematest's receiver: its next lock
+    /// blocks until the sender unlocks it).
     #[inline]
     pub fn after_run(&mut self) {
         let objects = self.ops.objects;
         match self.ops.mechanism {
-            Mechanism::PthreadMutex => {
+            Mechanism::PthreadMutex if self.ops.pacing == Pacing::Grid => {
                 // SAFETY: this thread holds the mutex.
                 unsafe { libc::pthread_mutex_unlock(objects.mutexes[self.next_mutex].get()) };
                 self.next_mutex = 1 - self.next_mutex;
@@ -162,7 +191,7 @@ impl<'a> Waiter<'a> {
 }
 
 #[inline]
-fn lock(mutex: *mut libc::pthread_mutex_t) -> Result<(), i32> {
+pub(super) fn lock(mutex: *mut libc::pthread_mutex_t) -> Result<(), i32> {
     // SAFETY: initialised shared mutex.
     match unsafe { libc::pthread_mutex_lock(mutex) } {
         0 => Ok(()),
@@ -178,7 +207,7 @@ fn lock(mutex: *mut libc::pthread_mutex_t) -> Result<(), i32> {
 
 /// After a failed call: Ok to retry (EINTR), else the errno.
 #[inline]
-fn retry() -> Result<(), i32> {
+pub(super) fn retry() -> Result<(), i32> {
     match errno() {
         libc::EINTR => Ok(()),
         e => Err(e),

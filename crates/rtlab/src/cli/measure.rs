@@ -134,12 +134,16 @@ pub struct TimerArgs {
   rtlab measure switch --mechanism posix-sem --events 2000000 --rate 4khz
                                              # paper 001's run: 2 000 000 events at 4 kHz
   rtlab measure switch --mechanism pipe,mq --cross-cpu --process --load cpu
+  rtlab measure switch --mechanism mq --pacing rt-tests --interval 1ms --events 2000
+                                             # pmqtest's hand-off: pmqtest -t1 -a -i 1000 -l 2000
 
 A timer thread (the \"interrupt\") wakes on absolute periodic deadlines and stamps its
 wake-up latency, then releases a task blocked one priority below; the task stamps the
 delay from the release to its running. Both series count every event: samples + missed
 = events. Same CPU (default) measures a true context switch; --cross-cpu a wake-up on
-another CPU. Exit code: 0 done, 1 failure or --budget not kept (e.g. --budget
+another CPU. --pacing rt-tests copies the hand-off of ptsematest (pthread-mutex),
+pmqtest (mq), sigwaittest (signal) and svsematest (sysv-sem): both threads at
+--priority, the task sleeps --interval after each hand-off and hands a go-ahead back. Exit code: 0 done, 1 failure or --budget not kept (e.g. --budget
 '*.switch:p99<50us'), 2 bad input, 130 stopped by a signal.")]
 pub struct SwitchArgs {
     /// Mechanisms to measure, one after the other: futex, pthread-mutex, pthread-cond,
@@ -200,6 +204,11 @@ pub struct SwitchArgs {
     /// With --inject-delay: every N-th event.
     #[arg(long, value_name = "N", default_value = "100", value_parser = clap::value_parser!(u64).range(1..), requires = "inject_delay")]
     pub inject_every: u64,
+
+    /// How the hand-offs are paced: grid (a timer thread's absolute deadlines) or
+    /// rt-tests (as the rt-tests tool of the mechanism: relative sleeps, one priority).
+    #[arg(long, default_value = "grid", value_name = "grid|rt-tests", value_parser = |s: &str| s.parse::<rtlab_probe::switch::Pacing>())]
+    pub pacing: rtlab_probe::switch::Pacing,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -34,7 +34,7 @@ fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
     // command's --policy says fifo, rr or other.
     if !matches!(args.policy, Policy::Fifo | Policy::Rr | Policy::Other) {
         bad_input!(
-            "--policy {}: the switch probe runs its task one priority below the timer thread, so it takes fifo, rr or other",
+            "--policy {}: the switch probe runs its task at or below the timer thread's priority, so it takes fifo, rr or other",
             args.policy
         );
     }
@@ -57,6 +57,7 @@ fn config_from(args: &SwitchArgs) -> anyhow::Result<SwitchConfig> {
         process: args.process,
         sched: sched_of(args.policy, args.priority),
         inject,
+        pacing: args.pacing,
     };
     config
         .validate()
