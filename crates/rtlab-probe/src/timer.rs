@@ -414,6 +414,7 @@ impl ProbeRun for TimerRun {
             noise: None,
             net: None,
             traffic: None,
+            executive: None,
             failure: None,
         })
     }

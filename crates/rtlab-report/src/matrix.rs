@@ -367,6 +367,7 @@ mod tests {
             noise: None,
             net: None,
             traffic: None,
+            executive: None,
         }
     }
 

@@ -85,6 +85,7 @@ fn run(probe: &str, series: Vec<Series>) -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         warnings: Vec::new(),
     }
 }

@@ -93,6 +93,7 @@ fn run(id: &str, series: Vec<Series>) -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         warnings: vec![],
     }
 }

@@ -119,6 +119,7 @@ fn campaign_run() -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
     }
 }
 

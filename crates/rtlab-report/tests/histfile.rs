@@ -57,6 +57,7 @@ fn result(series: Vec<Series>) -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         warnings: vec![],
     }
 }

@@ -115,6 +115,7 @@ fn run(id: &str, probe: &str, series: Vec<Series>) -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         warnings: Vec::new(),
     }
 }

@@ -945,6 +945,7 @@ fn campaign_results() -> Vec<RunResult> {
                         noise: None,
                         net: None,
                         traffic: None,
+                        executive: None,
                         warnings: Vec::new(),
                     });
                 }

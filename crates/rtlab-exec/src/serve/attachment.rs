@@ -416,6 +416,7 @@ impl Attachment {
             noise: None,
             net: None,
             traffic: None,
+            executive: None,
             warnings,
         }
     }

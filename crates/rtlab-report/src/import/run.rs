@@ -42,6 +42,7 @@ pub(crate) fn imported_run(
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         warnings,
     }
 }

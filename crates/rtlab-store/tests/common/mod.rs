@@ -161,6 +161,7 @@ pub fn run(id: &str, started_at: &str, host: &str) -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         warnings: Vec::new(),
     }
 }

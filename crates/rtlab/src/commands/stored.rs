@@ -218,6 +218,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     out!();
     put!("{}", summary_table(&result));
     put!("{}", probe_tables(&result));
+    put!("{}", super::exec_guards::show_text(&result));
     for warning in &result.warnings {
         out!("warning: {warning}");
     }
