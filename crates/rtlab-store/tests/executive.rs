@@ -37,7 +37,7 @@ fn guards() -> ExecutiveReport {
 #[test]
 fn the_executive_s_guards_are_stored_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let mut store = Store::open(&dir.path().join("results.db")).unwrap();
     let mut with = run("20261127T030000Z-1-1", "2026-11-27T03:00:00.000001Z", "rig");
     with.probe = "plan".into();
     with.executive = Some(guards());

@@ -48,10 +48,21 @@ pub struct PeriodicSettings {
     pub taskset: Option<TaskSet>,
     /// The executive's guard (`guard = "auto"` or a duration): learned
     /// online, or fixed; `release_early` follows (learned, or its default).
+    #[serde(skip_serializing_if = "is_auto")]
     pub guard: Guard,
     /// `spin_budget = 25`: the most a learned guard may spin, % of the
     /// time between two activations.
+    #[serde(skip_serializing_if = "is_default_budget")]
     pub spin_budget_percent: u32,
+}
+
+/// The default guard, left out of a campaign's JSON (as before it had one).
+fn is_auto(guard: &Guard) -> bool {
+    *guard == Guard::Auto
+}
+
+fn is_default_budget(percent: &u32) -> bool {
+    *percent == DEFAULT_SPIN_BUDGET_PERCENT
 }
 
 impl Default for PeriodicSettings {
