@@ -59,21 +59,11 @@ done
 
 skip_unless_root_with_fifo "the executive and its tasks run SCHED_FIFO" latency
 command -v python3 >/dev/null 2>&1 || apt_install python3
-if [[ -n ${RTLAB:-} ]]; then
-    [[ -x $RTLAB ]] || die "RTLAB=$RTLAB is not an executable"
-    RTLAB_VERSION="$("$RTLAB" --version 2>/dev/null || echo 'rtlab ?') ($RTLAB)"
-else
-    build_rtlab
-fi
-export RTLAB_VERSION
+rtlab_or_build
 "$RTLAB" exec kurt-table --help 2>/dev/null | grep -q -- '--spin-budget' ||
     die "$RTLAB has no learned guard (kurt-table --spin-budget, issue 22): nothing to compare"
 
-make_temp_dir
-wait_for_idle_builds latencies
-export_host_environment
-BENCH_LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-export BENCH_LOADAVG_BEFORE
+start_measuring latencies
 
 TASKS_ARG=$(IFS=,; echo "${TASK_LIST[*]}")
 LOCKED=()

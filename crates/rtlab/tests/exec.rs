@@ -234,18 +234,25 @@ fn bad_periodic_input_is_refused() {
     );
     assert_refused(&["exec", "kurt-table", "--load", "nosuch"], &["--load"]);
     assert_refused(&["exec", "periodic", "--tasks", "0"], &["--tasks"]);
-    assert_refused(
-        &["exec", "periodic", "--spin-budget", "0"],
-        &["--spin-budget", "expected 1-100"],
-    );
-    assert_refused(
-        &["exec", "kurt-table", "--guard", "soon"],
-        &["--guard", "expected auto or a duration"],
-    );
-    assert_refused(
-        &["exec", "periodic", "--release-early", "later"],
-        &["--release-early", "expected auto or a duration"],
-    );
+    // The learned guard's flags.
+    let margins: [(&str, &str, &str, &str); 3] = [
+        ("periodic", "--spin-budget", "0", "expected 1-100"),
+        (
+            "kurt-table",
+            "--guard",
+            "soon",
+            "expected auto or a duration",
+        ),
+        (
+            "periodic",
+            "--release-early",
+            "later",
+            "expected auto or a duration",
+        ),
+    ];
+    for (command, flag, value, says) in margins {
+        assert_refused(&["exec", command, flag, value], &[flag, says]);
+    }
 }
 
 /// SIGINT during a sleep toward a far activation (2 tasks every 60 s,
@@ -347,20 +354,8 @@ fn show_prints_the_guards_the_executive_learned() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let db = dir.path().join("runs.db");
-    let out = run(rtlab(&state)
-        .args([
-            "exec",
-            "periodic",
-            "--tasks",
-            "2",
-            "--period",
-            "2ms",
-            "--duration",
-            "400ms",
-            "--quiet",
-            "--db",
-        ])
-        .arg(&db));
+    let args = "exec periodic --tasks 2 --period 2ms --duration 400ms --quiet --db";
+    let out = run(rtlab(&state).args(args.split(' ')).arg(&db));
     assert_eq!(out.status.code(), Some(0));
     let out = run(rtlab(&state).args(["show", "last", "--db"]).arg(&db));
     assert!(out.status.success());

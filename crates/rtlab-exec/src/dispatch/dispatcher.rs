@@ -4,7 +4,7 @@
 
 use super::config::Inject;
 use super::extras::scaled;
-use crate::guard::sleep::{sleep_to, spin_until, Slept};
+use crate::guard::sleep::spin_until;
 use crate::guard::Learner;
 use crate::module::{Module, Slot};
 use crate::plan::EventSource;
@@ -73,23 +73,10 @@ impl Dispatcher<'_> {
                 let event = self.events.event(index);
                 let planned = repetition_start.saturating_add(scaled(event.offset_ns, self.speed));
                 let at = planned.saturating_sub(self.lead_ns);
-                let now = clock::now_ns();
-                let guard = self
-                    .learner
-                    .guard_for(at.saturating_sub(now), at.saturating_sub(previous));
-                previous = at;
-                let woke = match sleep_to(at.saturating_sub(guard), now, stop) {
-                    Slept::Stopped => break 'plan,
-                    Slept::Due { now_ns } => now_ns,
-                    Slept::Woke {
-                        idle_ns,
-                        late_ns,
-                        now_ns,
-                    } => {
-                        self.learner.observe_wake(idle_ns, late_ns);
-                        now_ns
-                    }
+                let Some(woke) = self.learner.wake_before(at, previous, stop) else {
+                    break 'plan;
                 };
+                previous = at;
                 let mut now = spin_until(at);
                 self.learner.add_spin(now - woke);
                 done += 1;

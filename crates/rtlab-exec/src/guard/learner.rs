@@ -10,7 +10,10 @@ use super::settings::{
     Learning, MARGIN_NS, MAX_LEARNED_GUARD_NS, MAX_RELEASE_EARLY_NS, MIN_LEARNED_GUARD_NS,
     MIN_OBSERVATIONS, MIN_RELEASE_EARLY_NS, QUANTILE,
 };
+use super::sleep::{sleep_to, Slept};
+use rtlab_core::clock;
 use rtlab_core::result::{ExecutiveThread, GuardBucket};
+use std::sync::atomic::AtomicBool;
 
 /// The idle lengths (the planned sleep) that start each bucket after the
 /// first, log-spaced: below 100 µs the CPU hardly idles; from 10 ms on it
@@ -132,6 +135,36 @@ impl Learner {
         }
         let q = lateness.quantile_ns();
         (q + q / 4 + self.release_early_ns + MARGIN_NS).clamp(self.floor(), MAX_LEARNED_GUARD_NS)
+    }
+
+    /// Sleeps to the guard before `instant_ns` (`previous_ns`: this
+    /// executive's previous instant, the budget's span) and learns from the
+    /// wake-up: the clock read after it, or None once `stop` is seen. Hot
+    /// path: the clock and the sleep.
+    #[inline]
+    pub fn wake_before(
+        &mut self,
+        instant_ns: u64,
+        previous_ns: u64,
+        stop: &AtomicBool,
+    ) -> Option<u64> {
+        let now = clock::now_ns();
+        let guard = self.guard_for(
+            instant_ns.saturating_sub(now),
+            instant_ns.saturating_sub(previous_ns),
+        );
+        match sleep_to(instant_ns.saturating_sub(guard), now, stop) {
+            Slept::Stopped => None,
+            Slept::Due { now_ns } => Some(now_ns),
+            Slept::Woke {
+                idle_ns,
+                late_ns,
+                now_ns,
+            } => {
+                self.observe_wake(idle_ns, late_ns);
+                Some(now_ns)
+            }
+        }
     }
 
     /// A sleep of `idle_ns` woke `late_ns` after its target.

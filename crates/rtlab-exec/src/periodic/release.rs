@@ -204,22 +204,8 @@ impl ExecutivePlan {
             if let Some(delay) = slot.take_wake_delay() {
                 learner.observe_release(delay);
             }
-            let now = clock::now_ns();
-            let guard = learner.guard_for(
-                activation.saturating_sub(now),
-                activation.saturating_sub(previous),
-            );
-            let woke = match sleep_to(activation.saturating_sub(guard), now, &shared.stop) {
-                Slept::Stopped => break,
-                Slept::Due { now_ns } => now_ns,
-                Slept::Woke {
-                    idle_ns,
-                    late_ns,
-                    now_ns,
-                } => {
-                    learner.observe_wake(idle_ns, late_ns);
-                    now_ns
-                }
+            let Some(woke) = learner.wake_before(activation, previous, &shared.stop) else {
+                break;
             };
             let released_at = spin_until(activation.saturating_sub(learner.release_early_ns()));
             learner.add_spin(released_at - woke);
