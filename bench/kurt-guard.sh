@@ -47,6 +47,7 @@ WAIT_IDLE=${WAIT_IDLE:-0}
 LOCK=${LOCK:-}
 KEEP_RAW=${KEEP_RAW:-}
 RESULTS_DIR=${RESULTS_DIR:-$SCRIPT_DIR/results}
+PRIO=90
 
 require_whole_numbers DURATION ROUNDS WAIT_IDLE CPU
 (( DURATION >= 1 )) || die "DURATION must be at least 1 (seconds)"

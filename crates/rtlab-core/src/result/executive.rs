@@ -47,8 +47,9 @@ pub struct ExecutiveThread {
 /// What one idle length (or the release) saw and chose.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GuardBucket {
-    /// The idle lengths of this bucket: the planned sleep, ns, from this
-    /// (inclusive) to `idle_below_ns` (exclusive; None: no upper end).
+    /// The idle lengths of this bucket (the time from going to sleep to the
+    /// instant, the guard included), ns, from this (inclusive) to
+    /// `idle_below_ns` (exclusive; None: no upper end).
     pub idle_from_ns: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_below_ns: Option<u64>,

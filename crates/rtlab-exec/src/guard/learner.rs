@@ -1,5 +1,6 @@
 //! The guard learner of one executive thread (one CPU's task set, or the
-//! dispatcher): its own wake-up lateness per idle length, and its tasks'
+//! dispatcher): its own wake-up lateness per idle length (the time from
+//! going to sleep to the instant: the sleep and its guard), and its tasks'
 //! wake-up delay after a release, each in a [`Histogram`]; the guard of the
 //! next sleep is a high quantile of the lateness at that idle length plus
 //! a margin and the release margin, within bounds and the spin budget.
@@ -15,13 +16,17 @@ use rtlab_core::clock;
 use rtlab_core::result::{ExecutiveThread, GuardBucket};
 use std::sync::atomic::AtomicBool;
 
-/// The idle lengths (the planned sleep) that start each bucket after the
-/// first, log-spaced: below 100 µs the CPU hardly idles; from 10 ms on it
-/// may sleep deeply (and a VM's host may deschedule it).
+/// The idle lengths that start each bucket after the first, log-spaced:
+/// below 100 µs the CPU hardly idles; from 10 ms on it may sleep deeply
+/// (and a VM's host may deschedule it). An idle length is the time from
+/// going to sleep to the instant, known before the guard is chosen: the
+/// guard is chosen and learned under the same key (keyed by the sleep
+/// alone, a large guard moved its sleeps to a bucket it was not learned
+/// in, whose guard was then used for them and never learned).
 pub const IDLE_EDGES_NS: [u64; 5] = [100_000, 300_000, 1_000_000, 3_000_000, 10_000_000];
 const IDLE_BUCKETS: usize = IDLE_EDGES_NS.len() + 1;
 
-/// The bucket of a sleep of `idle_ns`.
+/// The bucket of an idle length.
 #[inline]
 fn bucket_of(idle_ns: u64) -> usize {
     IDLE_EDGES_NS
@@ -85,9 +90,9 @@ impl Learner {
         })
     }
 
-    /// The guard of a sleep that starts `to_instant_ns` before its instant,
-    /// `span_ns` after the executive's previous instant: fixed, or learned
-    /// for the idle length it will sleep, at most the spin budget's share
+    /// The guard of a sleep that starts `to_instant_ns` before its instant
+    /// (its idle length), `span_ns` after the executive's previous instant:
+    /// fixed, or learned for that idle length, at most the spin budget's share
     /// of `span_ns` (never below the release margin plus [`MIN_LEARNED_GUARD_NS`]'s
     /// floor). Hot path: a few comparisons.
     #[inline]
@@ -95,14 +100,8 @@ impl Learner {
         if !self.learning.guard {
             return self.given_guard_ns;
         }
-        // The idle length depends on the guard: the bucket of the sleep
-        // with the guard of the instant's own bucket.
-        let first = bucket_of(to_instant_ns);
-        let mut wanted = self.wanted(first);
-        let bucket = bucket_of(to_instant_ns.saturating_sub(wanted));
-        if bucket != first {
-            wanted = self.wanted(bucket);
-        }
+        let bucket = bucket_of(to_instant_ns);
+        let wanted = self.wanted(bucket);
         let cap = (span_ns / 100)
             .saturating_mul(u64::from(self.learning.spin_budget_percent))
             .max(self.floor());
@@ -157,17 +156,16 @@ impl Learner {
             Slept::Stopped => None,
             Slept::Due { now_ns } => Some(now_ns),
             Slept::Woke {
-                idle_ns,
-                late_ns,
-                now_ns,
+                late_ns, now_ns, ..
             } => {
-                self.observe_wake(idle_ns, late_ns);
+                self.observe_wake(instant_ns.saturating_sub(now), late_ns);
                 Some(now_ns)
             }
         }
     }
 
-    /// A sleep of `idle_ns` woke `late_ns` after its target.
+    /// A sleep that began `idle_ns` before its instant woke `late_ns` after
+    /// its target.
     #[inline]
     pub fn observe_wake(&mut self, idle_ns: u64, late_ns: u64) {
         self.idle[bucket_of(idle_ns)].lateness.add(late_ns);
@@ -300,14 +298,14 @@ mod tests {
         let mut l = auto();
         // Too few wake-ups yet: the warm start.
         feed(&mut l, 9 * MS, MIN_OBSERVATIONS - 1, 20 * US, (1, 20 * US));
-        assert_eq!(l.guard_for(10 * MS, 10 * MS), 100 * US);
+        assert_eq!(l.guard_for(9_500 * US, 10 * MS), 100 * US);
         // 1 % late by 120 µs is above the 99.5 % quantile's 0.5 %: the guard
         // covers it (its bin's edge, 128 µs, + a quarter + the release
         // margin + the margin).
         let mut l = auto();
         feed(&mut l, 9 * MS, 2000, 20 * US, (100, 120 * US));
         assert_eq!(
-            l.guard_for(10 * MS, 10 * MS),
+            l.guard_for(9_500 * US, 10 * MS),
             128 * US + 32 * US + 50 * US + MARGIN_NS
         );
         // 0.2 % late is below it: the usual lateness sets the guard.
@@ -316,7 +314,7 @@ mod tests {
         let usual = upper_edge(20 * US);
         assert_eq!(usual, 22 * US);
         assert_eq!(
-            l.guard_for(10 * MS, 10 * MS),
+            l.guard_for(9_500 * US, 10 * MS),
             usual + usual / 4 + 50 * US + MARGIN_NS
         );
         let report = l.report("executive", Some(1), 0, 20_000 * MS);
@@ -350,7 +348,8 @@ mod tests {
         let mut l = auto();
         feed(&mut l, 150 * US, 1000, 200 * US, (1, 200 * US));
         // 30 tasks every 10 ms: 333 µs apart, a quarter of it is 83 µs.
-        let guard = l.guard_for(333 * US, 333 * US);
+        // (250 µs ahead: a sleep after the release margin and the work.)
+        let guard = l.guard_for(250 * US, 333 * US);
         assert_eq!(guard, 3_330 * 25);
         assert_eq!(l.capped(), 1);
         let report = l.report("executive", Some(1), 0, MS);
@@ -370,7 +369,7 @@ mod tests {
             true,
         );
         feed(&mut l, 150 * US, 1000, 200 * US, (1, 200 * US));
-        assert!(l.guard_for(333 * US, 333 * US) > 250 * US);
+        assert!(l.guard_for(250 * US, 333 * US) > 250 * US);
         assert_eq!(l.capped(), 0);
     }
 
@@ -381,13 +380,13 @@ mod tests {
         feed(&mut l, 200 * US, 1000, 3 * US, (1, 3 * US));
         feed(&mut l, 9 * MS, 1000, 150 * US, (1, 150 * US));
         let short = l.guard_for(260 * US, 10 * MS);
-        let long = l.guard_for(10 * MS, 10 * MS);
+        let long = l.guard_for(9_500 * US, 10 * MS);
         assert_eq!(short, 4 * US + 1_000 + 50 * US + MARGIN_NS);
         assert!(long > 200 * US, "{long}");
         // The long sleeps get better: their guard follows within windows.
         feed(&mut l, 9 * MS, 20_000, 10 * US, (1, 10 * US));
         assert_eq!(
-            l.guard_for(10 * MS, 10 * MS),
+            l.guard_for(9_500 * US, 10 * MS),
             11 * US + 11 * US / 4 + 50 * US + MARGIN_NS
         );
         assert_eq!(l.guard_for(260 * US, 10 * MS), short);
@@ -412,7 +411,7 @@ mod tests {
             l.observe_release(300 * US);
         }
         assert_eq!(l.release_early_ns(), 30 * US);
-        assert_eq!(l.guard_for(10 * MS, 10 * MS), 30 * US);
+        assert_eq!(l.guard_for(9_500 * US, 10 * MS), 30 * US);
         let report = l.report("executive", None, 0, MS);
         assert_eq!(
             (
@@ -431,7 +430,7 @@ mod tests {
         for _ in 0..100 {
             l.observe_release(10 * US);
         }
-        assert_eq!(l.guard_for(10 * MS, 10 * MS), 100 * US);
+        assert_eq!(l.guard_for(9_500 * US, 10 * MS), 100 * US);
         assert_eq!(l.release_early_ns(), 50 * US);
         l.add_spin(3 * MS);
         let report = l.report("executive", Some(0), 2 * MS, 100 * MS);
