@@ -63,13 +63,7 @@ if [[ $(online_cpus 0) =~ ^[0-9]+$ ]]; then
     exit 0
 fi
 command -v python3 >/dev/null 2>&1 || apt_install python3
-if [[ -n ${RTLAB:-} ]]; then
-    [[ -x $RTLAB ]] || die "RTLAB=$RTLAB is not an executable"
-    RTLAB_VERSION="$("$RTLAB" --version 2>/dev/null || echo 'rtlab ?') ($RTLAB)"
-else
-    build_rtlab
-fi
-export RTLAB_VERSION
+rtlab_or_build
 "$RTLAB" exec kurt-table --help 2>/dev/null | grep -q -- '--focus' ||
     die "$RTLAB has no 'kurt-table --focus' (issue 19): nothing to compare"
 

@@ -111,6 +111,29 @@ build_rtlab() {
     fi
 }
 
+# RTLAB when it names a built rtlab (its version noted with its path), else
+# a release build (build_rtlab); RTLAB_VERSION exported either way.
+rtlab_or_build() {
+    if [[ -n ${RTLAB:-} ]]; then
+        [[ -x $RTLAB ]] || die "RTLAB=$RTLAB is not an executable"
+        RTLAB_VERSION="$("$RTLAB" --version 2>/dev/null || echo 'rtlab ?') ($RTLAB)"
+    else
+        build_rtlab
+    fi
+    export RTLAB_VERSION
+}
+
+# The start of a measurement: TMP made (make_temp_dir), running builds
+# waited for (wait_for_idle_builds WHAT), the host and its load average
+# exported for the report (BENCH_*, BENCH_LOADAVG_BEFORE).
+start_measuring() {  # WHAT
+    make_temp_dir
+    wait_for_idle_builds "$1"
+    export_host_environment
+    BENCH_LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+    export BENCH_LOADAVG_BEFORE
+}
+
 # ---------------------------------------------------------------- temp + traps
 # Creates TMP, where every run writes its files. On exit (normal, error or
 # signal) it stops the measured tool still running (CHILD, and CHILD's own

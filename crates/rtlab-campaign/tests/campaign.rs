@@ -1853,12 +1853,31 @@ fn periodic_settings_are_checked() {
         spec.describe(),
         "30 tasks every 10ms, 200us work, fifo on the last CPU"
     );
+    // The executive's guard: learned by default, or fixed; its budget.
+    let ok = parse_ok(&format!("{base}guard = \"150us\"\nspin_budget = 40\n"));
+    let settings = ok.probes[0]
+        .settings_as::<rtlab_campaign::PeriodicSettings>()
+        .unwrap();
+    assert_eq!(settings.guard, rtlab_exec::guard::Guard::Fixed(150_000));
+    assert_eq!(settings.spin_budget_percent, 40);
+    let config = settings.config(1_000_000_000, 80);
+    assert_eq!((config.guard_ns, config.learn.guard), (150_000, false));
+    assert_eq!(config.learn.spin_budget_percent, 40);
     for (extra, says) in [
         ("mode = \"kurt\"\n", "expected executive or fifo"),
         ("tasks = 0\n", "out of range"),
         ("work = \"20ms\"\n", "shorter than the period"),
         ("period = \"10us\"\n", "shorter than the minimum"),
         ("interval = \"1ms\"\n", "interval"),
+        (
+            "guard = \"soon\"\n",
+            "field `probe[0].guard`: expected auto or a duration",
+        ),
+        (
+            "spin_budget = 0\n",
+            "field `probe[0].spin_budget`: spin_budget 0%: expected 1-100",
+        ),
+        ("spin_budget = 101\n", "spin_budget 101%"),
     ] {
         let err = parse_err(&format!("{base}{extra}")).to_string();
         assert!(

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use jsonschema::Validator;
 use rtlab_core::env::Environment;
 use rtlab_core::result::{
-    BlockMaxima, BreakEvent, CampaignRef, Effective, LoadRecord, NetMessageCounts, NetReport,
-    NetServerCounters, NoiseCpu, NoiseReport, NoiseSource, OsnoiseSummary, Overflows, Percentiles,
-    RunResult, RunStatus, Series, SeriesStats, Spike, ThreadSettings, TimelineRow, RUN_SCHEMA,
+    BlockMaxima, BreakEvent, CampaignRef, Effective, ExecutiveReport, ExecutiveThread, GuardBucket,
+    LoadRecord, NetMessageCounts, NetReport, NetServerCounters, NoiseCpu, NoiseReport, NoiseSource,
+    OsnoiseSummary, Overflows, Percentiles, RunResult, RunStatus, Series, SeriesStats, Spike,
+    ThreadSettings, TimelineRow, RUN_SCHEMA,
 };
 use rtlab_core::sched::{DeadlineParams, Policy, SchedParams};
 use serde_json::{json, Value};
@@ -243,6 +244,7 @@ fn realistic_result() -> RunResult {
         noise: None,
         net: None,
         traffic: None,
+        executive: None,
         witness: Some(witness_report()),
     }
 }
@@ -704,4 +706,50 @@ fn every_property_is_described() {
             "$defs/{name} has no description"
         );
     }
+}
+
+/// A periodic run with what its executive learned: valid, read back the
+/// same; a document of before the field reads as a run without it.
+#[test]
+fn executive_result_is_valid_and_older_documents_still_read() {
+    let validator = validator();
+    let mut result = realistic_result();
+    result.probe = "periodic".into();
+    let bucket = |from, below, guard_ns| GuardBucket {
+        idle_from_ns: from,
+        idle_below_ns: below,
+        observations: 498,
+        quantile_ns: Some(136_000),
+        max_ns: 1_250_000,
+        guard_ns,
+        capped: 0,
+    };
+    result.executive = Some(ExecutiveReport {
+        threads: vec![ExecutiveThread {
+            role: "executive".into(),
+            cpu: Some(1),
+            guard_mode: "auto".into(),
+            release_early_mode: "auto".into(),
+            quantile: 0.995,
+            spin_budget_percent: 25,
+            guards: vec![bucket(3_000_000, Some(10_000_000), 230_000)],
+            release_early: Some(bucket(0, None, 24_000)),
+            capped: 0,
+            spin_ns: 123_456_789,
+            elapsed_ns: 5_000_000_000,
+            spin_percent: 2.469,
+        }],
+    });
+    let document = to_json(&result);
+    assert_valid(&validator, &document);
+    let back: RunResult = serde_json::from_value(document.clone()).unwrap();
+    assert_eq!(back.executive, result.executive);
+    let mut broken = document.clone();
+    broken["executive"]["threads"][0]["guard_mode"] = json!("sometimes");
+    assert_invalid_at(&validator, &broken, "/executive/threads/0/guard_mode");
+    let mut older = document;
+    older.as_object_mut().unwrap().remove("executive");
+    let back: RunResult = serde_json::from_value(older).unwrap();
+    assert!(back.executive.is_none());
+    assert!(to_json(&back).get("executive").is_none());
 }

@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod dispatch;
+pub mod guard;
 pub mod module;
 pub mod periodic;
 pub mod plan;

@@ -24,6 +24,7 @@ fn config(plan: &Path) -> DispatchConfig {
         },
         repeat: Repeat::Times(1),
         guard: Guard::Fixed(200_000),
+        spin_budget_percent: rtlab_exec::guard::DEFAULT_SPIN_BUDGET_PERCENT,
         // The tests count: nothing is skipped unless a test asks for it.
         skip_after_ns: 10_000_000_000,
         inject: None,
@@ -226,5 +227,48 @@ fn a_stop_is_seen_while_the_dispatcher_sleeps_toward_a_far_event() {
         (stats.samples, stats.missed),
         (1, 0),
         "the far event never fired"
+    );
+}
+
+/// `--guard auto` learns from every sleep and records it: one dispatcher,
+/// its wake-ups (at most one per event), the guard of each idle length
+/// within its bounds, the spin; a fixed guard is used as it is.
+#[test]
+fn the_dispatcher_reports_its_learned_guard_and_spin() {
+    if !fifo_allowed() {
+        return skip("SCHED_FIFO not allowed: run as root or with CAP_SYS_NICE");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.txt");
+    write_plan(&plan, "module m mark\n", 300, 2_000, "m");
+    let mut cfg = config(&plan);
+    cfg.guard = Guard::Auto;
+    let outcome = run(&cfg, None);
+    let stats = &outcome.series[0].stats;
+    assert_eq!(stats.samples + stats.missed, 300);
+    let report = outcome.executive.expect("the dispatcher's guards");
+    let t = &report.threads[0];
+    assert_eq!(
+        (t.role.as_str(), t.guard_mode.as_str()),
+        ("dispatcher", "auto")
+    );
+    assert_eq!(t.release_early_mode, "none");
+    assert!(t.release_early.is_none());
+    let sleeps: u64 = t.guards.iter().map(|b| b.observations).sum();
+    assert!(sleeps > 0 && sleeps <= 300, "{sleeps} sleeps");
+    assert!(t.spin_ns > 0 && t.elapsed_ns > 0);
+    assert!(outcome
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("guard auto:")));
+
+    cfg.guard = Guard::Fixed(200_000);
+    let outcome = run(&cfg, None);
+    let t = &outcome.executive.expect("the dispatcher's guards").threads[0];
+    assert_eq!(t.guard_mode, "fixed");
+    assert!(
+        t.guards.iter().all(|b| b.guard_ns == 200_000),
+        "{:?}",
+        t.guards
     );
 }

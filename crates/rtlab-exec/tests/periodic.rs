@@ -9,6 +9,7 @@
 
 use rtlab_core::result::Series;
 use rtlab_core::sched::{self, Policy, SchedParams};
+use rtlab_exec::guard::{Guard, Learning};
 use rtlab_exec::periodic::{self, Mode, PeriodicConfig, Phasing};
 use rtlab_exec::taskset::{TaskSet, TaskSpec, Work};
 use rtlab_probe::{ProbeOutcome, ProbeRun};
@@ -216,7 +217,15 @@ fn bad_settings_are_refused() {
     assert_eq!(c.validate().unwrap_err().field, "work");
     c.work_ns = 1000;
     c.release_early_ns = c.guard_ns + 1;
+    // Above a learned guard is fine (it is learned above the margin),
+    // not above a fixed one.
+    assert_eq!(c.validate(), Ok(()));
+    c.learn = Learning::fixed();
     assert_eq!(c.validate().unwrap_err().field, "release_early");
+    c.learn.spin_budget_percent = 0;
+    c.release_early_ns = 0;
+    assert_eq!(c.validate().unwrap_err().field, "spin_budget");
+    c.learn.spin_budget_percent = 25;
     c.release_early_ns = 0;
     c.executive_priority = c.task_priority;
     assert!(c.validate().unwrap_err().to_string().contains("priority"));
@@ -234,6 +243,9 @@ fn the_config_is_recorded_with_every_default() {
     assert_eq!(json["mode"], "executive");
     assert_eq!(json["phasing"], "staggered");
     assert_eq!(json["guard_ns"], 100_000);
+    assert_eq!(json["learn"]["guard"], true);
+    assert_eq!(json["learn"]["release_early"], true);
+    assert_eq!(json["learn"]["spin_budget_percent"], 25);
     assert_eq!(json["executive_priority"], 90);
     assert_eq!(json["task_priority"], 80);
     assert_eq!(c.offset_of(3), 1_000_000);
@@ -471,4 +483,68 @@ fn a_task_set_s_config_is_recorded_and_checked() {
         .config_json()
         .get("task_set")
         .is_none());
+}
+
+/// The executive reports what it learned: per CPU its wake-ups (one per
+/// sleep, at most one per activation), its tasks' wake-ups after their
+/// release, the guard of each idle length within its bounds, the spin.
+#[test]
+fn the_executive_reports_its_guards_and_spin() {
+    let Some(_serial) = serial() else { return };
+    let activations = 200;
+    let config = config(Mode::Executive, 2, 2_000_000, activations);
+    let outcome = run_with(&config, Arc::new(AtomicBool::new(false)));
+    assert_accounted(&outcome, 2, activations);
+    let report = outcome.executive.expect("an executive report");
+    assert_eq!(report.threads.len(), 1);
+    let t = &report.threads[0];
+    assert_eq!((t.role.as_str(), t.cpu), ("executive", Some(config.cpu)));
+    assert_eq!(
+        (t.guard_mode.as_str(), t.release_early_mode.as_str()),
+        ("auto", "auto")
+    );
+    let sleeps: u64 = t.guards.iter().map(|b| b.observations).sum();
+    assert!(sleeps > 0 && sleeps <= 2 * activations, "{sleeps} sleeps");
+    for b in &t.guards {
+        assert!(
+            (rtlab_exec::guard::MIN_LEARNED_GUARD_NS..=rtlab_exec::guard::MAX_LEARNED_GUARD_NS)
+                .contains(&b.guard_ns)
+                || b.guard_ns == periodic::GUARD_NS,
+            "{b:?}"
+        );
+        assert!(b.idle_below_ns.is_none_or(|below| below > b.idle_from_ns));
+    }
+    let release = t.release_early.as_ref().expect("the release margin");
+    // Every released activation but the last of each task was seen by the
+    // executive at that task's next release.
+    assert!(release.observations > 0 && release.observations <= 2 * activations);
+    assert!(t.spin_ns > 0 && t.elapsed_ns >= activations * 2_000_000 / 2);
+    assert!(t.spin_percent > 0.0 && t.spin_percent <= 100.0);
+
+    // A fixed guard is used as it is, and still reported.
+    let mut fixed = config.clone();
+    fixed.set_margins(Guard::Fixed(150_000), Guard::Fixed(40_000), 25);
+    let outcome = run_with(&fixed, Arc::new(AtomicBool::new(false)));
+    assert_accounted(&outcome, 2, activations);
+    let t = &outcome.executive.expect("an executive report").threads[0];
+    assert_eq!(
+        (t.guard_mode.as_str(), t.release_early_mode.as_str()),
+        ("fixed", "fixed")
+    );
+    assert!(
+        t.guards.iter().all(|b| b.guard_ns == 150_000),
+        "{:?}",
+        t.guards
+    );
+    assert_eq!(t.release_early.as_ref().unwrap().guard_ns, 40_000);
+    // The self-timed tasks have no executive.
+    let fifo = config.clone();
+    let outcome = run_with(
+        &PeriodicConfig {
+            mode: Mode::Fifo,
+            ..fifo
+        },
+        Arc::new(AtomicBool::new(false)),
+    );
+    assert!(outcome.executive.is_none());
 }

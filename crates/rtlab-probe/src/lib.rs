@@ -68,6 +68,8 @@ pub struct ProbeOutcome {
     pub net: Option<NetReport>,
     /// `rtlab traffic replay|record`'s packet accounting and accuracy.
     pub traffic: Option<TrafficReport>,
+    /// The executive's learned guards and spin (periodic, plan).
+    pub executive: Option<rtlab_core::result::ExecutiveReport>,
 }
 
 /// Anything the runner can run and record: each probe's config is one

@@ -368,6 +368,7 @@ mod tests {
             net: None,
             traffic: None,
             witness: None,
+            executive: None,
         }
     }
 

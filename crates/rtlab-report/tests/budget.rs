@@ -86,6 +86,7 @@ fn run(probe: &str, series: Vec<Series>) -> RunResult {
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings: Vec::new(),
     }
 }

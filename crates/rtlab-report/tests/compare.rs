@@ -94,6 +94,7 @@ fn run(id: &str, series: Vec<Series>) -> RunResult {
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings: vec![],
     }
 }

@@ -120,6 +120,7 @@ fn campaign_run() -> RunResult {
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
     }
 }
 

@@ -58,6 +58,7 @@ fn result(series: Vec<Series>) -> RunResult {
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings: vec![],
     }
 }

@@ -116,6 +116,7 @@ fn run(id: &str, probe: &str, series: Vec<Series>) -> RunResult {
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings: Vec::new(),
     }
 }

@@ -285,6 +285,7 @@ fn record_outcome(result: &mut RunResult, outcome: ProbeOutcome, load_failure: O
     result.noise = outcome.noise;
     result.net = outcome.net;
     result.traffic = outcome.traffic;
+    result.executive = outcome.executive;
     for series in &result.series {
         if series.stats.dropped > 0 {
             result.warnings.push(format!(
@@ -317,6 +318,7 @@ fn new_result(request: &mut RunRequest, effective: Effective, warnings: Vec<Stri
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings,
     }
 }

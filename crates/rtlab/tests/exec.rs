@@ -159,6 +159,11 @@ fn kurt_table_prints_paper_002s_layout_for_both_schedulers_and_loads() {
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("[8/8] 3 tasks, executive, cpu"), "{stderr}");
+    assert!(stderr.contains(" (auto), spin "), "{stderr}");
+    assert!(
+        stdout.contains("the executive's guards and spin") && stdout.contains("  3 tasks: guard "),
+        "{stdout}"
+    );
 
     let doc = common::read_json(&json).unwrap();
     assert_eq!(doc["schema"], "rtlab.kurt-table/1");
@@ -171,6 +176,16 @@ fn kurt_table_prints_paper_002s_layout_for_both_schedulers_and_loads() {
         assert_eq!(cell["activations"].as_u64().unwrap(), 30 * tasks as u64);
         assert_eq!(cell["within_percent"].as_array().unwrap().len(), 5);
         assert_eq!(run["config"]["mode"], cell["mode"]);
+        // The executive's cells say what it learned; the self-timed
+        // tasks have none.
+        if cell["mode"] == "executive" {
+            assert_eq!(cell["executive"], run["executive"]);
+            let thread = &run["executive"]["threads"][0];
+            assert_eq!(thread["guard_mode"], "auto");
+            assert!(thread["spin_ns"].as_u64().unwrap() > 0, "{thread}");
+        } else {
+            assert!(run.get("executive").is_none() && cell["executive"].is_null());
+        }
         let loads = run["loads"].as_array().cloned().unwrap_or_default();
         if cell["load"] == "idle" {
             assert!(loads.is_empty());
@@ -219,6 +234,25 @@ fn bad_periodic_input_is_refused() {
     );
     assert_refused(&["exec", "kurt-table", "--load", "nosuch"], &["--load"]);
     assert_refused(&["exec", "periodic", "--tasks", "0"], &["--tasks"]);
+    // The learned guard's flags.
+    let margins: [(&str, &str, &str, &str); 3] = [
+        ("periodic", "--spin-budget", "0", "expected 1-100"),
+        (
+            "kurt-table",
+            "--guard",
+            "soon",
+            "expected auto or a duration",
+        ),
+        (
+            "periodic",
+            "--release-early",
+            "later",
+            "expected auto or a duration",
+        ),
+    ];
+    for (command, flag, value, says) in margins {
+        assert_refused(&["exec", command, flag, value], &[flag, says]);
+    }
 }
 
 /// SIGINT during a sleep toward a far activation (2 tasks every 60 s,
@@ -310,4 +344,30 @@ fn absurd_periods_and_durations_are_refused() {
         &["exec", "kurt-table", "--period", "10us", "--work", "1us"],
         &["--period"],
     );
+}
+
+/// A stored executive run shows what it learned: its thread, per idle
+/// length its wake-ups and guard, its release margin, its spin.
+#[test]
+fn show_prints_the_guards_the_executive_learned() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let db = dir.path().join("runs.db");
+    let args = "exec periodic --tasks 2 --period 2ms --duration 400ms --quiet --db";
+    let out = run(rtlab(&state).args(args.split(' ')).arg(&db));
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(rtlab(&state).args(["show", "last", "--db"]).arg(&db));
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "executive of CPU ",
+        ": guard auto, release early auto, spin ",
+        "% of its CPU, budget 25 %)",
+        "  idle ",
+        " wake-ups late by, ",
+        "  release early: ",
+    ] {
+        assert!(stdout.contains(needle), "'{needle}' not in:\n{stdout}");
+    }
 }

@@ -297,6 +297,17 @@ fn plan_run_fires_every_event_and_records_each_dispatch_error() {
     assert_eq!(dispatch["missed"], 0);
     let warnings = json["warnings"].to_string();
     assert!(warnings.contains("guard auto"), "{warnings}");
+    // What the dispatcher learned: at most one wake-up per event.
+    let thread = &json["executive"]["threads"][0];
+    assert_eq!(thread["role"], "dispatcher");
+    assert_eq!(thread["guard_mode"], "auto");
+    let wakeups: u64 = thread["guards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["observations"].as_u64().unwrap())
+        .sum();
+    assert!(wakeups > 0 && wakeups <= 600, "{thread}");
 }
 
 #[test]
@@ -307,6 +318,10 @@ fn plan_run_refuses_a_bad_plan_before_running_it() {
     let path = plan.to_str().unwrap();
     common::assert_refused(&["plan", "run", path], &["bad.txt:5", "offset"]);
     common::assert_refused(&["plan", "run", path, "--guard", "soon"], &["--guard soon"]);
+    common::assert_refused(
+        &["plan", "run", path, "--spin-budget", "101%"],
+        &["--spin-budget", "expected 1-100"],
+    );
     common::assert_refused(
         &["plan", "run", "/nonexistent.plan"],
         &["/nonexistent.plan"],

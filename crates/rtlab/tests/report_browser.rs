@@ -946,6 +946,7 @@ fn campaign_results() -> Vec<RunResult> {
                         net: None,
                         traffic: None,
                         witness: None,
+                        executive: None,
                         warnings: Vec::new(),
                     });
                 }

@@ -9,6 +9,7 @@ use crate::parse::probe::{at_setting, cpu_number, STAND_IN_NS, STAND_IN_SCHED};
 use crate::parse::reader::{Reader, Section};
 use rtlab_core::sched::Policy;
 use rtlab_core::units::human_duration;
+use rtlab_exec::guard::{Guard, DEFAULT_SPIN_BUDGET_PERCENT};
 pub use rtlab_exec::periodic::Mode as PeriodicMode;
 use rtlab_exec::periodic::PeriodicConfig;
 use rtlab_exec::taskset::TaskSet;
@@ -18,7 +19,16 @@ use std::path::Path;
 
 pub(crate) const KIND: KindDef = KindDef {
     name: "periodic",
-    keys: &["tasks", "period", "work", "mode", "cpu", "taskset"],
+    keys: &[
+        "tasks",
+        "period",
+        "work",
+        "mode",
+        "cpu",
+        "taskset",
+        "guard",
+        "spin_budget",
+    ],
     read: |r, s| Ok(Box::new(read(r, s)?)),
 };
 
@@ -36,6 +46,23 @@ pub struct PeriodicSettings {
     /// instead of `tasks` equal tasks (docs/taskset.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub taskset: Option<TaskSet>,
+    /// The executive's guard (`guard = "auto"` or a duration): learned
+    /// online, or fixed; `release_early` follows (learned, or its default).
+    #[serde(skip_serializing_if = "is_auto")]
+    pub guard: Guard,
+    /// `spin_budget = 25`: the most a learned guard may spin, % of the
+    /// time between two activations.
+    #[serde(skip_serializing_if = "is_default_budget")]
+    pub spin_budget_percent: u32,
+}
+
+/// The default guard, left out of a campaign's JSON (as before it had one).
+fn is_auto(guard: &Guard) -> bool {
+    *guard == Guard::Auto
+}
+
+fn is_default_budget(percent: &u32) -> bool {
+    *percent == DEFAULT_SPIN_BUDGET_PERCENT
 }
 
 impl Default for PeriodicSettings {
@@ -48,6 +75,8 @@ impl Default for PeriodicSettings {
             mode: PeriodicMode::Executive,
             cpu: None,
             taskset: None,
+            guard: Guard::Auto,
+            spin_budget_percent: DEFAULT_SPIN_BUDGET_PERCENT,
         }
     }
 }
@@ -71,6 +100,7 @@ impl PeriodicSettings {
             }
         };
         config.mode = self.mode;
+        config.set_margins(self.guard, Guard::Auto, self.spin_budget_percent);
         if let Some(cpu) = self.cpu {
             config.cpu = cpu;
         }
@@ -116,6 +146,18 @@ fn read(r: &Reader, s: &Section) -> Result<PeriodicSettings, CampaignError> {
         };
     }
     p.cpu = cpu_number(r, s, "cpu")?;
+    if let Some(v) = s.get("guard") {
+        let (text, span) = r.string(v, &s.field("guard"))?;
+        p.guard = text
+            .parse()
+            .map_err(|e: String| r.error(span, &s.field("guard"), e))?;
+    }
+    if let Some(v) = s.get("spin_budget") {
+        let field = s.field("spin_budget");
+        let n = r.integer(v, &field)?;
+        // Out of u32 is out of 1-100: the config's check says so.
+        p.spin_budget_percent = u32::try_from(n).unwrap_or(0);
+    }
     p.taskset = taskset(r, s)?;
     p.config(STAND_IN_NS, STAND_IN_SCHED.priority)
         .validate()

@@ -3,6 +3,7 @@
 //! All times are nanoseconds; keys are snake_case identifiers.
 
 mod effective;
+mod executive;
 mod probe_reports;
 mod run_id;
 mod safe_text;
@@ -15,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use effective::{Effective, ThreadSettings};
+pub use executive::{ExecutiveReport, ExecutiveThread, GuardBucket};
 pub use probe_reports::{
     NetMessageCounts, NetReport, NetServerCounters, NoiseCpu, NoiseReport, NoiseSource,
     OsnoiseSummary, TimelineRow, TrafficAccuracy, TrafficCounts, TrafficReport, TrafficTxtime,
@@ -86,6 +88,9 @@ pub struct RunResult {
     /// results of older rtlab versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessReport>,
+    /// The executive's learned guards and spin (periodic and plan runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executive: Option<ExecutiveReport>,
     /// Things that could not be done as asked, and anything else a reader
     /// of the figures must know.
     #[serde(default)]

@@ -250,6 +250,8 @@ fn measure_cpu(cpu: usize, settings: &ReleaseSettings) -> Result<CpuOverheads, S
         }],
         guard_ns: settings.guard_ns,
         release_early_ns: settings.release_early_ns,
+        // The run's margins as given: 0.3 s is too short to learn them.
+        learning: crate::guard::Learning::fixed(),
     };
     let releases = {
         let shared = Arc::clone(&shared);

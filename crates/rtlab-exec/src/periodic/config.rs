@@ -1,6 +1,7 @@
 //! A periodic run's settings: the modes, the defaults, the limits and
 //! their check.
 
+use crate::guard::{Guard, Learning};
 use crate::taskset::model::{TaskSet, TaskSpec};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::settings::FieldError;
@@ -67,15 +68,17 @@ pub const DEFAULT_WORK_NS: u64 = 100_000;
 pub const EXECUTIVE_PRIORITY: u32 = rtlab_probe::DEFAULT_PRIORITY;
 /// Default SCHED_FIFO priority of the tasks (both modes).
 pub const TASK_PRIORITY: u32 = 80;
-/// Default guard: how early the executive wakes and spins. On the 2-core
+/// Default guard with `--guard DURATION`'s meaning, and the warm start of
+/// the learned guard (`--guard auto`, the default: crate::guard) until
+/// each idle length has its own wake-ups. On the 2-core
 /// VMs rtlab is developed on, a plain absolute sleep wakes 20-50 µs late at
 /// the median, and sleeping to 100 µs before the instant and spinning puts
 /// 96-98 % of wake-ups within 10 µs (bench/plan-dispatch.sh measures both:
 /// bench/results/plan-dispatch.md).
 pub const GUARD_NS: u64 = 100_000;
-/// Default release margin: how early a task is woken so that the futex
-/// wake-up path (and the executive going back to sleep on the same CPU)
-/// is absorbed before its instant.
+/// Default release margin (and the warm start of the learned one): how
+/// early a task is woken so that the futex wake-up path (and the executive
+/// going back to sleep on the same CPU) is absorbed before its instant.
 pub const RELEASE_EARLY_NS: u64 = 50_000;
 
 /// Everything a periodic run needs; serialized as the result's `config`.
@@ -95,10 +98,14 @@ pub struct PeriodicConfig {
     pub executive_priority: u32,
     /// SCHED_FIFO priority of the tasks.
     pub task_priority: u32,
-    /// Executive: how early it wakes before an activation and spins.
+    /// Executive: how early it wakes before an activation and spins
+    /// (fixed, or the warm start of a learned guard: `learn`).
     pub guard_ns: u64,
-    /// Executive: how early a task is released; it spins to its instant.
+    /// Executive: how early a task is released; it spins to its instant
+    /// (fixed, or the warm start of a learned margin).
     pub release_early_ns: u64,
+    /// Executive: what it learns online, within what spin budget.
+    pub learn: Learning,
     /// A task set run instead of `tasks` equal tasks (`--taskset`): its
     /// tasks' own periods, offsets, work, deadlines, budgets, priorities
     /// and CPUs replace `period_ns` (then the shortest period), `work_ns`
@@ -160,8 +167,25 @@ impl PeriodicConfig {
             task_priority: TASK_PRIORITY,
             guard_ns: GUARD_NS,
             release_early_ns: RELEASE_EARLY_NS,
+            learn: Learning::default(),
             task_set: None,
         }
+    }
+
+    /// The executive's margins (`--guard`, `--release-early`,
+    /// `--spin-budget`): each fixed, or learned from its default as a warm
+    /// start (a learned release margin starts at most at a fixed guard).
+    pub fn set_margins(&mut self, guard: Guard, release_early: Guard, spin_budget_percent: u32) {
+        (self.guard_ns, self.learn.guard) = match guard {
+            Guard::Auto => (GUARD_NS, true),
+            Guard::Fixed(ns) => (ns, false),
+        };
+        (self.release_early_ns, self.learn.release_early) = match release_early {
+            Guard::Auto if self.learn.guard => (RELEASE_EARLY_NS, true),
+            Guard::Auto => (RELEASE_EARLY_NS.min(self.guard_ns), true),
+            Guard::Fixed(ns) => (ns, false),
+        };
+        self.learn.spin_budget_percent = spin_budget_percent;
     }
 
     /// A config that runs `set` for `duration_ns` (every default otherwise:
@@ -220,8 +244,8 @@ impl PeriodicConfig {
     }
 
     /// Checks the settings together; the error names the setting by its
-    /// campaign key (`period`, `work`, `release_early`), `priority` being
-    /// the executive's (`--priority`).
+    /// campaign key (`period`, `work`, `release_early`, `spin_budget`),
+    /// `priority` being the executive's (`--priority`).
     pub fn validate(&self) -> Result<(), FieldError> {
         let fail = |field, message: String| Err(FieldError::new(field, message));
         if let Some(plan) = &self.task_set {
@@ -273,7 +297,12 @@ impl PeriodicConfig {
                 ),
             );
         }
-        if self.mode == Mode::Executive && self.release_early_ns > self.guard_ns {
+        self.learn.validate()?;
+        // A learned guard is always above the release margin.
+        if self.mode == Mode::Executive
+            && !self.learn.guard
+            && self.release_early_ns > self.guard_ns
+        {
             return fail(
                 "release_early",
                 format!(
@@ -433,8 +462,15 @@ mod tests {
             ..config()
         };
         assert_eq!(fifo.validate(), Ok(()));
+        // A learned guard stays above any release margin.
+        let learned = PeriodicConfig {
+            release_early_ns: 2 * GUARD_NS,
+            ..config()
+        };
+        assert_eq!(learned.validate(), Ok(()));
         let (field, text) = refused(PeriodicConfig {
             release_early_ns: 2 * GUARD_NS,
+            learn: Learning::fixed(),
             ..config()
         });
         assert_eq!(field, "release_early");
@@ -465,6 +501,22 @@ mod tests {
         assert_eq!(
             text,
             "the executive's --priority 80 must be above the tasks' --task-priority 80"
+        );
+    }
+
+    #[test]
+    fn the_spin_budget_is_checked_by_its_name() {
+        let (field, text) = refused(PeriodicConfig {
+            learn: Learning {
+                spin_budget_percent: 101,
+                ..Learning::default()
+            },
+            ..config()
+        });
+        assert_eq!(field, "spin_budget");
+        assert!(
+            text.starts_with("--spin-budget 101%: expected 1-100"),
+            "{text}"
         );
     }
 }

@@ -1,51 +1,11 @@
 //! What the threads of a periodic run share: each task's slot (its futex
-//! and release state), the run's stop flag, the rings a task's samples
-//! leave by, and the clock waits of the hot loops.
+//! and release state), the run's stop flag and the rings a task's samples
+//! leave by (the clock waits of the hot loops are the guard module's).
 
-use rtlab_core::clock;
 use rtlab_probe::recorder::Sample;
 use rtlab_probe::switch::futex_wake;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// Longest sleep between two looks at the stop flag: a far activation
-/// (a long period) is slept toward in absolute chunks of at most this.
-pub(crate) const STOP_CHECK_NS: u64 = 50_000_000;
-
-/// Sleeps (absolute `clock_nanosleep`) to `target_ns`, looking at `stop`
-/// at least every [`STOP_CHECK_NS`]: true once the target is reached,
-/// false as soon as the stop flag is seen. The chunks before the last end
-/// at least half a chunk before the target, so the last one is the real
-/// absolute sleep to the target, whatever the wake-up latency of the others.
-#[inline]
-pub(crate) fn sleep_until_or_stop(target_ns: u64, stop: &AtomicBool) -> bool {
-    loop {
-        let now = clock::now_ns();
-        if now >= target_ns {
-            return true;
-        }
-        if target_ns - now <= STOP_CHECK_NS {
-            clock::sleep_until(target_ns);
-            return true;
-        }
-        clock::sleep_until((now + STOP_CHECK_NS).min(target_ns - STOP_CHECK_NS / 2));
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-    }
-}
-
-/// Spins until the clock reaches `instant_ns`; returns the time read last.
-#[inline(always)]
-pub(crate) fn spin_until(instant_ns: u64) -> u64 {
-    loop {
-        let now = clock::now_ns();
-        if now >= instant_ns {
-            return now;
-        }
-        std::hint::spin_loop();
-    }
-}
 
 /// One task's hand-off with the executive, on a cache line of its own.
 #[repr(align(64))]
@@ -64,9 +24,41 @@ pub(crate) struct Slot {
     /// Activations the executive could not release because the task was
     /// still working; the task reports them as `missed` with its next sample.
     pub skipped: AtomicU64,
+    /// When the executive released the current activation (the clock it
+    /// read at the end of its spin), ns; 0 for a release queued behind
+    /// another task still working (its delay is that task's work, not the
+    /// release path's: not learned from).
+    pub released_at_ns: AtomicU64,
+    /// The task's wake-up delay after that release plus 1, ns (0: none
+    /// since the executive last took it): the executive's release margin
+    /// learns from it.
+    pub wake_delay: AtomicU64,
+    /// The task's spin from its wake-up to its instants, ns, in all.
+    pub spin_ns: AtomicU64,
 }
 
 impl Slot {
+    /// The task got the CPU at `woke_ns` after a release: its delay, for
+    /// the executive to take at its next release of this task.
+    #[inline]
+    pub(crate) fn report_wake(&self, woke_ns: u64) {
+        let released = self.released_at_ns.load(Ordering::Acquire);
+        if released == 0 {
+            return;
+        }
+        let delay = woke_ns.saturating_sub(released);
+        self.wake_delay.store(delay + 1, Ordering::Release);
+    }
+
+    /// The task's wake-up delay reported since the last take, if any.
+    #[inline]
+    pub(crate) fn take_wake_delay(&self) -> Option<u64> {
+        match self.wake_delay.swap(0, Ordering::AcqRel) {
+            0 => None,
+            delay => Some(delay - 1),
+        }
+    }
+
     /// Tells the task to leave.
     pub(crate) fn quit(&self) {
         self.quit.store(true, Ordering::Release);

@@ -5,7 +5,7 @@ use super::config::{Mode, PeriodicConfig, START_MARGIN_NS};
 use super::handoff::{Ring, Shared, Slot, TaskRings};
 use super::release::{ExecutivePlan, Released, TaskPlan, ThreadEnd};
 use super::timing::{cpus_of, TaskTiming, WorkDraw};
-use rtlab_core::result::{Series, SeriesStats, ThreadSettings};
+use rtlab_core::result::{ExecutiveReport, Series, SeriesStats, ThreadSettings};
 use rtlab_core::sched::{self, Policy, SchedParams};
 use rtlab_probe::launch::{self, Launch};
 use rtlab_probe::recorder::{ring_capacity, Recorder, Sample, SamplesCsv, SeriesInput};
@@ -183,6 +183,7 @@ fn executives(config: &PeriodicConfig, timings: &[TaskTiming]) -> Vec<ExecutiveP
                 .collect(),
             guard_ns: config.guard_ns,
             release_early_ns: config.release_early_ns,
+            learning: config.learn,
         })
         .collect()
 }
@@ -224,6 +225,7 @@ pub fn start(
                     return ThreadEnd {
                         accounted: 0,
                         planned: plan.activations,
+                        guards: None,
                     };
                 };
                 let mut rings = rings;
@@ -253,6 +255,7 @@ pub fn start(
                         None => ThreadEnd {
                             accounted: 0,
                             planned: plan.planned(),
+                            guards: None,
                         },
                     }
                 },
@@ -381,8 +384,10 @@ impl ProbeRun for PeriodicRun {
     fn finish(self: Box<Self>) -> anyhow::Result<ProbeOutcome> {
         let PeriodicRun { mut run, layout } = *self;
         let mut stopped_early = false;
+        let mut executives = Vec::new();
         for end in run.join("a periodic thread")? {
             stopped_early |= end.accounted < end.planned;
+            executives.extend(end.guards);
         }
         let elapsed_ns = run.elapsed_ns();
         let Threads {
@@ -394,11 +399,15 @@ impl ProbeRun for PeriodicRun {
         let stats = recorder.finish()?;
         let series = build_series(&layout, &names, stats);
         miss_warnings(&series, &mut warnings);
+        warnings.extend(executives.iter().filter_map(crate::guard::capped_warning));
         Ok(ProbeOutcome {
             series,
             elapsed_ns,
             stopped_early,
             warnings,
+            executive: (!executives.is_empty()).then_some(ExecutiveReport {
+                threads: executives,
+            }),
             ..ProbeOutcome::default()
         })
     }

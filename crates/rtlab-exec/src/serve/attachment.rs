@@ -417,6 +417,7 @@ impl Attachment {
             net: None,
             traffic: None,
             witness: None,
+            executive: None,
             warnings,
         }
     }

@@ -555,6 +555,7 @@ impl ProbeRun for NetRun {
             noise: None,
             net: Some(net),
             traffic: None,
+            executive: None,
         })
     }
 }

@@ -571,6 +571,7 @@ impl ProbeRun for NoiseRun {
             noise: Some(noise),
             net: None,
             traffic: None,
+            executive: None,
             failure: (!failures.is_empty()).then(|| failures.join("; ")),
         })
     }

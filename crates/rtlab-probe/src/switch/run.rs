@@ -158,6 +158,7 @@ impl ProbeRun for SwitchRun {
             noise: None,
             net: None,
             traffic: None,
+            executive: None,
             failure,
         })
     }

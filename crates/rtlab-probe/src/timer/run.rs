@@ -222,6 +222,7 @@ impl ProbeRun for TimerRun {
             noise: None,
             net: None,
             traffic: None,
+            executive: None,
             failure: None,
         })
     }

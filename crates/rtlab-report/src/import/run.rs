@@ -43,6 +43,7 @@ pub(crate) fn imported_run(
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings,
     }
 }

@@ -162,6 +162,7 @@ pub fn run(id: &str, started_at: &str, host: &str) -> RunResult {
         net: None,
         traffic: None,
         witness: None,
+        executive: None,
         warnings: Vec::new(),
     }
 }

@@ -5,6 +5,7 @@ use super::shared::RunArgs;
 use crate::input;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
+use rtlab_exec::guard::Guard;
 use rtlab_exec::periodic::Mode;
 
 #[derive(Subcommand)]
@@ -50,6 +51,11 @@ fn baseline_mode() -> impl TypedValueParser<Value = Mode> {
     PossibleValuesParser::new([fifo]).map(|text| text.parse().expect("a Mode's own name"))
 }
 
+/// `--guard`/`--release-early`: `auto` or a duration.
+fn guard_value(text: &str) -> Result<Guard, String> {
+    text.parse()
+}
+
 /// The task set of `rtlab exec periodic` and `rtlab exec kurt-table`.
 #[derive(Args)]
 pub struct PeriodicTaskArgs {
@@ -69,13 +75,17 @@ pub struct PeriodicTaskArgs {
     #[arg(long)]
     pub in_phase: bool,
 
-    /// How early the executive wakes before an activation and spins.
-    #[arg(long, default_value = "100us", value_parser = input::duration, value_name = "DURATION")]
-    pub guard: u64,
+    /// How early the executive wakes before an activation and spins: `auto` (learned online from its own wake-ups, per idle length, starting at 100 µs) or a duration.
+    #[arg(long, default_value = "auto", value_parser = guard_value, value_name = "auto|DURATION")]
+    pub guard: Guard,
 
-    /// How early the executive releases a task, which spins to its instant (at most --guard).
-    #[arg(long, default_value = "50us", value_parser = input::duration, value_name = "DURATION")]
-    pub release_early: u64,
+    /// How early the executive releases a task, which spins to its instant: `auto` (learned from the tasks' wake-up delay, starting at 50 µs) or a duration (at most a fixed --guard).
+    #[arg(long, default_value = "auto", value_parser = guard_value, value_name = "auto|DURATION")]
+    pub release_early: Guard,
+
+    /// With a learned guard: the most the executive and its tasks may spin before an activation, % of the time since the previous one.
+    #[arg(long, default_value = "25%", value_parser = rtlab_exec::guard::parse_percent, value_name = "PERCENT")]
+    pub spin_budget: u32,
 
     /// SCHED_FIFO priority of the executive.
     #[arg(long, default_value_t = rtlab_exec::periodic::EXECUTIVE_PRIORITY, value_parser = clap::value_parser!(u32).range(2..=99))]
@@ -102,7 +112,11 @@ Every task and the executive run on one CPU (--cpu, default the last online one)
 paper 002's uniprocessor. The executive (SCHED_FIFO 90) sleeps to each activation minus
 --guard, spins, and releases the task (SCHED_FIFO 80, blocked on its futex) --release-early
 before its instant; the task spins to the instant, stamps its lateness, works --work and
-stamps its response. With --mode fifo each task sleeps to its own activations instead (the
+stamps its response. Both margins are learned online by default (--guard auto): the
+99.5 % quantile of the executive's own wake-up lateness at each idle length, and of its
+tasks' wake-up delay, plus a margin, the spin within --spin-budget; the result's
+`executive` (and `rtlab show`) records the guards learned and the CPU spent spinning.
+With --mode fifo each task sleeps to its own activations instead (the
 paper's SCHED_FIFO). --baseline fifo runs the executive, then the same tasks self-timed, and
 prints both with the % of activations within 10/50/100/500/1000 µs (two stored runs).
 With --taskset FILE (docs/taskset.md) each task has its own period, offset, work, deadline,
@@ -202,8 +216,18 @@ mod tests {
         let args: ExecPeriodicArgs = parse(&[]);
         assert_eq!(args.task.period, periodic::DEFAULT_PERIOD_NS);
         assert_eq!(args.task.work, periodic::DEFAULT_WORK_NS);
-        assert_eq!(args.task.guard, periodic::GUARD_NS);
-        assert_eq!(args.task.release_early, periodic::RELEASE_EARLY_NS);
+        assert_eq!(args.task.guard, Guard::Auto);
+        assert_eq!(args.task.release_early, Guard::Auto);
+        assert_eq!(
+            args.task.spin_budget,
+            rtlab_exec::guard::DEFAULT_SPIN_BUDGET_PERCENT
+        );
+        let args: ExecPeriodicArgs = parse(&["--guard", "100us", "--release-early", "50us"]);
+        assert_eq!(args.task.guard, Guard::Fixed(periodic::GUARD_NS));
+        assert_eq!(
+            args.task.release_early,
+            Guard::Fixed(periodic::RELEASE_EARLY_NS)
+        );
         assert_eq!(args.duration, rtlab_probe::DEFAULT_DURATION_NS);
         assert_eq!(args.mode, Mode::Executive);
         assert_eq!(args.baseline, None);

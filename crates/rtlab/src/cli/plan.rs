@@ -22,13 +22,16 @@ pub enum PlanCommand {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rtlab plan run ticks.plan                     # once, guard from a warm-up, FIFO 90
+  rtlab plan run ticks.plan                     # once, guard learned online, FIFO 90
   rtlab plan run ticks.plan --cpu 1 --repeat 100 --guard 50us
   rtlab plan run traffic.txt --forever --load io --json run.json
 
 A FIFO thread sleeps on an absolute clock_nanosleep programmed only for the next
 event, until the event's time minus the guard, then spins on the clock to the exact
-nanosecond and fires the event's module (mark, udp, wake, signal). Each event's
+nanosecond and fires the event's module (mark, udp, wake, signal). With --guard auto
+(the default) the guard starts from a 0.2 s warm-up and is then learned from every
+wake-up: the 99.5 % quantile of its lateness at that idle length plus a margin, within
+--spin-budget (the result's `executive` records the guards and the spin). Each event's
 dispatch error (fire time - planned time) is a sample of the series `dispatch`; an
 event reached more than --skip-after late is skipped and counted missed.
 --budget 'dispatch:p99.9<20us,missed=0' checks the run (docs/budgets.md).
@@ -49,10 +52,14 @@ pub struct PlanRunArgs {
     #[arg(long)]
     pub forever: bool,
 
-    /// How early to wake before each event and spin: `auto` (from a 0.2 s
-    /// warm-up of this machine's wake-up latency) or a duration.
+    /// How early to wake before each event and spin: `auto` (learned
+    /// online from every wake-up, from a 0.2 s warm-up) or a duration.
     #[arg(long, default_value = "auto", value_name = "auto|DURATION")]
     pub guard: String,
+
+    /// With --guard auto: the most a learned guard may spin, % of the time between two events.
+    #[arg(long, default_value = "25%", value_parser = rtlab_exec::guard::parse_percent, value_name = "PERCENT")]
+    pub spin_budget: u32,
 
     /// Skip an event reached later than this (counted missed).
     #[arg(long, default_value = "1ms", value_parser = input::positive_duration, value_name = "DURATION")]

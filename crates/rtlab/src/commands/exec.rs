@@ -54,8 +54,7 @@ fn config_from(
     }
     config.executive_priority = task.priority;
     config.task_priority = task.task_priority;
-    config.guard_ns = task.guard;
-    config.release_early_ns = task.release_early;
+    config.set_margins(task.guard, task.release_early, task.spin_budget);
     // A period under the minimum is refused as such, by validate().
     if task.period >= MIN_PERIOD_NS && duration_ns < task.period {
         bad_input!(
@@ -155,6 +154,7 @@ fn cell_json(result: &RunResult) -> serde_json::Value {
         "deadline_misses": misses,
         "within_us": WITHIN_US,
         "within_percent": within,
+        "executive": result.executive,
     })
 }
 
@@ -530,9 +530,10 @@ fn run_cell(
     if !args.run.quiet {
         let within = within_percentages(&result.series);
         eprintln!(
-            "{} within 10 µs, {} within 100 µs, run {}{}{}",
+            "{} within 10 µs, {} within 100 µs{}, run {}{}{}",
             within.map_or("-".into(), |w| format!("{:.2}%", w[0])),
             within.map_or("-".into(), |w| format!("{:.2}%", w[2])),
+            super::exec_guards::short_text(&result).map_or(String::new(), |g| format!(", {g}")),
             result.id,
             if result.status == RunStatus::Complete {
                 String::new()
@@ -606,8 +607,34 @@ fn kurt_text(args: &KurtTableArgs, loads: &[Option<String>], done: &[(Cell, RunR
                 .collect();
             out += &within_table("tasks", &rows);
         }
+        out += &guards_text(args, load, done);
     }
     out
+}
+
+/// The guards the executive used and the CPU it spun, per task count
+/// (its threads'; `rtlab show RUN` has each idle length).
+fn guards_text(args: &KurtTableArgs, load: &Option<String>, done: &[(Cell, RunResult)]) -> String {
+    let lines: Vec<String> = args
+        .tasks
+        .iter()
+        .filter_map(|&tasks| {
+            let result = find(done, load, tasks, (Mode::Executive, false))?;
+            let text = super::exec_guards::short_text(result)?;
+            Some(format!(
+                "  {tasks} tasks: {text} (run {})
+",
+                result.id
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "the executive's guards and spin (rtlab show RUN: per idle length):\n{}",
+        lines.concat()
+    )
 }
 
 /// The `--json` document, `rtlab.kurt-table/1`: the table's cells, the

@@ -35,8 +35,7 @@ pub fn config_from_set(
     let mut config = PeriodicConfig::from_task_set(set, duration_ns);
     config.mode = mode;
     config.executive_priority = task.priority;
-    config.guard_ns = task.guard;
-    config.release_early_ns = task.release_early;
+    config.set_margins(task.guard, task.release_early, task.spin_budget);
     if let Err(e) = config.validate() {
         bad_input!("{}", e.render(flag));
     }

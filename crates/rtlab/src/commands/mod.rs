@@ -5,6 +5,7 @@ mod compare_baseline;
 pub mod completions;
 mod exec;
 mod exec_admit;
+mod exec_guards;
 mod exec_serve;
 mod exec_taskset;
 mod exec_worker;

@@ -3,7 +3,7 @@
 
 use super::measure::measure;
 use crate::cli::PlanRunArgs;
-use crate::input::{self, bad_input, InputError};
+use crate::input::{bad_input, InputError};
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::sched::{Policy, SchedParams};
 use rtlab_core::settings::flag;
@@ -32,6 +32,7 @@ fn config_from(args: &PlanRunArgs) -> anyhow::Result<DispatchConfig> {
             Repeat::Times(args.repeat.unwrap_or(1))
         },
         guard,
+        spin_budget_percent: args.spin_budget,
         skip_after_ns: args.skip_after,
         inject: args.inject_delay.map(|delay_ns| Inject {
             delay_ns,
@@ -56,14 +57,10 @@ pub fn check_cpu(cpu: Option<usize>) -> anyhow::Result<()> {
 
 /// `--guard auto|DURATION`.
 pub fn guard_of(text: &str) -> anyhow::Result<Guard> {
-    Ok(match text {
-        "auto" => Guard::Auto,
-        "0" => Guard::Fixed(0),
-        text => match input::duration(text) {
-            Ok(ns) => Guard::Fixed(ns),
-            Err(e) => bad_input!("--guard {text}: expected auto or a duration ({e})"),
-        },
-    })
+    match text.parse() {
+        Ok(guard) => Ok(guard),
+        Err(e) => bad_input!("--guard {text}: {e}"),
+    }
 }
 
 /// Reads and checks a plan before anything runs: a bad file is bad input,

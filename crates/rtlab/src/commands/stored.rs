@@ -223,6 +223,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         out!();
         put!("{}", spikes.to_text());
     }
+    put!("{}", super::exec_guards::show_text(&result));
     for warning in &result.warnings {
         out!("warning: {warning}");
     }

@@ -118,6 +118,7 @@ impl ReplayConfig {
             sched: self.sched,
             repeat: self.repeat,
             guard: self.guard,
+            spin_budget_percent: crate::guard::DEFAULT_SPIN_BUDGET_PERCENT,
             skip_after_ns: self.skip_after_ns,
             inject: self.inject,
         }
