@@ -74,6 +74,19 @@ pub fn parse_involuntary(text: &[u8]) -> Option<u64> {
         .ok()
 }
 
+/// Scans at most this share of the time (1/N): a scan reads every
+/// thread's stat, and another user's thread bomb must not keep the witness
+/// scanning instead of reading its windows.
+const SCAN_SHARE: u64 = 10;
+
+/// Whether the thread list is read again `since_ns` after the last read,
+/// which took `cost_ns`: every second, or soon after a probe thread was
+/// `preempted`, but never more than [`SCAN_SHARE`] of the time.
+fn scan_due(since_ns: u64, preempted: bool, cost_ns: u64) -> bool {
+    let due = since_ns >= DEFAULT_RESCAN_NS || (preempted && since_ns >= PREEMPTED_RESCAN_NS);
+    due && since_ns >= cost_ns.saturating_mul(SCAN_SHARE)
+}
+
 struct Watched {
     pid: u32,
     tid: u32,
@@ -123,6 +136,9 @@ pub struct ThreadWatch {
     /// Every thread id the last scan listed: one not among them is new.
     listed: HashSet<u32>,
     last_scan_ns: u64,
+    /// How long the last scan took, ns: thousands of threads make a scan
+    /// long, and scans are then spaced out (see [`scan_due`]).
+    scan_cost_ns: u64,
     /// The most threads worth watching that a scan left unopened because
     /// [`MAX_WATCHED_THREADS`] were open already.
     pub unwatched: usize,
@@ -142,6 +158,7 @@ impl ThreadWatch {
             scans: 0,
             listed: HashSet::new(),
             last_scan_ns: rtlab_core::clock::now_ns(),
+            scan_cost_ns: 0,
             unwatched: 0,
             buf: vec![0; 4096],
         };
@@ -318,8 +335,10 @@ impl ThreadWatch {
             }
         }
         let since = now_ns.saturating_sub(self.last_scan_ns);
-        if since >= DEFAULT_RESCAN_NS || (preempted && since >= PREEMPTED_RESCAN_NS) {
+        if scan_due(since, preempted, self.scan_cost_ns) {
+            let start = rtlab_core::clock::now_ns();
             self.rescan();
+            self.scan_cost_ns = rtlab_core::clock::now_ns().saturating_sub(start);
             self.last_scan_ns = now_ns;
         }
         for watched in self.threads.values_mut().filter(|t| t.probe_cpu.is_none()) {
@@ -393,6 +412,18 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("schedstat"), "1000 10 1\n").unwrap();
+    }
+
+    #[test]
+    fn long_scans_are_spaced_out() {
+        assert!(scan_due(DEFAULT_RESCAN_NS, false, 1_000_000));
+        assert!(!scan_due(DEFAULT_RESCAN_NS - 1, false, 0));
+        assert!(scan_due(PREEMPTED_RESCAN_NS, true, 1_000_000));
+        // A scan of a thread bomb that took 150 ms: the next not before 1.5 s.
+        assert!(!scan_due(PREEMPTED_RESCAN_NS, true, 150_000_000));
+        assert!(!scan_due(DEFAULT_RESCAN_NS, false, 150_000_000));
+        assert!(scan_due(1_500_000_000, false, 150_000_000));
+        assert!(!scan_due(u64::MAX - 1, false, u64::MAX), "no overflow");
     }
 
     #[test]
