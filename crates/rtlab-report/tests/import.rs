@@ -793,3 +793,51 @@ fn an_rtlab_result_with_a_label_longer_than_rtlab_takes_is_refused() {
     JsonExporter.write(&run, &mut json).unwrap();
     import_text(&String::from_utf8(json).unwrap(), "long.json", None).unwrap();
 }
+
+/// Block maxima a recorder keeps import; crafted ones (no recorder keeps
+/// them) are refused naming the series and the JSON path, before a
+/// worst-case estimate would fit them as the series' own.
+#[test]
+fn crafted_block_maxima_are_refused() {
+    let run = recorded_run(&[latencies(5, 2000)], 1_000);
+    let blocks = run.series[0].stats.block_maxima.clone().unwrap();
+    assert_eq!(blocks.maxima_ns.len(), 125);
+    let mut text = Vec::new();
+    JsonExporter.write(&run, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    import_text(&text, "run.json", None).expect("a recorder's block maxima import");
+    let crafted = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut value["series"][0]["block_maxima"]);
+        let err = import_text(&value.to_string(), "run.json", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("run.json: $.series[0].block_maxima: series `cpu0`: "),
+            "{err}"
+        );
+        err
+    };
+    let zero = crafted(&|b| b["block_samples"] = 0.into());
+    assert!(zero.contains("blocks of 0 samples"), "{zero}");
+    let huge = crafted(&|b| b["block_samples"] = u64::MAX.into());
+    assert!(
+        huge.contains("more than the series' 2000 samples"),
+        "{huge}"
+    );
+    let many = crafted(&|b| b["maxima_ns"] = vec![20_000u64; 4096].into());
+    assert!(
+        many.contains("more than the series' 2000 samples"),
+        "{many}"
+    );
+    let max = crafted(&|b| b["maxima_ns"][3] = u64::MAX.into());
+    assert!(
+        max.contains("a block maximum of 18446744073709551615 ns outside"),
+        "{max}"
+    );
+    let zero_max = crafted(&|b| b["maxima_ns"][0] = 0.into());
+    assert!(
+        zero_max.contains("a block maximum of 0 ns outside"),
+        "{zero_max}"
+    );
+}

@@ -199,6 +199,13 @@ impl State {
             }
         }
         self.seen.cpu_ns = thread_cpu_ns();
+        if self.threads.unwatched > 0 {
+            self.seen.notes.push(format!(
+                "up to {} threads on the measured CPUs were not watched: the witness keeps at most {} open",
+                self.threads.unwatched,
+                super::settings::MAX_WATCHED_THREADS
+            ));
+        }
     }
 
     fn in_odd_second(&self, now_ns: u64) -> bool {

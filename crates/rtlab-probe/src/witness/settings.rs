@@ -20,6 +20,13 @@ pub const DEFAULT_RESCAN_NS: u64 = 1_000_000_000;
 /// How soon the thread list is read again when a probe thread was
 /// preempted (someone new may have taken its CPU).
 pub const PREEMPTED_RESCAN_NS: u64 = 200_000_000;
+/// At most this many threads besides the probe's are kept open (two
+/// files each): another user's thousands of threads on a measured CPU must
+/// not take rtlab's file descriptors (a soft limit of 1024 is common) nor
+/// make every window read thousands of files. Real-time threads take the
+/// place of others when the bound is reached: they are the ones that can
+/// hold a probe off its CPU.
+pub const MAX_WATCHED_THREADS: usize = 384;
 
 /// What the engine starts a witness with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -10,7 +10,7 @@
 //! thread born since the last scan counts all its run time, so a new
 //! real-time thread is named at its first stall.
 
-use super::settings::{DEFAULT_RESCAN_NS, PREEMPTED_RESCAN_NS};
+use super::settings::{DEFAULT_RESCAN_NS, MAX_WATCHED_THREADS, PREEMPTED_RESCAN_NS};
 use super::window::{CpuWindow, ThreadDelta};
 use rtlab_core::process::{Stat, POLICY, PPID, RT_PRIORITY};
 use rtlab_core::sched::Policy;
@@ -74,6 +74,19 @@ pub fn parse_involuntary(text: &[u8]) -> Option<u64> {
         .ok()
 }
 
+/// Scans at most this share of the time (1/N): a scan reads every
+/// thread's stat, and another user's thread bomb must not keep the witness
+/// scanning instead of reading its windows.
+const SCAN_SHARE: u64 = 10;
+
+/// Whether the thread list is read again `since_ns` after the last read,
+/// which took `cost_ns`: every second, or soon after a probe thread was
+/// `preempted`, but never more than [`SCAN_SHARE`] of the time.
+fn scan_due(since_ns: u64, preempted: bool, cost_ns: u64) -> bool {
+    let due = since_ns >= DEFAULT_RESCAN_NS || (preempted && since_ns >= PREEMPTED_RESCAN_NS);
+    due && since_ns >= cost_ns.saturating_mul(SCAN_SHARE)
+}
+
 struct Watched {
     pid: u32,
     tid: u32,
@@ -123,6 +136,12 @@ pub struct ThreadWatch {
     /// Every thread id the last scan listed: one not among them is new.
     listed: HashSet<u32>,
     last_scan_ns: u64,
+    /// How long the last scan took, ns: thousands of threads make a scan
+    /// long, and scans are then spaced out (see [`scan_due`]).
+    scan_cost_ns: u64,
+    /// The most threads worth watching that a scan left unopened because
+    /// [`MAX_WATCHED_THREADS`] were open already.
+    pub unwatched: usize,
     buf: Vec<u8>,
 }
 
@@ -139,6 +158,8 @@ impl ThreadWatch {
             scans: 0,
             listed: HashSet::new(),
             last_scan_ns: rtlab_core::clock::now_ns(),
+            scan_cost_ns: 0,
+            unwatched: 0,
             buf: vec![0; 4096],
         };
         for thread in probe {
@@ -195,6 +216,28 @@ impl ThreadWatch {
         info.policy.is_realtime() || self.cpus.contains(&info.cpu)
     }
 
+    /// Whether one more thread (real-time or not) may be opened: below
+    /// [`MAX_WATCHED_THREADS`] others, or, for a real-time thread, once a
+    /// thread of another policy was let go for it.
+    fn make_room(&mut self, realtime: bool) -> bool {
+        let others = self.threads.values().filter(|t| t.probe_cpu.is_none());
+        if others.count() < MAX_WATCHED_THREADS {
+            return true;
+        }
+        let not_rt = self
+            .threads
+            .values()
+            .find(|t| t.probe_cpu.is_none() && !t.info.policy.is_realtime())
+            .map(|t| t.tid);
+        match not_rt {
+            Some(tid) if realtime => {
+                self.threads.remove(&tid);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Reads the thread list again: new threads worth watching are
     /// opened, threads gone or no longer worth it are let go.
     pub fn rescan(&mut self) {
@@ -203,6 +246,7 @@ impl ThreadWatch {
             return;
         };
         let mut listed = HashSet::with_capacity(self.listed.len() + 16);
+        let mut unwatched = 0;
         for process in processes.flatten() {
             let Some(pid) = process
                 .file_name()
@@ -233,19 +277,25 @@ impl ThreadWatch {
                 let info = Stat::read(&task.path().join("stat"))
                     .ok()
                     .and_then(|s| task_info(&s));
-                if info.is_some_and(|i| self.worth_watching(&i)) {
-                    if let Some(mut watched) = self.open(&task.path(), pid, tid) {
-                        if self.scans > 1 && !self.listed.contains(&tid) {
-                            // Born since the last scan: all it ran, it ran
-                            // in the run.
-                            (watched.last_run, watched.last_wait) = (0, 0);
-                        }
-                        self.threads.insert(tid, watched);
+                let Some(info) = info.filter(|i| self.worth_watching(i)) else {
+                    continue;
+                };
+                if !self.make_room(info.policy.is_realtime()) {
+                    unwatched += 1;
+                    continue;
+                }
+                if let Some(mut watched) = self.open(&task.path(), pid, tid) {
+                    if self.scans > 1 && !self.listed.contains(&tid) {
+                        // Born since the last scan: all it ran, it ran in
+                        // the run.
+                        (watched.last_run, watched.last_wait) = (0, 0);
                     }
+                    self.threads.insert(tid, watched);
                 }
             }
         }
         self.listed = listed;
+        self.unwatched = self.unwatched.max(unwatched);
         let scans = self.scans;
         let cpus = self.cpus.clone();
         self.threads.retain(|_, t| {
@@ -285,8 +335,10 @@ impl ThreadWatch {
             }
         }
         let since = now_ns.saturating_sub(self.last_scan_ns);
-        if since >= DEFAULT_RESCAN_NS || (preempted && since >= PREEMPTED_RESCAN_NS) {
+        if scan_due(since, preempted, self.scan_cost_ns) {
+            let start = rtlab_core::clock::now_ns();
             self.rescan();
+            self.scan_cost_ns = rtlab_core::clock::now_ns().saturating_sub(start);
             self.last_scan_ns = now_ns;
         }
         for watched in self.threads.values_mut().filter(|t| t.probe_cpu.is_none()) {
@@ -360,6 +412,35 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("schedstat"), "1000 10 1\n").unwrap();
+    }
+
+    #[test]
+    fn long_scans_are_spaced_out() {
+        assert!(scan_due(DEFAULT_RESCAN_NS, false, 1_000_000));
+        assert!(!scan_due(DEFAULT_RESCAN_NS - 1, false, 0));
+        assert!(scan_due(PREEMPTED_RESCAN_NS, true, 1_000_000));
+        // A scan of a thread bomb that took 150 ms: the next not before 1.5 s.
+        assert!(!scan_due(PREEMPTED_RESCAN_NS, true, 150_000_000));
+        assert!(!scan_due(DEFAULT_RESCAN_NS, false, 150_000_000));
+        assert!(scan_due(1_500_000_000, false, 150_000_000));
+        assert!(!scan_due(u64::MAX - 1, false, u64::MAX), "no overflow");
+    }
+
+    #[test]
+    fn a_thread_bomb_on_a_watched_cpu_is_watched_within_the_bound_and_rt_threads_first() {
+        let root = tempfile::tempdir().unwrap();
+        let bomb = MAX_WATCHED_THREADS as u32 + 50;
+        for pid in 1000..1000 + bomb {
+            fake_task(root.path(), pid, "bomb", 0, 0, 0);
+        }
+        let mut watch = ThreadWatch::new(root.path(), &[0], &[], 0);
+        assert_eq!(watch.len(), MAX_WATCHED_THREADS, "two files per thread");
+        assert_eq!(watch.unwatched, 50);
+        // A real-time hog started after the bomb still takes a place.
+        fake_task(root.path(), 5000, "hog", 0, 1, 99);
+        watch.rescan();
+        assert_eq!(watch.len(), MAX_WATCHED_THREADS);
+        assert!(watch.threads.contains_key(&5000), "the RT hog is watched");
     }
 
     #[test]

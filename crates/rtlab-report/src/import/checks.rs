@@ -1,8 +1,9 @@
 //! The checks every importer makes on what it read: no count past what a
-//! measurement reaches, no control character in a text.
+//! measurement reaches, block maxima a recorder could have kept, no
+//! control character in a text.
 
 use super::error::ImportError;
-use rtlab_core::result::RunResult;
+use rtlab_core::result::{BlockMaxima, RunResult};
 
 /// The most events (samples, missed and dropped, or histogram counts) an
 /// imported run may hold over all its series: 2^53, 285 years of one event
@@ -36,6 +37,62 @@ pub(crate) fn check_counts(run: &RunResult, origin: &str) -> Result<(), ImportEr
                 message: format!(
                     "series `{}`: the run's {what} add up to {total} with this series, more \
                      than the {limit} (2^53) a run can hold; refused",
+                    rtlab_core::result::printable(&series.name, 80)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses block maxima no recorder keeps for its series: blocks of no
+/// sample, more than [`BlockMaxima::MAX_BLOCKS`], more samples in whole
+/// blocks than the series holds, or a maximum outside the series' min..max.
+/// The worst-case estimate fits them as they are: crafted maxima (a block
+/// of 2^64 - 1 samples, u64::MAX beside a series maximum of 900 µs) were
+/// printed as a bound on that series.
+pub(crate) fn check_block_maxima(run: &RunResult, origin: &str) -> Result<(), ImportError> {
+    for (i, series) in run.series.iter().enumerate() {
+        let stats = &series.stats;
+        let Some(blocks) = &stats.block_maxima else {
+            continue;
+        };
+        let whole = u128::from(blocks.block_samples) * blocks.maxima_ns.len() as u128;
+        let outside = blocks
+            .maxima_ns
+            .iter()
+            .find(|&&m| m < stats.min_ns || m > stats.max_ns);
+        let problem = if blocks.maxima_ns.is_empty() {
+            None
+        } else if blocks.block_samples == 0 {
+            Some("blocks of 0 samples".to_string())
+        } else if blocks.maxima_ns.len() > BlockMaxima::MAX_BLOCKS {
+            Some(format!(
+                "{} blocks, more than the {} a run keeps",
+                blocks.maxima_ns.len(),
+                BlockMaxima::MAX_BLOCKS
+            ))
+        } else if whole > u128::from(stats.samples) {
+            Some(format!(
+                "{} blocks of {} samples, more than the series' {} samples",
+                blocks.maxima_ns.len(),
+                blocks.block_samples,
+                stats.samples
+            ))
+        } else {
+            outside.map(|m| {
+                format!(
+                    "a block maximum of {m} ns outside the series' {}..{} ns",
+                    stats.min_ns, stats.max_ns
+                )
+            })
+        };
+        if let Some(problem) = problem {
+            return Err(ImportError::Json {
+                path: origin.to_string(),
+                at: format!("$.series[{i}].block_maxima"),
+                message: format!(
+                    "series `{}`: {problem}: no recorder keeps these; refused",
                     rtlab_core::result::printable(&series.name, 80)
                 ),
             });

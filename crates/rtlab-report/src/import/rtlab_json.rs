@@ -1,6 +1,6 @@
 //! rtlab's own JSON, taken as it is once checked.
 
-use super::checks::{check_counts, check_text};
+use super::checks::{check_block_maxima, check_counts, check_text};
 use super::error::{json_syntax_error, ImportError};
 use rtlab_core::result::{RunResult, RUN_SCHEMA};
 
@@ -38,6 +38,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<RunResult, ImportError> 
     })?;
     check_labels(&run, origin)?;
     check_counts(&run, origin)?;
+    check_block_maxima(&run, origin)?;
     Ok(run)
 }
 

@@ -77,10 +77,9 @@ fn sample_rate(buckets: &[(u64, u64, u64)], c: &PotCandidate, m: usize, block: u
 /// Smirnov).
 fn fitted_sample_checks(c: &PotCandidate, m: usize, opts: &EvtOptions) -> Vec<Check> {
     let alpha = opts.significance;
-    let clusters = c.peak_values.len();
     let mut checks = vec![independence_check(
         &c.peak_values,
-        &format!("{clusters} cluster maxima (what is fitted)"),
+        "cluster maxima (what is fitted)",
         alpha,
     )];
     checks.extend(trend_check(&c.peak_values, "cluster maxima", alpha));

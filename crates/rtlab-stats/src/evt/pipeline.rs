@@ -134,7 +134,7 @@ pub(super) fn independence_check(values: &[f64], what: &str, alpha: f64) -> Chec
             statistic: q,
             p_value: Some(p),
             detail: format!(
-                "Ljung–Box on the ranks of the {what}, lags 1–{lags}: Q = {q:.2}, p {}",
+                "Ljung–Box on the ranks of the {n} {what}, lags 1–{lags}: Q = {q:.2}, p {}",
                 fmt_p(p)
             ),
         },
@@ -143,11 +143,15 @@ pub(super) fn independence_check(values: &[f64], what: &str, alpha: f64) -> Chec
             status: CheckStatus::Failed,
             statistic: f64::NAN,
             p_value: None,
-            detail: format!(
-                "the {n} {what} are all equal ({}) or too few to test: there is no \
-                 variation to model",
-                us(values.first().copied().unwrap_or(f64::NAN))
-            ),
+            detail: match values.first() {
+                // None at all (no threshold exceeded): no value to print.
+                None => format!("there are no {what} to test: there is no variation to model"),
+                Some(&first) => format!(
+                    "the {n} {what} are all equal ({}) or too few to test: there is no \
+                     variation to model",
+                    us(first)
+                ),
+            },
         },
     }
 }
@@ -413,4 +417,27 @@ pub(super) fn fraction_above(buckets: &[(u64, u64, u64)], level: f64) -> f64 {
         })
         .sum();
     above / total as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn independence_of_no_values_says_so_without_a_nan() {
+        let none = independence_check(&[], "cluster maxima", 0.05);
+        assert_eq!(none.status, CheckStatus::Failed);
+        assert_eq!(
+            none.detail,
+            "there are no cluster maxima to test: there is no variation to model"
+        );
+        let equal = independence_check(&[5000.0; 3], "cluster maxima", 0.05);
+        assert!(
+            equal
+                .detail
+                .starts_with("the 3 cluster maxima are all equal (5.000 µs)"),
+            "{}",
+            equal.detail
+        );
+    }
 }
