@@ -185,3 +185,50 @@ fn posix_timers_account_for_every_deadline() {
         "fell back: {warnings:?}"
     );
 }
+
+/// A thread aligned an hour after the start waits for its own start in
+/// short sleeps: SIGINT ends the run within the test's patience (it waited
+/// for the whole hour before), with a partial result.
+#[test]
+fn a_stop_ends_a_thread_still_waiting_for_its_aligned_start() {
+    require_realtime!();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let child = common::rtlab(dir.path())
+        .args(["measure", "timer", "--quiet", "--no-store", "--cpus", "0"])
+        .args([
+            "--threads",
+            "2",
+            "--aligned",
+            "1h",
+            "--duration",
+            "1s",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut run = Running(child, dir.path().to_path_buf());
+    common::wait_until_running(&json, &mut run.0);
+    common::signal(&run.0, libc::SIGINT);
+    let mut ended = None;
+    common::eventually("rtlab to end after SIGINT", || {
+        ended = run.0.try_wait().unwrap();
+        ended.is_some()
+    });
+    assert_eq!(ended.unwrap().code(), Some(130));
+    let doc = common::read_json(&json).unwrap();
+    assert_eq!(doc["status"], "partial");
+}
+
+/// An rtlab the test started, ended and its host changes put back even
+/// when the test fails half-way.
+struct Running(std::process::Child, std::path::PathBuf);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        common::end_and_restore(&mut self.0, &self.1);
+    }
+}

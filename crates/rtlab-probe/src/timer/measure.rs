@@ -5,6 +5,7 @@ use super::grid::Grid;
 use super::wait::{WaitMode, Waiter};
 use crate::recorder::Sample;
 use crate::trace::TraceMarker;
+use rtlab_core::clock;
 use rtlab_core::cpuset::CpuSet;
 use rtlab_core::result::{BreakEvent, ThreadSettings};
 use rtlab_core::sched::{self, SchedParams};
@@ -71,6 +72,7 @@ impl ThreadPlan {
         let interval = self.interval_ns;
         let planned = self.deadlines;
         let first_ns = start_ns + self.offset_ns + interval;
+        wait_for_own_start(start_ns + self.offset_ns, &shared.stop);
         let (waiter, mut warning) = Waiter::new(self.mode, first_ns, interval, &self.series_name);
         let mut grid = Grid::new(start_ns, first_ns, interval, planned);
         let mut samples: u64 = 0;
@@ -139,3 +141,21 @@ impl ThreadPlan {
         *shared.break_event.lock().unwrap_or_else(|p| p.into_inner()) = Some(event);
     }
 }
+
+/// Sleeps until `at_ns` (a thread's own start: `--aligned` puts thread i
+/// i offsets after the common start, possibly hours) in slices of at most
+/// [`START_SLICE_NS`], so that a stop ends the run at once rather than
+/// after the whole offset. Before the first deadline: not the hot path.
+fn wait_for_own_start(at_ns: u64, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let now = clock::now_ns();
+        if now.saturating_add(START_SLICE_NS) >= at_ns {
+            return;
+        }
+        clock::sleep_for(START_SLICE_NS);
+    }
+}
+
+/// The longest a thread waiting for its own start sleeps before it looks
+/// at the stop flag again.
+const START_SLICE_NS: u64 = 100_000_000;
