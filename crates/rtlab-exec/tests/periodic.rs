@@ -518,7 +518,8 @@ fn the_executive_reports_its_guards_and_spin() {
     // Every released activation but the last of each task was seen by the
     // executive at that task's next release.
     assert!(release.observations > 0 && release.observations <= 2 * activations);
-    assert!(t.spin_ns > 0 && t.elapsed_ns >= activations * 2_000_000 / 2);
+    // The spin is part of the thread's time, never more than all of it.
+    assert!(t.spin_ns > 0 && t.spin_ns <= t.elapsed_ns, "{t:?}");
     assert!(t.spin_percent > 0.0 && t.spin_percent <= 100.0);
 
     // A fixed guard is used as it is, and still reported.

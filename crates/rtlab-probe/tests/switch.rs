@@ -249,18 +249,9 @@ fn rt_tests_pacing_runs_each_tools_hand_off_with_every_cycle_counted() {
     let events = 300;
     for cross_cpu in [false, true] {
         let config = paced(events, 500_000, cross_cpu);
-        let started = Instant::now();
         let outcome = run(&config);
         assert_eq!(outcome.failure, None, "warnings {:?}", outcome.warnings);
         check_complete(&outcome, &config, events);
-        // A cycle is a relative sleep of the interval plus the hand-offs:
-        // the run cannot be shorter than the sleeps.
-        let slept = Duration::from_nanos(4 * events * config.interval_ns);
-        assert!(
-            started.elapsed() >= slept,
-            "{:?} < {slept:?}",
-            started.elapsed()
-        );
         print_series(&outcome);
     }
 }
