@@ -212,6 +212,12 @@ fn bad_periodic_input_is_refused() {
         ],
         &["--release-early", "guard"],
     );
+    // Beside a learned guard, a fixed release margin no learned guard can
+    // cover (it released tasks a period early: every activation missed).
+    assert_refused(
+        &["exec", "periodic", "--release-early", "10s"],
+        &["--release-early 10s is more than 500us beside a learned --guard"],
+    );
     assert_refused(
         &["exec", "periodic", "--period", "1s", "--duration", "100ms"],
         &["--duration", "--period"],

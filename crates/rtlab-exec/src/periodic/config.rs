@@ -312,6 +312,25 @@ impl PeriodicConfig {
                 ),
             );
         }
+        // A learned guard is capped (2 ms): a fixed margin beside it may be
+        // no larger than the largest the learner itself would choose, or
+        // tasks are released before the executive is awake (or a period
+        // and more early: every activation missed, the run still
+        // "complete").
+        if self.mode == Mode::Executive
+            && self.learn.guard
+            && !self.learn.release_early
+            && self.release_early_ns > crate::guard::MAX_RELEASE_EARLY_NS
+        {
+            return fail(
+                "release_early",
+                format!(
+                    "{{release_early}} {} is more than {} beside a learned {{guard}} (give a fixed --guard above it, or --release-early auto)",
+                    human_duration(self.release_early_ns),
+                    human_duration(crate::guard::MAX_RELEASE_EARLY_NS)
+                ),
+            );
+        }
         if self.mode == Mode::Executive && self.guard_ns >= START_MARGIN_NS {
             return fail(
                 "guard",
@@ -468,6 +487,19 @@ mod tests {
             ..config()
         };
         assert_eq!(learned.validate(), Ok(()));
+        let (field, text) = refused(PeriodicConfig {
+            release_early_ns: 10_000_000_000,
+            learn: Learning {
+                release_early: false,
+                ..config().learn
+            },
+            ..config()
+        });
+        assert_eq!(field, "release_early");
+        assert!(
+            text.starts_with("--release-early 10s is more than 500us beside a learned --guard"),
+            "{text}"
+        );
         let (field, text) = refused(PeriodicConfig {
             release_early_ns: 2 * GUARD_NS,
             learn: Learning::fixed(),
